@@ -1,0 +1,73 @@
+// The pointwise op functions.
+#include "dsl/dispatch.h"
+#include "dsl/functions.h"
+
+namespace kiln {
+
+namespace {
+
+Tensor call1(std::string_view op, const Tensor& x, const Attrs& a = {}) {
+  return dispatch(op_def(op), {x}, a)[0];
+}
+
+}  // namespace
+
+#define KILN_UNARY(fn) \
+  Tensor fn(const Tensor& x) { static const OpDef& d = op_def(#fn); return dispatch(d, {x})[0]; }
+KILN_UNARY(neg)
+KILN_UNARY(abs)
+KILN_UNARY(exp)
+KILN_UNARY(log)
+KILN_UNARY(sqrt)
+KILN_UNARY(rsqrt)
+KILN_UNARY(sin)
+KILN_UNARY(cos)
+KILN_UNARY(tanh)
+KILN_UNARY(sigmoid)
+KILN_UNARY(relu)
+KILN_UNARY(silu)
+KILN_UNARY(reciprocal)
+KILN_UNARY(square)
+#undef KILN_UNARY
+
+Tensor gelu(const Tensor& x, const std::string& approximate) {
+  return call1("gelu", x, {{"approximate", approximate}});
+}
+
+#define KILN_BINARY(fn)                                \
+  Tensor fn(const Tensor& a, const Tensor& b) {        \
+    static const OpDef& d = op_def(#fn);               \
+    return dispatch(d, {a, b})[0];                     \
+  }
+KILN_BINARY(add)
+KILN_BINARY(sub)
+KILN_BINARY(mul)
+KILN_BINARY(div)
+KILN_BINARY(pow)
+KILN_BINARY(maximum)
+KILN_BINARY(minimum)
+KILN_BINARY(eq)
+KILN_BINARY(ne)
+KILN_BINARY(lt)
+KILN_BINARY(le)
+KILN_BINARY(gt)
+KILN_BINARY(ge)
+#undef KILN_BINARY
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  static const OpDef& d = op_def("where");
+  return dispatch(d, {cond, a, b})[0];
+}
+
+Tensor scalar_like(double v, const Tensor& like) {
+  bool integral_value = v == double(int64_t(v));
+  DType t = like.dtype();
+  if (!is_floating(t)) t = integral_value ? (t == DType::bool_ ? DType::i64 : t) : DType::f32;
+  Tensor s = Tensor::empty({}, {t, like.device()});
+  store_from_double(s.data_ptr(), t, 0, v);
+  return s;
+}
+
+Tensor cast(const Tensor& x, DType t) { return call1("cast", x, {{"dtype", std::string(name(t))}}); }
+
+}  // namespace kiln

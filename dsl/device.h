@@ -1,0 +1,25 @@
+// Where a tensor's storage lives: the CPU, or CUDA device i (CUDA arrives in a later issue;
+// asking for it today raises kiln::Error when a tensor is created there).
+#pragma once
+#include <iosfwd>
+#include <string>
+
+namespace kiln {
+
+enum class DeviceType : uint8_t { cpu, cuda };
+
+struct Device {
+  DeviceType type = DeviceType::cpu;
+  int index = 0;
+
+  static constexpr Device cpu() { return {DeviceType::cpu, 0}; }
+  static constexpr Device cuda(int index = 0) { return {DeviceType::cuda, index}; }
+  bool is_cpu() const { return type == DeviceType::cpu; }
+  bool is_cuda() const { return type == DeviceType::cuda; }
+  bool operator==(const Device&) const = default;
+  std::string str() const;  // "cpu", "cuda:0"
+};
+
+std::ostream& operator<<(std::ostream& os, const Device& d);
+
+}  // namespace kiln

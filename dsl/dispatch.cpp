@@ -1,0 +1,34 @@
+#include "dsl/dispatch.h"
+
+#include "dsl/eager/runners.h"
+#include "dsl/error.h"
+
+namespace kiln {
+
+namespace {
+thread_local std::vector<DispatchMode*> mode_stack;
+}  // namespace
+
+DispatchModeGuard::DispatchModeGuard(DispatchMode* mode) { mode_stack.push_back(mode); }
+DispatchModeGuard::~DispatchModeGuard() { mode_stack.pop_back(); }
+
+TensorList dispatch(const OpDef& def, const TensorList& inputs, const Attrs& attrs) {
+  KILN_CHECK(def.num_inputs < 0 || int(inputs.size()) == def.num_inputs, def.name, ": expected ",
+             def.num_inputs, " inputs, got ", inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i)
+    KILN_CHECK(inputs[i].defined(), def.name, ": input ", i, " is an undefined tensor");
+  if (mode_stack.empty()) return run_eager(def, inputs, attrs);
+  DispatchMode* top = mode_stack.back();
+  mode_stack.pop_back();
+  struct Restore {
+    DispatchMode* m;
+    ~Restore() { mode_stack.push_back(m); }
+  } restore{top};
+  return top->call(def, inputs, attrs);
+}
+
+TensorList run_eager(const OpDef& def, const TensorList& inputs, const Attrs& attrs) {
+  return eager_runner(def.family)(def, inputs, attrs);
+}
+
+}  // namespace kiln

@@ -1,0 +1,31 @@
+// Every op call goes through dispatch(): a stack of modes (like PyTorch's dispatch keys) lets
+// higher layers see op calls without dsl/ including them: autograd/ records backward nodes,
+// graph/ records graph nodes while tracing. With no mode installed the op runs eagerly.
+#pragma once
+#include "dsl/attrs.h"
+#include "dsl/op_def.h"
+#include "dsl/tensor.h"
+
+namespace kiln {
+
+class DispatchMode {
+ public:
+  virtual ~DispatchMode() = default;
+  // Called with this mode removed from the stack, so ops called inside reach the modes below.
+  virtual TensorList call(const OpDef& def, const TensorList& inputs, const Attrs& attrs) = 0;
+};
+
+// Installs a mode for the guard's lifetime (innermost mode sees calls first).
+class DispatchModeGuard {
+ public:
+  explicit DispatchModeGuard(DispatchMode* mode);
+  ~DispatchModeGuard();
+  DispatchModeGuard(const DispatchModeGuard&) = delete;
+  DispatchModeGuard& operator=(const DispatchModeGuard&) = delete;
+};
+
+TensorList dispatch(const OpDef& def, const TensorList& inputs, const Attrs& attrs = {});
+// Runs the op now through its generator-built kernels (or as a view).
+TensorList run_eager(const OpDef& def, const TensorList& inputs, const Attrs& attrs);
+
+}  // namespace kiln

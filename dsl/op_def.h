@@ -1,0 +1,83 @@
+// OpDef: everything kiln knows about one op, in one place:
+//   - its shape and dtype rule (infer), which raises kiln::Error on bad input,
+//   - its Halide definition (pointwise: one Expr from input Exprs; others: output Funcs from input
+//     Funcs), used unchanged by the eager kernels built by generators/, and by compiled regions,
+//   - for views, the rule that maps (shape, strides, offset) to the view's metadata,
+//   - its schedule class, which picks the schedule template,
+//   - a slot for its derivative rule, written with Tensor ops (filled by autograd/).
+// Ops are looked up by name: `const OpDef& d = op_def("exp");`.
+#pragma once
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dsl/attrs.h"
+#include "dsl/device.h"
+#include "dsl/dtype.h"
+#include "dsl/shape.h"
+
+namespace Halide {
+class Expr;
+}
+
+namespace kiln {
+
+class Tensor;
+struct HalideTensor;  // dsl/halide_def.h
+
+enum class ScheduleClass { pointwise, reduction, normalization, matmul, gather, data_movement, view };
+std::string_view name(ScheduleClass c);
+
+// How the eager path runs the op: which generator family built its kernels.
+enum class KernelFamily {
+  unary, binary, where, cast,     // pointwise, canonical rank 4, broadcast through stride 0
+  reduce,                         // [reduced, kept] -> [kept]
+  rows,                           // [row, rows] -> [row, rows] (softmax, log_softmax)
+  layer_norm, matmul, embedding, cross_entropy,
+  copy,                           // strided copy: contiguous, cat, stack
+  view,                           // metadata only, no kernel
+};
+
+struct TensorMeta {
+  Shape shape;
+  DType dtype = DType::f32;
+  Device device;
+};
+
+struct ViewMeta {
+  Shape shape;
+  Strides strides;
+  int64_t offset = 0;
+};
+
+using ShapeRule = std::function<std::vector<TensorMeta>(const std::vector<TensorMeta>&, const Attrs&)>;
+using PointwiseDef = std::function<Halide::Expr(const std::vector<Halide::Expr>&, const Attrs&)>;
+using HalideDef = std::function<std::vector<HalideTensor>(const std::vector<HalideTensor>&, const Attrs&)>;
+using ViewRule = std::function<ViewMeta(const ViewMeta& in, const Attrs&)>;
+// grads of the outputs -> grads of the inputs (an undefined Tensor where none flows).
+using DerivativeRule = std::function<std::vector<Tensor>(
+    const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+    const std::vector<Tensor>& grad_outputs, const Attrs&)>;
+
+struct OpDef {
+  std::string name;
+  ScheduleClass schedule_class = ScheduleClass::pointwise;
+  KernelFamily family = KernelFamily::unary;
+  int num_inputs = 1;  // -1: any number (cat, stack)
+  ShapeRule infer;
+  PointwiseDef pointwise;  // pointwise ops
+  HalideDef define;        // other ops with kernels
+  ViewRule view;           // views
+  DerivativeRule derivative;
+  // Pointwise ops: the dtype the inputs are converted to before the kernel runs (comparisons
+  // compute in the promoted input type and return bool). Unset: the first output's dtype.
+  std::function<DType(const std::vector<TensorMeta>&)> compute_dtype;
+};
+
+// The registry of all ops; built on first use from the op tables in dsl/ops/.
+const OpDef& op_def(std::string_view name);
+OpDef& mutable_op_def(std::string_view name);  // for autograd/ to fill derivative slots
+std::vector<const OpDef*> all_op_defs();
+
+}  // namespace kiln

@@ -1,0 +1,63 @@
+#include <algorithm>
+#include <unordered_map>
+
+#include "dsl/error.h"
+#include "dsl/op_def.h"
+#include "dsl/ops/op_tables.h"
+
+namespace kiln {
+
+namespace {
+
+struct Registry {
+  std::vector<OpDef> defs;
+  std::unordered_map<std::string_view, size_t> index;
+
+  Registry() {
+    add_unary_ops(defs);
+    add_binary_ops(defs);
+    add_cast_ops(defs);
+    add_view_ops(defs);
+    for (size_t i = 0; i < defs.size(); ++i) {
+      bool fresh = index.emplace(defs[i].name, i).second;
+      KILN_CHECK(fresh, "op registry: op '", defs[i].name, "' is defined twice");
+    }
+  }
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+}  // namespace
+
+std::string_view name(ScheduleClass c) {
+  switch (c) {
+    case ScheduleClass::pointwise: return "pointwise";
+    case ScheduleClass::reduction: return "reduction";
+    case ScheduleClass::normalization: return "normalization";
+    case ScheduleClass::matmul: return "matmul";
+    case ScheduleClass::gather: return "gather";
+    case ScheduleClass::data_movement: return "data_movement";
+    case ScheduleClass::view: return "view";
+  }
+  return "?";
+}
+
+OpDef& mutable_op_def(std::string_view name) {
+  Registry& r = registry();
+  auto it = r.index.find(name);
+  KILN_CHECK(it != r.index.end(), "op registry: no op named '", name, "'");
+  return r.defs[it->second];
+}
+
+const OpDef& op_def(std::string_view name) { return mutable_op_def(name); }
+
+std::vector<const OpDef*> all_op_defs() {
+  std::vector<const OpDef*> out;
+  for (const OpDef& d : registry().defs) out.push_back(&d);
+  return out;
+}
+
+}  // namespace kiln

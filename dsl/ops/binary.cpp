@@ -1,0 +1,101 @@
+// Binary and ternary pointwise ops with numpy broadcasting and type promotion: one table entry
+// each (name, Halide expression, dtype rule).
+#include "dsl/halide_def.h"
+#include "dsl/ops/op_tables.h"
+
+namespace kiln {
+
+using Halide::Expr;
+
+namespace {
+
+enum class Result { promoted, floating, boolean };
+
+void binary(std::vector<OpDef>& defs, std::string name, Result result,
+            std::function<Expr(Expr, Expr)> f) {
+  OpDef d;
+  d.name = name;
+  d.schedule_class = ScheduleClass::pointwise;
+  d.family = KernelFamily::binary;
+  d.num_inputs = 2;
+  auto compute = [result](const std::vector<TensorMeta>& in) {
+    DType t = result_type(in);
+    return result == Result::floating ? to_floating(t) : t;
+  };
+  d.compute_dtype = compute;
+  d.infer = [name, result, compute](const std::vector<TensorMeta>& in, const Attrs&) {
+    Device dev = common_device(name, in);
+    Shape s = broadcast_all(name, in);
+    DType t = result == Result::boolean ? DType::bool_ : compute(in);
+    return std::vector<TensorMeta>{{s, t, dev}};
+  };
+  d.pointwise = [f](const std::vector<Expr>& in, const Attrs&) { return f(in[0], in[1]); };
+  defs.push_back(std::move(d));
+}
+
+}  // namespace
+
+void add_binary_ops(std::vector<OpDef>& defs) {
+  using R = Result;
+  binary(defs, "add", R::promoted, [](Expr a, Expr b) { return a + b; });
+  binary(defs, "sub", R::promoted, [](Expr a, Expr b) { return a - b; });
+  binary(defs, "mul", R::promoted, [](Expr a, Expr b) { return a * b; });
+  binary(defs, "div", R::floating, [](Expr a, Expr b) { return a / b; });
+  binary(defs, "pow", R::floating, [](Expr a, Expr b) { return Halide::pow(a, b); });
+  binary(defs, "maximum", R::promoted, [](Expr a, Expr b) { return Halide::max(a, b); });
+  binary(defs, "minimum", R::promoted, [](Expr a, Expr b) { return Halide::min(a, b); });
+  binary(defs, "eq", R::boolean, [](Expr a, Expr b) { return a == b; });
+  binary(defs, "ne", R::boolean, [](Expr a, Expr b) { return a != b; });
+  binary(defs, "lt", R::boolean, [](Expr a, Expr b) { return a < b; });
+  binary(defs, "le", R::boolean, [](Expr a, Expr b) { return a <= b; });
+  binary(defs, "gt", R::boolean, [](Expr a, Expr b) { return a > b; });
+  binary(defs, "ge", R::boolean, [](Expr a, Expr b) { return a >= b; });
+
+  OpDef w;
+  w.name = "where";
+  w.schedule_class = ScheduleClass::pointwise;
+  w.family = KernelFamily::where;
+  w.num_inputs = 3;
+  w.compute_dtype = [](const std::vector<TensorMeta>& in) {
+    return result_type({in[1], in[2]});
+  };
+  w.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
+    Device dev = common_device("where", in);
+    KILN_CHECK(in[0].dtype == DType::bool_, "where: condition must have dtype bool, got ", in[0].dtype);
+    return std::vector<TensorMeta>{{broadcast_all("where", in), result_type({in[1], in[2]}), dev}};
+  };
+  w.pointwise = [](const std::vector<Expr>& in, const Attrs&) {
+    return Halide::select(in[0] != 0, in[1], in[2]);
+  };
+  defs.push_back(std::move(w));
+}
+
+DType result_type(const std::vector<TensorMeta>& in) {
+  auto cat = [](DType t) { return t == DType::bool_ ? 0 : is_integral(t) ? 1 : 2; };
+  bool have_dims = false, have_scalar = false;
+  DType dims_t = DType::bool_, scalar_t = DType::bool_;
+  for (const TensorMeta& m : in) {
+    DType& acc = m.shape.empty() ? scalar_t : dims_t;
+    bool& seen = m.shape.empty() ? have_scalar : have_dims;
+    acc = seen ? promote_types(acc, m.dtype) : m.dtype;
+    seen = true;
+  }
+  if (!have_dims) return scalar_t;
+  if (!have_scalar || cat(scalar_t) <= cat(dims_t)) return dims_t;
+  return is_floating(scalar_t) ? DType::f32 : scalar_t;  // int tensor with float scalar -> f32
+}
+
+Shape broadcast_all(std::string_view op, const std::vector<TensorMeta>& in) {
+  Shape s = in[0].shape;
+  for (size_t i = 1; i < in.size(); ++i) s = broadcast_shapes(op, s, in[i].shape);
+  return s;
+}
+
+Device common_device(std::string_view op, const std::vector<TensorMeta>& in) {
+  for (const TensorMeta& m : in)
+    KILN_CHECK(m.device == in[0].device, op, ": tensors are on different devices (", in[0].device,
+               " and ", m.device, "); move them with to(Device)");
+  return in[0].device;
+}
+
+}  // namespace kiln

@@ -1,0 +1,41 @@
+// Storage: one allocation that tensors (and the views of them) share, with the version counter
+// that autograd uses to detect in-place changes of saved tensors. Allocators are per device.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "dsl/device.h"
+
+namespace kiln {
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  virtual void* allocate(size_t nbytes) = 0;
+  virtual void release(void* ptr, size_t nbytes) = 0;
+};
+
+// 64-byte aligned host memory.
+Allocator& cpu_allocator();
+// The allocator of a device; throws kiln::Error for a device this build or machine lacks.
+Allocator& allocator_for(Device d);
+
+struct Storage {
+  void* data = nullptr;
+  size_t nbytes = 0;
+  Device device;
+  Allocator* allocator = nullptr;  // null: memory owned elsewhere
+  std::atomic<uint64_t> version{0};
+
+  Storage(void* data, size_t nbytes, Device device, Allocator* allocator)
+      : data(data), nbytes(nbytes), device(device), allocator(allocator) {}
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  ~Storage();
+
+  static std::shared_ptr<Storage> allocate(size_t nbytes, Device device);
+};
+
+}  // namespace kiln

@@ -1,0 +1,114 @@
+// Tensor: a view (shape, strides in elements, offset) of a shared Storage, with a dtype and a
+// device. Views share storage and never copy; ops return new tensors.
+//
+//   Tensor x = randn({64, 128});
+//   Tensor y = x.transpose(0, 1).contiguous();   // a copy in the new layout
+//   float v = y.sum().item<float>();
+#pragma once
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dsl/device.h"
+#include "dsl/dtype.h"
+#include "dsl/shape.h"
+#include "dsl/storage.h"
+
+namespace kiln {
+
+struct AutogradMeta;  // autograd/
+
+struct TensorOptions {
+  DType dtype = DType::f32;
+  Device device = Device::cpu();
+};
+
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  int64_t offset = 0;
+  Shape shape;
+  Strides strides;
+  DType dtype = DType::f32;
+  std::shared_ptr<AutogradMeta> autograd;  // grad, backward node; owned by autograd/
+};
+
+class Tensor {
+ public:
+  Tensor() = default;  // undefined: defined() is false
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // A new contiguous tensor with uninitialised contents.
+  static Tensor empty(const Shape& shape, TensorOptions opts = {});
+  // A view of `storage` (no copy).
+  static Tensor make_view(std::shared_ptr<Storage> storage, Shape shape, Strides strides,
+                          int64_t offset, DType dtype);
+
+  bool defined() const { return impl_ != nullptr; }
+  int64_t dim() const { return int64_t(impl().shape.size()); }
+  const Shape& shape() const { return impl().shape; }
+  const Shape& sizes() const { return impl().shape; }
+  int64_t size(int64_t d) const;
+  const Strides& strides() const { return impl().strides; }
+  int64_t stride(int64_t d) const;
+  int64_t storage_offset() const { return impl().offset; }
+  int64_t numel() const { return kiln::numel(impl().shape); }
+  DType dtype() const { return impl().dtype; }
+  Device device() const { return impl().storage->device; }
+  TensorOptions options() const { return {dtype(), device()}; }
+  bool is_contiguous() const { return kiln::is_contiguous(impl().shape, impl().strides); }
+  const std::shared_ptr<Storage>& storage() const { return impl().storage; }
+  bool shares_storage_with(const Tensor& other) const { return storage() == other.storage(); }
+
+  // Address of the first element (after the offset).
+  void* data_ptr() const;
+  template <typename T> T* data() const;  // checks the dtype
+
+  // Host reads: the value of a one-element tensor, or all values in row-major order.
+  template <typename T> T item() const;
+  template <typename T> std::vector<T> to_vector() const;
+
+  Tensor to(DType t) const;
+  Tensor to(Device d) const;
+  Tensor contiguous() const;
+  Tensor clone() const;
+
+  // Views (metadata only).
+  Tensor reshape(const Shape& shape) const;  // a view when the layout allows, else a copy
+  Tensor view(const Shape& shape) const;     // always a view; errors when the layout forbids it
+  Tensor permute(const std::vector<int64_t>& dims) const;
+  Tensor transpose(int64_t d0, int64_t d1) const;
+  Tensor t() const;  // transpose of a 2-D tensor
+  Tensor expand(const Shape& shape) const;
+  Tensor squeeze() const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor flatten() const;
+
+  // Reductions (an empty dim list reduces all dims).
+  Tensor sum(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
+  Tensor mean(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
+  Tensor max(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
+  Tensor min(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
+  Tensor argmax(int64_t dim, bool keepdim = false) const;
+  Tensor var(const std::vector<int64_t>& dims = {}, int64_t correction = 1, bool keepdim = false) const;
+  Tensor logsumexp(const std::vector<int64_t>& dims, bool keepdim = false) const;
+
+  std::string str() const;  // shape, dtype and (for small tensors) values
+
+  TensorImpl& impl() const;
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+// Tensors ride on the calling convention of ops as lists.
+using TensorList = std::vector<Tensor>;
+
+}  // namespace kiln

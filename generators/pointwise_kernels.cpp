@@ -1,0 +1,102 @@
+// The eager pointwise kernels (unary, binary, where, cast), built at build time from each op's
+// Halide definition. Canonical form: rank 4, innermost dim first; inputs may be strided and
+// broadcast (stride 0); the output may be a strided view. Dense inner strides and large sizes get
+// specialized vectorized and parallel loops.
+#include "dsl/halide_def.h"
+#include "generators/kernel_params.h"
+
+namespace kiln {
+namespace {
+
+using namespace Halide;
+
+constexpr int kRank = 4;
+constexpr int kParallelMinElements = 1 << 15;
+
+class PointwiseKernel : public Generator<PointwiseKernel> {
+ public:
+  GeneratorParam<std::string> op{"op", ""};
+  GeneratorParam<std::string> dtype{"dtype", "f32"};
+  GeneratorParam<std::string> attrs{"attrs", ""};
+
+  void configure() {
+    const OpDef& def = op_def(op.value());
+    Attrs a = parse_kernel_attrs(attrs);
+    DType t = dtype_from_name(dtype.value());
+    for (int i = 0; i < def.num_inputs; ++i) {
+      DType ti = (def.family == KernelFamily::where && i == 0) ? DType::bool_ : t;
+      in_dtypes_.push_back(ti);
+      ins_.push_back(add_input<Buffer<>>("in" + std::to_string(i), halide_type(ti), kRank));
+    }
+    std::vector<TensorMeta> metas;
+    for (DType ti : in_dtypes_) metas.push_back({{}, ti, Device::cpu()});
+    out_dtype_ = def.infer(metas, a)[0].dtype;
+    out_ = add_output<Buffer<>>("out", halide_type(out_dtype_), kRank);
+  }
+
+  void generate() {
+    const OpDef& def = op_def(op.value());
+    Attrs a = parse_kernel_attrs(attrs);
+    std::vector<Var> v = halide_vars(kRank);
+    std::vector<Expr> args(v.begin(), v.end());
+    std::vector<Expr> values;
+    for (size_t i = 0; i < ins_.size(); ++i) {
+      (*ins_[i]).dim(0).set_stride(Expr());  // strided and broadcast inputs are allowed
+      values.push_back(load_value((*ins_[i])(args), in_dtypes_[i]));
+    }
+    Func out = *out_;
+    out(v) = store_value(def.pointwise(values, a), out_dtype_);
+    out_->dim(0).set_stride(Expr());  // outputs may be views (cat writes into slices)
+    schedule(out, v);
+  }
+
+ private:
+  // Vectorized loops for each combination of dense (1) and broadcast (0) inner strides of the
+  // inputs, each with a parallel variant for large tensors; a generic strided fallback last.
+  void schedule(Func out, const std::vector<Var>& v) {
+    const int vec = natural_vector_size(halide_type(out_dtype_).bits() > 32 ? Float(64) : Float(32));
+    Expr n = out.output_buffer().dim(0).extent();
+    Expr total = n;
+    for (int i = 1; i < kRank; ++i) total *= out.output_buffer().dim(i).extent();
+    Expr big = total >= kParallelMinElements;
+    Var y1("y1"), y("y"), t("t"), xo("xo"), xi("xi"), to("to"), ti("ti");
+    out.fuse(v[2], v[3], y1).fuse(v[1], y1, y);
+
+    auto vectorized = [&](Stage s, bool parallel) {
+      s.split(v[0], xo, xi, vec, TailStrategy::ShiftInwards).vectorize(xi);
+      if (parallel) s.fuse(xo, y, t).split(t, to, ti, std::max(1, 16384 / vec), TailStrategy::GuardWithIf).parallel(to);
+    };
+    for (const Expr& cond : dense_conditions()) {
+      Expr c = cond && n >= vec;
+      vectorized(out.specialize(c && big), true);
+      vectorized(out.specialize(c), false);
+    }
+    out.specialize(big).parallel(y);
+  }
+
+  // Inner-stride combinations worth a dense path: all inputs contiguous, and for two or more
+  // inputs, each one broadcast along the inner dim while the others are contiguous.
+  std::vector<Expr> dense_conditions() {
+    std::vector<Expr> conds;
+    size_t n = ins_.size();
+    for (size_t mask = 0; mask < (size_t(1) << n); ++mask) {
+      size_t zeros = __builtin_popcountll(mask);
+      if (zeros > 1 || (zeros == 1 && n == 1)) continue;
+      Expr c = out_->dim(0).stride() == 1;
+      for (size_t i = 0; i < n; ++i)
+        c = c && (*ins_[i]).dim(0).stride() == ((mask >> i) & 1 ? 0 : 1);
+      conds.push_back(c);
+    }
+    return conds;
+  }
+
+  std::vector<GeneratorInput<Buffer<>>*> ins_;
+  std::vector<DType> in_dtypes_;
+  GeneratorOutput<Buffer<>>* out_ = nullptr;
+  DType out_dtype_ = DType::f32;
+};
+
+}  // namespace
+}  // namespace kiln
+
+HALIDE_REGISTER_GENERATOR(kiln::PointwiseKernel, kiln_pointwise)

@@ -1,0 +1,16 @@
+// kiln: torch.compile for C++, built on Halide. The one header users include.
+//
+//   #include "kiln.h"
+//   using namespace kiln;
+//   manual_seed(0);
+//   Tensor x = randn({64, 128});
+//   Tensor y = gelu(matmul(x, randn({128, 256})));
+#pragma once
+
+#include "dsl/creation.h"
+#include "dsl/dtype.h"
+#include "dsl/device.h"
+#include "dsl/error.h"
+#include "dsl/functions.h"
+#include "dsl/random.h"
+#include "dsl/tensor.h"

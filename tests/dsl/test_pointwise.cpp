@@ -1,0 +1,228 @@
+// Unary, binary, where and cast ops against plain double loops on fresh random inputs:
+// several shapes, broadcasting, non-contiguous views, size-1 dims and empty tensors.
+#include <cmath>
+
+#include "support/reference.h"
+
+using namespace kiln;
+using namespace kiln::test;
+
+namespace {
+
+struct UnaryCase {
+  const char* name;
+  std::function<Tensor(const Tensor&)> op;
+  std::function<double(double)> ref;
+  double lo, hi;
+  bool integers;  // also defined on i32/i64
+};
+
+double gelu_ref(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
+double gelu_tanh_ref(double x) {
+  return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+std::vector<UnaryCase> unary_cases() {
+  return {
+      {"neg", [](const Tensor& x) { return neg(x); }, [](double x) { return -x; }, -3, 3, true},
+      {"abs", [](const Tensor& x) { return abs(x); }, [](double x) { return std::abs(x); }, -3, 3, true},
+      {"square", [](const Tensor& x) { return square(x); }, [](double x) { return x * x; }, -3, 3, true},
+      {"relu", [](const Tensor& x) { return relu(x); }, [](double x) { return x > 0 ? x : 0; }, -3, 3, true},
+      {"exp", [](const Tensor& x) { return exp(x); }, [](double x) { return std::exp(x); }, -4, 4, false},
+      {"log", [](const Tensor& x) { return log(x); }, [](double x) { return std::log(x); }, 0.01, 5, false},
+      {"sqrt", [](const Tensor& x) { return sqrt(x); }, [](double x) { return std::sqrt(x); }, 0, 5, false},
+      {"rsqrt", [](const Tensor& x) { return rsqrt(x); }, [](double x) { return 1 / std::sqrt(x); }, 0.05, 5, false},
+      {"sin", [](const Tensor& x) { return sin(x); }, [](double x) { return std::sin(x); }, -6, 6, false},
+      {"cos", [](const Tensor& x) { return cos(x); }, [](double x) { return std::cos(x); }, -6, 6, false},
+      {"tanh", [](const Tensor& x) { return tanh(x); }, [](double x) { return std::tanh(x); }, -4, 4, false},
+      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }, [](double x) { return 1 / (1 + std::exp(-x)); }, -8, 8, false},
+      {"silu", [](const Tensor& x) { return silu(x); }, [](double x) { return x / (1 + std::exp(-x)); }, -8, 8, false},
+      {"reciprocal", [](const Tensor& x) { return reciprocal(x); }, [](double x) { return 1 / x; }, 0.1, 4, false},
+      {"gelu", [](const Tensor& x) { return gelu(x); }, gelu_ref, -5, 5, false},
+      {"gelu_tanh", [](const Tensor& x) { return gelu(x, "tanh"); }, gelu_tanh_ref, -5, 5, false},
+  };
+}
+
+const std::vector<Shape> kShapes = {{}, {1}, {7}, {3, 5}, {2, 3, 33}, {4, 1, 6}, {0, 3}, {130, 70}};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(unary_ops_match_double_reference) {
+  uint64_t seed = 1;
+  for (const UnaryCase& c : unary_cases()) {
+    for (DType t : {f32, f64, f16, bf16, i32, i64}) {
+      if (is_integral(t) && !c.integers) continue;
+      for (const Shape& s : kShapes) {
+        Tensor x = random_tensor(s, t, seed++, c.lo, c.hi);
+        std::vector<double> in = host_values(x), want;
+        for (double v : in) want.push_back(c.ref(v));
+        Tensor y = c.op(x);
+        BOOST_TEST(y.dtype() == t);
+        Tolerance tol = tolerance(t);
+        if (t == DType::f32 && std::string(c.name) == "gelu") tol.atol = 1e-6;
+        check_close(y, want, s, tol, std::string(c.name) + " " + std::string(name(t)) + " " + to_string(s));
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(unary_float_ops_promote_integers_to_f32) {
+  Tensor x = from_vector<int32_t>({1, 2, 3});
+  Tensor y = exp(x);
+  BOOST_TEST(y.dtype() == f32);
+  check_close(y, {std::exp(1.0), std::exp(2.0), std::exp(3.0)}, {3}, "exp(i32)");
+}
+
+BOOST_AUTO_TEST_CASE(unary_ops_on_non_contiguous_views) {
+  uint64_t seed = 100;
+  for (const char* kind : {"transposed", "sliced", "expanded"}) {
+    for (const Shape& s : std::vector<Shape>{{5, 6}, {3, 4, 17}, {2, 3, 4, 5, 6}}) {
+      Tensor x = random_view(s, f32, seed++, kind);
+      BOOST_TEST(!x.is_contiguous());
+      std::vector<double> want;
+      for (double v : host_values(x)) want.push_back(std::tanh(v));
+      check_close(tanh(x), want, s, std::string("tanh ") + kind + " " + to_string(s));
+    }
+  }
+}
+
+namespace {
+
+struct BinaryCase {
+  const char* name;
+  std::function<Tensor(const Tensor&, const Tensor&)> op;
+  std::function<double(double, double)> ref;
+  bool compare, floating, positive_lhs;
+};
+
+std::vector<BinaryCase> binary_cases() {
+  return {
+      {"add", [](auto& a, auto& b) { return a + b; }, [](double a, double b) { return a + b; }, false, false, false},
+      {"sub", [](auto& a, auto& b) { return a - b; }, [](double a, double b) { return a - b; }, false, false, false},
+      {"mul", [](auto& a, auto& b) { return a * b; }, [](double a, double b) { return a * b; }, false, false, false},
+      {"div", [](auto& a, auto& b) { return a / b; }, [](double a, double b) { return a / b; }, false, true, false},
+      {"pow", [](auto& a, auto& b) { return pow(a, b); }, [](double a, double b) { return std::pow(a, b); }, false, true, true},
+      {"maximum", [](auto& a, auto& b) { return maximum(a, b); }, [](double a, double b) { return std::max(a, b); }, false, false, false},
+      {"minimum", [](auto& a, auto& b) { return minimum(a, b); }, [](double a, double b) { return std::min(a, b); }, false, false, false},
+      {"eq", [](auto& a, auto& b) { return eq(a, b); }, [](double a, double b) { return double(a == b); }, true, false, false},
+      {"ne", [](auto& a, auto& b) { return ne(a, b); }, [](double a, double b) { return double(a != b); }, true, false, false},
+      {"lt", [](auto& a, auto& b) { return lt(a, b); }, [](double a, double b) { return double(a < b); }, true, false, false},
+      {"le", [](auto& a, auto& b) { return le(a, b); }, [](double a, double b) { return double(a <= b); }, true, false, false},
+      {"gt", [](auto& a, auto& b) { return gt(a, b); }, [](double a, double b) { return double(a > b); }, true, false, false},
+      {"ge", [](auto& a, auto& b) { return ge(a, b); }, [](double a, double b) { return double(a >= b); }, true, false, false},
+  };
+}
+
+// Reference of a broadcasting binary op in double.
+std::vector<double> binary_ref(const Tensor& a, const Tensor& b, const Shape& out,
+                               const std::function<double(double, double)>& f) {
+  std::vector<double> va = host_values(a), vb = host_values(b), want;
+  for_each_index(out, [&](const std::vector<int64_t>& idx) {
+    want.push_back(f(va[broadcast_offset(a.shape(), idx)], vb[broadcast_offset(b.shape(), idx)]));
+  });
+  return want;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(binary_ops_broadcast_and_match_reference) {
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{}, {}},         {{5}, {5}},          {{3, 4}, {4}},       {{3, 1}, {1, 4}},   {{2, 3, 4}, {3, 1}},
+      {{4}, {}},        {{}, {6, 2}},        {{0, 4}, {4}},       {{67, 33}, {67, 33}}, {{1, 257}, {9, 1}},
+      {{2, 1, 3, 1, 5, 1}, {1, 4, 1, 2, 1, 3}}};
+  uint64_t seed = 1000;
+  for (const BinaryCase& c : binary_cases()) {
+    for (DType t : {f32, f64, i32, i64, f16}) {
+      if (c.floating && is_integral(t)) continue;
+      for (const auto& [sa, sb] : shapes) {
+        double lo = c.positive_lhs ? 0.1 : -3;
+        Tensor a = random_tensor(sa, t, seed++, lo, 3);
+        Tensor b = random_tensor(sb, t, seed++, c.name == std::string("div") ? 0.5 : -3, 3);
+        if (c.compare && numel(sa) > 0 && numel(sb) > 0 && sa == sb) b = a.clone();  // exercise equality
+        Shape out = broadcast_shapes("test", sa, sb);
+        Tensor y = c.op(a, b);
+        BOOST_TEST(y.dtype() == (c.compare ? bool_ : t));
+        Tolerance tol = tolerance(t);
+        if (c.name == std::string("pow") && t == f16) tol = {5e-3, 5e-3};
+        check_close(y, binary_ref(a, b, out, c.ref), out, tol,
+                    std::string(c.name) + " " + std::string(name(t)) + " " + to_string(sa) + " " + to_string(sb));
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(binary_ops_on_views_and_scalars) {
+  uint64_t seed = 2000;
+  for (const char* kind : {"transposed", "sliced", "expanded"}) {
+    Tensor a = random_view({6, 9}, f32, seed++, kind);
+    Tensor b = random_view({6, 9}, f32, seed++, "transposed");
+    check_close(a * b, binary_ref(a, b, {6, 9}, [](double x, double y) { return x * y; }), {6, 9},
+                std::string("mul on ") + kind);
+  }
+  Tensor x = random_tensor({4, 5}, f32, seed++);
+  std::vector<double> v = host_values(x), want;
+  for (double e : v) want.push_back(2.5 - e * 3.0);
+  check_close(2.5 - x * 3.0, want, {4, 5}, "scalar expression");
+  want.clear();
+  for (double e : v) want.push_back(1.0 / e);
+  check_close(1.0 / x, want, {4, 5}, "scalar / tensor");
+}
+
+BOOST_AUTO_TEST_CASE(type_promotion_follows_the_category_rule) {
+  Tensor fi = from_vector<int32_t>({1, 2}), fl = from_vector<int64_t>({3, 4});
+  Tensor ff = from_vector<float>({0.5f, 1.5f}), fd = from_vector<double>({0.25, 0.75});
+  BOOST_TEST((fi + fl).dtype() == i64);
+  BOOST_TEST((fi + ff).dtype() == f32);
+  BOOST_TEST((ff + fd).dtype() == f64);
+  BOOST_TEST((fi / fi).dtype() == f32);  // true division
+  BOOST_TEST((ff.to(f16) * 2.0).dtype() == f16);  // a scalar does not widen
+  BOOST_TEST((fi * 2.5).dtype() == f32);          // a float scalar lifts integers to f32
+  BOOST_TEST((fi * 2.0).dtype() == i32);          // an integral scalar keeps the dtype
+  BOOST_TEST((ff.to(f16) + ff.to(bf16)).dtype() == f32);
+  check_close(fi / from_vector<int32_t>({2, 4}), {0.5, 0.5}, {2}, "int true division");
+}
+
+BOOST_AUTO_TEST_CASE(where_selects_with_broadcasting) {
+  uint64_t seed = 3000;
+  for (DType t : {f32, f64, i32, i64, bool_, bf16}) {
+    Tensor c = random_tensor({4, 1, 5}, bool_, seed++);
+    Tensor a = random_tensor({3, 5}, t, seed++);
+    Tensor b = random_tensor({4, 3, 1}, t, seed++);
+    std::vector<double> vc = host_values(c), va = host_values(a), vb = host_values(b), want;
+    Shape out{4, 3, 5};
+    for_each_index(out, [&](const std::vector<int64_t>& idx) {
+      want.push_back(vc[broadcast_offset(c.shape(), idx)] != 0 ? va[broadcast_offset(a.shape(), idx)]
+                                                               : vb[broadcast_offset(b.shape(), idx)]);
+    });
+    Tensor y = where(c, a, b);
+    BOOST_TEST(y.dtype() == t);
+    check_close(y, want, out, {0, 0}, "where " + std::string(name(t)));
+  }
+  Tensor x = random_tensor({8}, f32, seed++);
+  std::vector<double> want;
+  for (double v : host_values(x)) want.push_back(v > 0 ? v : 0.0);
+  check_close(where(gt(x, 0.0), x, 0.0), want, {8}, "where with scalar");
+}
+
+BOOST_AUTO_TEST_CASE(cast_between_all_dtypes) {
+  uint64_t seed = 4000;
+  const DType all[] = {f32, f64, f16, bf16, i32, i64, bool_};
+  for (DType from : all) {
+    for (DType to : all) {
+      Tensor x = random_tensor({3, 7}, from, seed++, -100, 100);
+      std::vector<double> want;
+      for (double v : host_values(x)) {
+        double w = v;
+        if (is_integral(to)) w = std::trunc(v);
+        if (to == bool_) w = v != 0;
+        if (to == f16) w = half_to_float(float_to_half(float(v)));
+        if (to == bf16) w = bfloat16_to_float(float_to_bfloat16(float(v)));
+        if (to == f32) w = float(v);
+        want.push_back(w);
+      }
+      Tensor y = x.to(to);
+      BOOST_TEST(y.dtype() == to);
+      check_close(y, want, {3, 7}, {0, 0}, std::string(name(from)) + " -> " + std::string(name(to)));
+    }
+  }
+}

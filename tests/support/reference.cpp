@@ -1,0 +1,130 @@
+#include "support/reference.h"
+
+#include <cmath>
+#include <random>
+#include <sstream>
+
+namespace kiln::test {
+
+Tensor random_tensor(const Shape& shape, DType dtype, uint64_t seed, double lo, double hi) {
+  std::mt19937_64 gen(seed * 0x9E3779B97F4A7C15ull + 12345);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  Tensor t = Tensor::empty(shape, {dtype, Device::cpu()});
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    double v = dist(gen);
+    if (is_integral(dtype)) v = std::floor(v);
+    if (dtype == DType::bool_) v = v > (lo + hi) / 2;
+    store_from_double(t.data_ptr(), dtype, i, v);
+  }
+  return t;
+}
+
+Tensor random_view(const Shape& shape, DType dtype, uint64_t seed, const std::string& kind) {
+  Tensor dense = random_tensor(shape, dtype, seed);
+  std::vector<double> v = host_values(dense);
+  int64_t r = int64_t(shape.size());
+  if (kind == "transposed" && r >= 2) {
+    Shape swapped = shape;
+    std::swap(swapped[r - 1], swapped[r - 2]);
+    Tensor base = Tensor::empty(swapped, {dtype, Device::cpu()});
+    Tensor view = base.transpose(-1, -2);
+    int64_t i = 0;
+    for_each_index(shape, [&](const std::vector<int64_t>& idx) {
+      int64_t off = 0;
+      for (int64_t d = 0; d < r; ++d) off += idx[d] * view.strides()[d];
+      store_from_double(base.data_ptr(), dtype, off, v[i++]);
+    });
+    return view;
+  }
+  if (kind == "sliced") {
+    Shape big;
+    for (int64_t d : shape) big.push_back(2 * d + 1);
+    Tensor base = random_tensor(big, dtype, seed + 7);
+    Tensor view = base;
+    for (int64_t d = 0; d < r; ++d) view = view.slice(d, 1, 2 * shape[d] + 1, 2);
+    int64_t i = 0;
+    for_each_index(shape, [&](const std::vector<int64_t>& idx) {
+      int64_t off = view.storage_offset();
+      for (int64_t d = 0; d < r; ++d) off += idx[d] * view.strides()[d];
+      store_from_double(base.storage()->data, dtype, off, v[i++]);
+    });
+    return view;
+  }
+  if (kind == "expanded") {
+    Shape small = shape;
+    for (int64_t d = 0; d < r; d += 2) small[d] = 1;
+    return random_tensor(small, dtype, seed).expand(shape);
+  }
+  return dense;
+}
+
+std::vector<double> host_values(const Tensor& t) {
+  std::vector<double> out;
+  out.reserve(size_t(t.numel()));
+  const void* base = t.storage()->data;
+  for_each_index(t.shape(), [&](const std::vector<int64_t>& idx) {
+    int64_t off = t.storage_offset();
+    for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * t.strides()[d];
+    out.push_back(load_as_double(base, t.dtype(), off));
+  });
+  return out;
+}
+
+void for_each_index(const Shape& shape, const std::function<void(const std::vector<int64_t>&)>& fn) {
+  if (numel(shape) == 0) return;
+  std::vector<int64_t> idx(shape.size(), 0);
+  while (true) {
+    fn(idx);
+    int64_t d = int64_t(shape.size()) - 1;
+    while (d >= 0 && ++idx[d] == shape[d]) idx[d--] = 0;
+    if (d < 0) return;
+  }
+}
+
+int64_t broadcast_offset(const Shape& shape, const std::vector<int64_t>& idx) {
+  int64_t off = 0, lead = int64_t(idx.size()) - int64_t(shape.size());
+  for (size_t d = 0; d < shape.size(); ++d) off = off * shape[d] + (shape[d] == 1 ? 0 : idx[lead + d]);
+  return off;
+}
+
+Tolerance tolerance(DType t) {
+  switch (t) {
+    case DType::f64: return {1e-10, 1e-12};
+    case DType::f32: return {2e-5, 2e-6};
+    case DType::f16: return {2e-3, 1e-3};
+    case DType::bf16: return {1.6e-2, 1e-2};
+    default: return {0, 0};
+  }
+}
+
+void check_close(const Tensor& got, const std::vector<double>& want, const Shape& want_shape,
+                 Tolerance tol, const std::string& what) {
+  BOOST_TEST_CONTEXT(what) {
+    BOOST_TEST_REQUIRE(to_string(got.shape()) == to_string(want_shape));
+    BOOST_TEST_REQUIRE(got.numel() == int64_t(want.size()));
+    std::vector<double> v = host_values(got);
+    int bad = 0;
+    for (size_t i = 0; i < v.size(); ++i) {
+      double err = std::abs(v[i] - want[i]);
+      bool ok = err <= tol.atol + tol.rtol * std::abs(want[i]) ||
+                (std::isnan(v[i]) && std::isnan(want[i])) || v[i] == want[i];
+      if (!ok && bad++ < 5)
+        BOOST_ERROR("element " << i << ": got " << v[i] << ", want " << want[i] << " (err " << err << ")");
+    }
+    BOOST_TEST(bad == 0, bad << " of " << v.size() << " elements out of tolerance");
+  }
+}
+
+void check_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    for (const std::string& p : parts)
+      BOOST_TEST(msg.find(p) != std::string::npos, "error message '" << msg << "' lacks '" << p << "'");
+    return;
+  }
+  BOOST_ERROR("expected kiln::Error containing '" << (parts.empty() ? "" : parts[0]) << "'");
+}
+
+}  // namespace kiln::test

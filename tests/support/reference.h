@@ -1,0 +1,47 @@
+// Test support: fresh random inputs made without kiln's kernels, values read back by walking
+// strides on the host, reference loops in double, and per-dtype tolerances.
+#pragma once
+#include <boost/test/unit_test.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kiln.h"
+
+namespace kiln::test {
+
+// Uniform values in [lo, hi) from a test-local generator (seeded per call site by `seed`), so
+// inputs differ between cases and never depend on kiln's own kernels.
+Tensor random_tensor(const Shape& shape, DType dtype, uint64_t seed, double lo = -2, double hi = 2);
+// Same values as random_tensor, but laid out as a non-contiguous view of the given kind:
+// "transposed" (last two dims swapped in memory), "sliced" (every other element of a bigger
+// tensor along each dim), "expanded" (size-1 dims of `base` broadcast to `shape`).
+Tensor random_view(const Shape& shape, DType dtype, uint64_t seed, const std::string& kind);
+
+// All values in row-major order, read through the tensor's strides with plain host code.
+std::vector<double> host_values(const Tensor& t);
+
+// Row-major multi-index iteration over a shape.
+void for_each_index(const Shape& shape, const std::function<void(const std::vector<int64_t>&)>& fn);
+// Row-major linear index of `idx` in `shape`, with broadcasting: dims of size 1 read index 0,
+// and missing leading dims are dropped.
+int64_t broadcast_offset(const Shape& shape, const std::vector<int64_t>& idx);
+
+struct Tolerance {
+  double rtol, atol;
+};
+Tolerance tolerance(DType t);
+
+// Checks shape, dtype and every value within tolerance; reports the first mismatches.
+void check_close(const Tensor& got, const std::vector<double>& want, const Shape& want_shape,
+                 Tolerance tol, const std::string& what);
+inline void check_close(const Tensor& got, const std::vector<double>& want, const Shape& want_shape,
+                        const std::string& what) {
+  check_close(got, want, want_shape, tolerance(got.dtype()), what);
+}
+
+// Asserts that `fn` throws kiln::Error whose message contains every one of `parts`.
+void check_error(const std::function<void()>& fn, const std::vector<std::string>& parts);
+
+}  // namespace kiln::test
