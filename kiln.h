@@ -9,8 +9,10 @@
 
 #include "dsl/creation.h"
 #include "dsl/dtype.h"
+#include "dsl/eigen.h"
 #include "dsl/device.h"
 #include "dsl/error.h"
 #include "dsl/functions.h"
+#include "dsl/npy.h"
 #include "dsl/random.h"
 #include "dsl/tensor.h"

@@ -60,8 +60,11 @@ Tensor rand(const Shape& shape, TensorOptions opts) {
   KILN_CHECK(is_floating(opts.dtype), "rand: dtype must be floating, got ", opts.dtype);
   PhiloxState& g = default_generator();
   uint64_t base = g.offset;
+  // f16/bf16 draw on a grid of their mantissa width, so rounding to the dtype never gives 1.
+  double grid = opts.dtype == DType::f16 ? 0x1.0p11 : opts.dtype == DType::bf16 ? 0x1.0p8 : 0;
   Tensor t = filled(shape, opts, [&](int64_t i) {
-    return uniform_from(philox4x32(base + uint64_t(i), g.seed), 0, opts.dtype == DType::f64);
+    double u = uniform_from(philox4x32(base + uint64_t(i), g.seed), 0, opts.dtype == DType::f64);
+    return grid ? std::floor(u * grid) / grid : u;
   });
   g.offset += uint64_t(t.numel());
   return t;

@@ -37,6 +37,7 @@ enum class KernelFamily {
   layer_norm, matmul, embedding, cross_entropy,
   copy,                           // strided copy: contiguous, cat, stack
   view,                           // metadata only, no kernel
+  cat,                            // cat: each input copied into its slice of the output
 };
 
 struct TensorMeta {

@@ -18,6 +18,11 @@ struct Registry {
     add_binary_ops(defs);
     add_cast_ops(defs);
     add_view_ops(defs);
+    add_reduce_ops(defs);
+    add_normalization_ops(defs);
+    add_matmul_ops(defs);
+    add_embedding_ops(defs);
+    add_cat_ops(defs);
     for (size_t i = 0; i < defs.size(); ++i) {
       bool fresh = index.emplace(defs[i].name, i).second;
       KILN_CHECK(fresh, "op registry: op '", defs[i].name, "' is defined twice");

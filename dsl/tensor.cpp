@@ -14,7 +14,12 @@ Tensor Tensor::empty(const Shape& shape, TensorOptions opts) {
   for (int64_t d : shape)
     KILN_CHECK(d >= 0, "empty: negative size in shape ", to_string(shape));
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = Storage::allocate(size_t(kiln::numel(shape)) * itemsize(opts.dtype), opts.device);
+  try {
+    impl->storage = Storage::allocate(size_t(kiln::numel(shape)) * itemsize(opts.dtype), opts.device);
+  } catch (const Error& e) {
+    throw_error("empty: cannot allocate a tensor of shape ", to_string(shape), " (", opts.dtype, ") on ",
+                opts.device, ": ", e.what());
+  }
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = opts.dtype;
@@ -109,7 +114,12 @@ Tensor Tensor::to(DType t) const { return kiln::cast(*this, t); }
 
 Tensor Tensor::to(Device d) const {
   if (d == device()) return *this;
-  allocator_for(d);  // raises the error for a missing device
+  try {
+    allocator_for(d);
+  } catch (const Error& e) {
+    throw_error("to: cannot move a tensor of shape ", to_string(shape()), " (", dtype(), ") from ", device(),
+                " to ", d, ": ", e.what());
+  }
   throw_error("to: copies between ", device(), " and ", d, " are not supported yet");
 }
 

@@ -12,6 +12,13 @@ EagerRunner eager_runner(KernelFamily family) {
     case KernelFamily::cast: return &run_cast;
     case KernelFamily::copy: return &run_copy;
     case KernelFamily::view: return &run_view;
+    case KernelFamily::reduce: return &run_reduce;
+    case KernelFamily::rows: return &run_rows;
+    case KernelFamily::layer_norm: return &run_layer_norm;
+    case KernelFamily::cross_entropy: return &run_cross_entropy;
+    case KernelFamily::matmul: return &run_matmul;
+    case KernelFamily::embedding: return &run_embedding;
+    case KernelFamily::cat: return &run_cat;
     default: break;
   }
   throw_error("eager: no runner for kernel family ", int(family));

@@ -14,6 +14,13 @@ TensorList run_pointwise(const OpDef&, const TensorList&, const Attrs&);
 TensorList run_cast(const OpDef&, const TensorList&, const Attrs&);
 TensorList run_copy(const OpDef&, const TensorList&, const Attrs&);
 TensorList run_view(const OpDef&, const TensorList&, const Attrs&);
+TensorList run_reduce(const OpDef&, const TensorList&, const Attrs&);
+TensorList run_rows(const OpDef&, const TensorList&, const Attrs&);
+TensorList run_layer_norm(const OpDef&, const TensorList&, const Attrs&);
+TensorList run_cross_entropy(const OpDef&, const TensorList&, const Attrs&);
+TensorList run_matmul(const OpDef&, const TensorList&, const Attrs&);
+TensorList run_embedding(const OpDef&, const TensorList&, const Attrs&);
+TensorList run_cat(const OpDef&, const TensorList&, const Attrs&);
 
 // Shared by runners: the input converted to `t` (no copy when it already has that dtype).
 Tensor convert(const Tensor& x, DType t);

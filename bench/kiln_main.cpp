@@ -1,0 +1,83 @@
+// `kiln`: the command line. `kiln demo` is the main job; `kiln bench ops` measures the op
+// library. Run `kiln help` for the list.
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench/commands.h"
+#include "dsl/error.h"
+
+namespace {
+
+const char* kUsage = R"(usage: kiln <command> [options]
+
+commands:
+  demo [--device cpu] [--steps N] [--json FILE]
+        run a small transformer's forward pass eagerly and report what it did and how long it took
+  bench ops [--device cpu] [--json FILE] [--filter NAME]
+        median eager time per op: one element (host overhead) and a large tensor (throughput)
+  help  this text
+)";
+
+kiln::Device parse_device(const std::string& s) {
+  if (s == "cpu") return kiln::Device::cpu();
+  if (s == "cuda" || s.rfind("cuda:", 0) == 0)
+    return kiln::Device::cuda(s.size() > 5 ? std::stoi(s.substr(5)) : 0);
+  kiln::throw_error("kiln: unknown device '", s, "' (expected cpu or cuda[:N])");
+}
+
+std::string self_path(const char* argv0) {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, size_t(n)) : std::string(argv0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
+    std::fputs(kUsage, args.empty() ? stderr : stdout);
+    return args.empty() ? 2 : 0;
+  }
+  try {
+    auto value = [&](size_t& i) -> std::string {
+      KILN_CHECK(i + 1 < args.size(), "kiln: option ", args[i], " needs a value");
+      return args[++i];
+    };
+    if (args[0] == "demo") {
+      kiln::bench::DemoOptions o;
+      for (size_t i = 1; i < args.size(); ++i) {
+        if (args[i] == "--device") o.device = parse_device(value(i));
+        else if (args[i] == "--steps") o.steps = std::stoi(value(i));
+        else if (args[i] == "--json") o.json_path = value(i);
+        else kiln::throw_error("kiln demo: unknown option '", args[i], "'");
+      }
+      return kiln::bench::run_demo(o);
+    }
+    if (args[0] == "bench" && args.size() >= 2 && args[1] == "first-op") return kiln::bench::run_first_op();
+    if (args[0] == "bench" && args.size() >= 2 && args[1] == "ops") {
+      kiln::bench::BenchOptions o;
+      o.self_path = self_path(argv[0]);
+      for (size_t i = 2; i < args.size(); ++i) {
+        if (args[i] == "--device") o.device = parse_device(value(i));
+        else if (args[i] == "--json") o.json_path = value(i);
+        else if (args[i] == "--filter") o.filter = value(i);
+        else kiln::throw_error("kiln bench ops: unknown option '", args[i], "'");
+      }
+      return kiln::bench::run_bench_ops(o);
+    }
+    std::fprintf(stderr, "kiln: unknown command '%s'\n\n%s", args[0].c_str(), kUsage);
+    return 2;
+  } catch (const kiln::Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,60 @@
+// Eager runner of embedding: checks every index on the host, then gathers rows with the kernel for
+// the weight's element size (rows move as raw bits) and the index dtype. Canonical form: weight
+// [V, D] with any strides, indices [N] (a contiguous copy when they are not), out dense [N, D].
+#include "dsl/eager/kernel_call.h"
+#include "dsl/eager/runners.h"
+#include "dsl/error.h"
+
+namespace kiln {
+
+namespace {
+
+DType bits_carrier(DType t) {
+  switch (itemsize(t)) {
+    case 1: return DType::bool_;
+    case 2: return DType::f16;
+    case 4: return DType::i32;
+    default: return DType::i64;
+  }
+}
+
+template <typename I>
+void check_indices(const I* idx, int64_t n, const Shape& weight_shape, const Shape& indices_shape) {
+  int64_t rows = weight_shape[0];
+  for (int64_t i = 0; i < n; ++i)
+    KILN_CHECK(idx[i] >= 0 && idx[i] < rows, "embedding: index ", int64_t(idx[i]), " is out of range for a weight of ",
+               rows, " rows (weight shape ", to_string(weight_shape), ", indices shape ", to_string(indices_shape),
+               "); indices must lie in [0, ", rows, ")");
+}
+
+}  // namespace
+
+TensorList run_embedding(const OpDef& def, const TensorList& in, const Attrs& attrs) {
+  const Tensor& weight = in[0];
+  TensorMeta om = def.infer({{weight.shape(), weight.dtype(), weight.device()},
+                             {in[1].shape(), in[1].dtype(), in[1].device()}}, attrs)[0];
+  KILN_CHECK(om.device.is_cpu(), "embedding: the eager embedding runs on the CPU; got tensors on ", om.device);
+  Tensor indices = in[1].is_contiguous() ? in[1] : in[1].contiguous();
+  int64_t n = indices.numel();
+  if (indices.dtype() == DType::i32) {
+    check_indices(static_cast<const int32_t*>(indices.data_ptr()), n, weight.shape(), indices.shape());
+  } else {
+    check_indices(static_cast<const int64_t*>(indices.data_ptr()), n, weight.shape(), indices.shape());
+  }
+  Tensor out = Tensor::empty(om.shape, {om.dtype, om.device});
+  if (out.numel() == 0) return {out};
+
+  DType carrier = bits_carrier(weight.dtype());
+  KernelFn fn = require_kernel("kiln_embedding_" + std::string(name(indices.dtype())) + "_" +
+                               std::string(name(carrier)), def.name);
+  Tensor w = Tensor::make_view(weight.storage(), weight.shape(), weight.strides(), weight.storage_offset(), carrier);
+  Tensor o = Tensor::make_view(out.storage(), out.shape(), out.strides(), out.storage_offset(), carrier);
+  int64_t d = weight.size(1);
+  KernelBuffer bw(w, {d, weight.size(0)}, {weight.stride(1), weight.stride(0)});
+  KernelBuffer bi(indices, {n}, {1});
+  KernelBuffer bo(o, {d, n}, {1, d});
+  call_kernel(fn, {&bw.buf, &bi.buf, &bo.buf}, def.name);
+  return {out};
+}
+
+}  // namespace kiln

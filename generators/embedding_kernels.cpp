@@ -1,0 +1,65 @@
+// The eager embedding kernels, built from the embedding op's Halide definition on its canonical
+// form: weight [V, D] and indices [N] with any strides, out dense [N, D] (Halide order: weight(d, v),
+// indices(i), out(d, i)). Rows are moved as raw bits, so one kernel per element size serves every
+// dtype (the DTYPES of kernels/embedding.cmake are carriers: bool 1 byte, f16 2, i32 4, i64 8);
+// the VARIANT is the index dtype.
+#include "dsl/halide_def.h"
+#include "generators/kernel_params.h"
+
+namespace kiln {
+namespace {
+
+using namespace Halide;
+
+constexpr int kParallelMinElements = 1 << 15;
+
+class EmbeddingKernel : public Generator<EmbeddingKernel> {
+ public:
+  GeneratorParam<std::string> op{"op", "embedding"};
+  GeneratorParam<std::string> dtype{"dtype", "i32"};
+  GeneratorParam<std::string> attrs{"attrs", "index_dtype:i64"};
+
+  void configure() {
+    dtype_ = dtype_from_name(dtype.value());
+    index_dtype_ = dtype_from_name(parse_kernel_attrs(attrs).get<std::string>("index_dtype"));
+    weight_ = add_input<Buffer<>>("weight", halide_type(dtype_), 2);
+    indices_ = add_input<Buffer<>>("indices", halide_type(index_dtype_), 1);
+    out_ = add_output<Buffer<>>("out", halide_type(dtype_), 2);
+  }
+
+  void generate() {
+    Input<Buffer<>>& w = *weight_;
+    Input<Buffer<>>& idx = *indices_;
+    w.dim(0).set_stride(Expr());
+    idx.dim(0).set_stride(Expr());
+    Var x("x"), y("y");
+    Func w_in("w_in"), idx_in("idx_in");
+    w_in(x, y) = w(x, y);
+    idx_in(x) = idx(x);
+    HalideTensor tw{w_in, {w.dim(1).extent(), w.dim(0).extent()}, dtype_};
+    HalideTensor ti{idx_in, {idx.dim(0).extent()}, index_dtype_};
+    HalideTensor result = op_def(op.value()).define({tw, ti}, {})[0];
+    Func out = *out_;
+    Var d("d0"), i("d1"), di("di");
+    out(d, i) = result.func(d, i);
+
+    const int vec = natural_vector_size(halide_type(dtype_));
+    Expr depth = out.output_buffer().dim(0).extent();
+    Expr big = depth * out.output_buffer().dim(1).extent() >= kParallelMinElements;
+    Expr dense = w.dim(0).stride() == 1 && depth >= vec;
+    out.specialize(dense && big).vectorize(d, vec, TailStrategy::ShiftInwards).parallel(i, 16, TailStrategy::GuardWithIf);
+    out.specialize(dense).vectorize(d, vec, TailStrategy::ShiftInwards);
+    out.specialize(big).parallel(i, 16, TailStrategy::GuardWithIf);
+  }
+
+ private:
+  DType dtype_ = DType::i32, index_dtype_ = DType::i64;
+  GeneratorInput<Buffer<>>* weight_ = nullptr;
+  GeneratorInput<Buffer<>>* indices_ = nullptr;
+  GeneratorOutput<Buffer<>>* out_ = nullptr;
+};
+
+}  // namespace
+}  // namespace kiln
+
+HALIDE_REGISTER_GENERATOR(kiln::EmbeddingKernel, kiln_embedding)

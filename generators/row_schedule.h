@@ -1,0 +1,132 @@
+// The schedule of the eager kernels that reduce along rows (reductions, softmax, log_softmax,
+// layer_norm): the output is produced tile by tile of rows, and every per-row Func of the pipeline
+// (each reduction: a Func with an update over a one-dim RDom; for the row-wise ops also the pure
+// per-row values such as logsumexp) is computed at the loop `t` of that tile. The layout of the
+// canonical 2-D form picks one specialize() branch, tried in order:
+//   full    (reductions: at most 16 rows, each long and dense): chunks of a row run in parallel,
+//           each summed into vector partials, so a full reduction uses every core;
+//   columns (reductions: rows adjacent, a long reduction): blocks of whole memory rows run in
+//           parallel, each streaming into its own partial results, combined once at the end;
+//   inner   (a row's elements adjacent): tasks of whole rows, each reduction rfactored into
+//           4 x vector-width partial results, the row-wise output vectorized along the row;
+//   outer   (rows adjacent): tiles of up to 32 vectors of rows, vectorized across rows with the
+//           reduction loop outside, so every step reads dense vectors;
+//   generic: serial loops.
+// Parallel loops only run for tensors of kParallelMinElements or more and more than one task, so
+// small inputs never touch the thread pool (a one-element op stays around a microsecond).
+#pragma once
+#include <optional>
+#include <vector>
+
+#include "dsl/halide_def.h"
+
+namespace kiln {
+
+inline constexpr int kParallelMinElements = 1 << 16;
+inline constexpr int kElementsPerTask = 1 << 16;  // Halide's thread pool costs µs per task
+inline constexpr int kFullChunk = 1 << 15;
+inline constexpr int kMaxColumns = 1 << 14;
+
+struct RowLayout {
+  Halide::Var row;                   // the output's var over rows
+  std::optional<Halide::Var> along;  // the output's var along a row (row-wise ops only)
+  Halide::Expr rows, length;         // number of rows, elements per row
+  Halide::Expr along_dense;          // a row's elements are adjacent in every buffer
+  Halide::Expr across_dense;         // consecutive rows are adjacent in every buffer
+  bool split_reductions = false;     // the reduce family: split long reductions across cores
+  bool materialize_pure = false;     // also compute pure per-row Funcs once per row
+  int vector = 8;                    // natural vector lanes of the compute type
+};
+
+// The per-row Funcs `out` depends on: reductions, and pure 1-D Funcs when asked.
+inline std::vector<Halide::Func> per_row_funcs(const Halide::Func& out, bool pure_too) {
+  std::vector<Halide::Func> fs;
+  for (const auto& [name, f] : Halide::Internal::find_transitive_calls(out.function())) {
+    if (name == out.name() || f.dimensions() != 1) continue;
+    if (f.has_update_definition() || pure_too) fs.push_back(Halide::Func(f));
+  }
+  return fs;
+}
+
+// When `dense` holds, splits the reduction `f` (one RVar) into `lanes` vector partial results,
+// computed at `at`, that f then combines: many independent accumulators instead of one chain.
+inline void vector_partials(Halide::Func f, Halide::Expr dense, Halide::LoopLevel at, int lanes) {
+  using namespace Halide;
+  RVar ro("ro"), ri("ri");
+  Var u("u");
+  Func partials = f.update().specialize(dense).split(f.rvars()[0], ro, ri, lanes, TailStrategy::GuardWithIf).rfactor(ri, u);
+  partials.compute_at(at).vectorize(u, lanes);
+  partials.update().vectorize(u, lanes);
+}
+
+inline void schedule_rows(Halide::Func out, const RowLayout& L) {
+  using namespace Halide;
+  const int V = L.vector, lanes = 4 * V;
+  // Tiles of rows: up to 32 vectors, and whole vectors when there are fewer rows than that.
+  Expr tile = clamp(L.rows / V * V, V, 32 * V);
+  const TailStrategy guard = TailStrategy::GuardWithIf;
+  Expr big = cast(Int(64), L.rows) * L.length >= kParallelMinElements;
+  Expr rows_per_task = max(1, kElementsPerTask / max(L.length, 1));
+  Expr full = L.split_reductions && L.rows <= 16 && L.length >= 4 * kFullChunk && L.along_dense;
+  // Blocks of at least 16 memory rows and kElementsPerTask elements, at most 64 of them.
+  Expr column_chunk = max(16, L.length / 64, (kElementsPerTask + L.rows - 1) / max(L.rows, 1));
+  Expr columns = L.split_reductions && L.across_dense && L.rows <= kMaxColumns && L.length >= 2 * column_chunk;
+  Var to("to"), t("t"), ti("ti");
+
+  // Every branch has the loop t, where the per-row Funcs are computed.
+  auto whole_rows = [&](Stage s, bool vectorized, bool parallel) {
+    s.split(L.row, to, t, rows_per_task, guard);
+    if (vectorized && L.along) s.vectorize(*L.along, V, guard);
+    if (parallel) s.parallel(to);
+  };
+  auto row_tiles = [&](Stage s, bool parallel) {
+    s.split(L.row, t, ti, tile, guard);
+    if (L.along) s.reorder(ti, *L.along, t);
+    s.vectorize(ti, V, guard);
+    if (parallel) s.parallel(t);
+  };
+  if (L.split_reductions) {
+    out.specialize(full).split(L.row, to, t, 16, guard);
+    out.specialize(columns).split(L.row, t, ti, L.rows, guard).vectorize(ti, V, guard);
+  }
+  // Parallel loops only where there is more than one task.
+  Expr many_tasks = big && L.rows > rows_per_task, many_tiles = big && L.rows > tile;
+  whole_rows(out.specialize(L.along_dense && many_tasks), true, true);
+  whole_rows(out.specialize(L.along_dense), true, false);
+  row_tiles(out.specialize(L.across_dense && many_tiles), true);
+  row_tiles(out.specialize(L.across_dense), false);
+  whole_rows(out.specialize(many_tasks), false, true);
+  whole_rows(out, false, false);
+
+  for (Func f : per_row_funcs(out, L.materialize_pure)) {
+    f.compute_at(out, t);
+    Var k = f.args()[0];
+    f.specialize(L.across_dense).vectorize(k, V, guard);
+    if (!f.has_update_definition()) continue;
+    RVar r = f.rvars()[0];
+    if (L.split_reductions) {
+      // One long row: chunks in parallel, each into vector partials.
+      RVar ro("ro"), ri("ri"), rio("rio"), rii("rii");
+      Var p("p"), u("u");
+      Func chunks = f.update().specialize(full).split(r, ro, ri, kFullChunk, guard).rfactor(ro, p);
+      chunks.compute_at(out, t);
+      Func partials = chunks.update().split(ri, rio, rii, lanes, guard).rfactor(rii, u);
+      partials.compute_at(chunks, p).vectorize(u, lanes);
+      partials.update().vectorize(u, lanes);
+      chunks.update().parallel(p);
+      // Columns: blocks of whole memory rows in parallel, each streaming into its own partial
+      // results, combined once per column.
+      Stage combine = f.update().specialize(columns);
+      RVar co("co"), ci("ci");
+      Var q("q");
+      Func blocks = combine.split(r, co, ci, column_chunk, guard).rfactor(co, q);
+      combine.reorder(k, co).vectorize(k, V, guard);
+      blocks.compute_at(out, t).vectorize(blocks.args()[0], V, guard);
+      blocks.update().reorder(blocks.args()[0], ci, q).vectorize(blocks.args()[0], V, guard).parallel(q);
+    }
+    vector_partials(f, L.along_dense, LoopLevel(out, t), lanes);
+    f.update().specialize(L.across_dense).reorder(k, r).vectorize(k, V, guard);
+  }
+}
+
+}  // namespace kiln

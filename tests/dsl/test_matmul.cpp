@@ -1,0 +1,193 @@
+// matmul and linear against a double reference loop on fresh random inputs, through each CPU
+// backend (the Halide kernels, Eigen, and the automatic choice): 1-D, 2-D, batched and broadcast
+// shapes, sizes that hit and miss the tile specializations, size-1 and empty dims, transposed and
+// sliced operands, every float dtype, and every error path.
+#include "dsl/eager/eigen_gemm.h"
+#include "dsl/eager/matmul.h"
+#include "support/reference.h"
+
+using namespace kiln;
+using namespace kiln::test;
+
+namespace {
+
+struct Ref {
+  std::vector<double> values;
+  Shape shape;
+};
+
+Ref matmul_ref(const Tensor& a, const Tensor& b) {
+  Shape sa = a.shape(), sb = b.shape();
+  std::vector<double> va = host_values(a), vb = host_values(b);
+  bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
+  if (a_vec) sa.insert(sa.begin(), 1);
+  if (b_vec) sb.push_back(1);
+  int64_t m = sa[sa.size() - 2], k = sa.back(), n = sb.back();
+  Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
+  Ref r;
+  r.shape = broadcast_shapes("reference", ba, bb);
+  for_each_index(r.shape, [&](const std::vector<int64_t>& idx) {
+    int64_t oa = broadcast_offset(ba, idx) * m * k, ob = broadcast_offset(bb, idx) * k * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t q = 0; q < k; ++q) s += va[oa + i * k + q] * vb[ob + q * n + j];
+        r.values.push_back(s);
+      }
+  });
+  if (!a_vec) r.shape.push_back(m);
+  if (!b_vec) r.shape.push_back(n);
+  return r;
+}
+
+// Sums of k products of values in [-1, 1]: the absolute error grows with k.
+Tolerance sum_tolerance(DType t, int64_t k) {
+  switch (t) {
+    case DType::f64: return {1e-12, 1e-14 * double(k + 1)};
+    case DType::f32: return {1e-5, 1e-6 * double(k + 1)};
+    default: return tolerance(t);
+  }
+}
+
+const std::vector<std::pair<MatmulBackend, const char*>> kBackends = {
+    {MatmulBackend::halide, "halide"}, {MatmulBackend::eigen, "eigen"}, {MatmulBackend::automatic, "automatic"}};
+
+void check_matmul(const Tensor& a, const Tensor& b, const std::string& what) {
+  Ref want = matmul_ref(a, b);
+  int64_t k = a.shape().back();
+  for (const auto& [backend, backend_name] : kBackends) {
+    MatmulBackendGuard g(backend);
+    Tensor got = matmul(a, b);
+    BOOST_TEST(got.dtype() == a.dtype());
+    check_close(got, want.values, want.shape, sum_tolerance(a.dtype(), k),
+                what + " " + std::string(name(a.dtype())) + " " + to_string(a.shape()) + " x " +
+                    to_string(b.shape()) + " on " + backend_name);
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(matmul_shapes_match_reference) {
+  const std::vector<std::pair<Shape, Shape>> shapes = {
+      {{5}, {5}},                    // dot -> 0-d
+      {{1}, {1}},
+      {{4, 6}, {6}},                 // matrix x vector
+      {{6}, {6, 3}},                 // vector x matrix
+      {{40}, {40, 70}},
+      {{1, 1}, {1, 1}},
+      {{3, 4}, {4, 5}},
+      {{64, 64}, {64, 64}},          // whole tiles
+      {{16, 40}, {40, 96}},
+      {{67, 33}, {33, 45}},          // odd: edge tiles shift inwards
+      {{8, 1}, {1, 32}},             // K = 1, smallest tiled problem
+      {{9, 7}, {7, 31}},             // N below the tile: row kernel
+      {{7, 5}, {5, 100}},            // M below the tile
+      {{1, 50}, {50, 300}},
+      {{300, 200}, {200, 130}},      // several tasks
+      {{2, 3, 4}, {2, 4, 5}},        // batched
+      {{4, 5, 6}, {6, 7}},           // shared b: the batch folds into M
+      {{4, 6}, {2, 6, 3}},           // shared a
+      {{2, 1, 5, 6}, {3, 6, 7}},     // broadcast batch dims -> (2, 3, 5, 7)
+      {{3, 1, 9, 40}, {1, 2, 40, 33}},
+      {{6}, {2, 6, 3}},              // vector x batch
+      {{2, 4, 6}, {6}},              // batch x vector
+      {{1, 3, 2}, {4, 1, 2, 35}},
+      {{16, 24, 16}, {16, 16, 40}},
+  };
+  uint64_t seed = 1;
+  for (DType t : {f32, f64})
+    for (const auto& [sa, sb] : shapes)
+      check_matmul(random_tensor(sa, t, seed++, -1, 1), random_tensor(sb, t, seed++, -1, 1), "matmul");
+}
+
+BOOST_AUTO_TEST_CASE(matmul_empty_and_zero_inner_dims) {
+  uint64_t seed = 100;
+  for (DType t : {f32, f64, f16}) {
+    for (const auto& [sa, sb] : std::vector<std::pair<Shape, Shape>>{
+             {{0, 3}, {3, 4}}, {{3, 0}, {0, 4}}, {{0}, {0}}, {{2, 0, 3}, {3, 5}}, {{5, 0}, {0, 40}}, {{4, 3}, {3, 0}}}) {
+      Tensor a = random_tensor(sa, t, seed++), b = random_tensor(sb, t, seed++);
+      for (const auto& [backend, backend_name] : kBackends) {
+        MatmulBackendGuard g(backend);
+        Ref want = matmul_ref(a, b);  // K = 0 gives zeros
+        check_close(matmul(a, b), want.values, want.shape, to_string(sa) + " x " + to_string(sb) + " on " + backend_name);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(matmul_half_precision_computes_through_f32) {
+  uint64_t seed = 200;
+  for (DType t : {f16, bf16})
+    for (const auto& [sa, sb] : std::vector<std::pair<Shape, Shape>>{{{3, 4}, {4, 5}}, {{33, 20}, {20, 70}}, {{2, 9, 8}, {8}}})
+      check_matmul(random_tensor(sa, t, seed++, -1, 1), random_tensor(sb, t, seed++, -1, 1), "half");
+}
+
+BOOST_AUTO_TEST_CASE(matmul_on_transposed_sliced_and_expanded_views) {
+  uint64_t seed = 300;
+  for (DType t : {f32, f64}) {
+    for (const auto& [sa, sb] : std::vector<std::pair<Shape, Shape>>{
+             {{5, 7}, {7, 3}}, {{40, 24}, {24, 64}}, {{70, 33}, {33, 45}}, {{3, 16, 12}, {3, 12, 40}}}) {
+      for (const char* ka : {"dense", "transposed", "sliced"})
+        for (const char* kb : {"dense", "transposed", "sliced", "expanded"}) {
+          Tensor a = random_view(sa, t, seed++, ka), b = random_view(sb, t, seed++, kb);
+          check_matmul(a, b, std::string(ka) + " x " + kb);
+        }
+    }
+    // matmul(x, w.t()): the weight is read through its strides.
+    Tensor x = random_tensor({37, 50}, t, seed++, -1, 1);
+    Tensor w = random_tensor({90, 50}, t, seed++, -1, 1);
+    check_matmul(x, w.t(), "x w^T");
+    check_matmul(x.t(), random_tensor({37, 41}, t, seed++, -1, 1), "x^T y");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(eigen_gemm_function_matches_reference) {
+  BOOST_TEST_MESSAGE("eigen_gemm runs its " << eigen_gemm_isa() << " build");
+  uint64_t seed = 400;
+  for (DType t : {f32, f64}) {
+    Tensor a = random_tensor({130, 70}, t, seed++, -1, 1), b = random_view({70, 90}, t, seed++, "transposed");
+    Tensor out = Tensor::empty({130, 90}, {t, Device::cpu()});
+    eigen_gemm(a, b, out);
+    Ref want = matmul_ref(a, b);
+    check_close(out, want.values, want.shape, sum_tolerance(t, 70), "eigen_gemm");
+  }
+  check_error([] { eigen_gemm(zeros({2, 3}), zeros({4, 5}), zeros({2, 5})); }, {"eigen_gemm", "[2, 3]", "[4, 5]"});
+}
+
+BOOST_AUTO_TEST_CASE(linear_with_and_without_bias) {
+  uint64_t seed = 500;
+  for (DType t : {f32, f64, bf16}) {
+    for (const Shape& xs : std::vector<Shape>{{12}, {5, 12}, {2, 3, 12}, {40, 12}}) {
+      Tensor x = random_tensor(xs, t, seed++, -1, 1);
+      Tensor w = random_tensor({33, 12}, t, seed++, -1, 1);
+      Tensor bias = random_tensor({33}, t, seed++, -1, 1);
+      Ref want = matmul_ref(x, w.t());
+      Tolerance tol = sum_tolerance(t, 12);
+      check_close(linear(x, w), want.values, want.shape, tol, "linear no bias " + to_string(xs));
+      std::vector<double> vb = host_values(bias);
+      for (size_t i = 0; i < want.values.size(); ++i) want.values[i] += vb[i % 33];
+      check_close(linear(x, w, bias), want.values, want.shape, tol, "linear with bias " + to_string(xs));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(matmul_and_linear_errors) {
+  Tensor m34 = zeros({3, 4}), m45 = zeros({4, 5}), m35 = zeros({3, 5});
+  check_error([&] { matmul(m34, m35); }, {"matmul", "inner dims must match: 4 vs 3", "[3, 4]", "[3, 5]"});
+  check_error([&] { matmul(zeros({3}), zeros({4})); }, {"matmul", "inner dims must match: 3 vs 4"});
+  check_error([&] { matmul(zeros({}), m45); }, {"matmul", "at least 1 dim", "[]"});
+  check_error([&] { matmul(zeros({2, 3, 4}), zeros({3, 4, 5})); },
+              {"matmul", "batch dims", "[2]", "[3]", "do not broadcast"});
+  check_error([&] { matmul(zeros({3, 4}, {.dtype = i32}), zeros({4, 5}, {.dtype = i32})); },
+              {"matmul", "floating", "i32"});
+  check_error([&] { matmul(zeros({3, 4}, {.dtype = i64}), zeros({4, 5}, {.dtype = i64})); }, {"matmul", "i64"});
+  check_error([&] { matmul(m34, zeros({4, 5}, {.dtype = f64})); }, {"matmul", "same dtype", "f32", "f64"});
+
+  check_error([&] { linear(zeros({2, 3}), zeros({5, 4})); },
+              {"linear", "inner dims must match: 3 vs 4", "[2, 3]", "[5, 4]"});
+  check_error([&] { linear(zeros({2, 4}), zeros({4})); }, {"linear", "weight must be 2-D", "[4]"});
+  check_error([&] { linear(zeros({}), zeros({5, 4})); }, {"linear", "at least 1 dim"});
+  check_error([&] { linear(zeros({2, 4}), zeros({5, 4}), zeros({4})); }, {"linear", "bias", "[5]", "[4]"});
+  check_error([&] { linear(zeros({2, 4}, {.dtype = i32}), zeros({5, 4}, {.dtype = i32})); }, {"linear", "floating", "i32"});
+  check_error([&] { linear(zeros({2, 4}), zeros({5, 4}), zeros({5}, {.dtype = f64})); }, {"linear", "bias", "f64"});
+}
