@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <new>
 
+#include "dsl/caching_allocator.h"
 #include "dsl/error.h"
 
 namespace kiln {
@@ -28,7 +29,7 @@ Allocator& cpu_allocator() {
 }
 
 Allocator& allocator_for(Device d) {
-  if (d.is_cpu()) return cpu_allocator();
+  if (d.is_cpu()) return cpu_caching_allocator();
   throw_error("device ", d, ": no CUDA device is available to this build of kiln "
               "(CUDA tensors arrive with the CUDA backend); use Device::cpu()");
 }

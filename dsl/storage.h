@@ -17,9 +17,10 @@ class Allocator {
   virtual void release(void* ptr, size_t nbytes) = 0;
 };
 
-// 64-byte aligned host memory.
+// 64-byte aligned host memory, straight from the system.
 Allocator& cpu_allocator();
-// The allocator of a device; throws kiln::Error for a device this build or machine lacks.
+// The allocator tensors on a device use (the CPU's caches large blocks: caching_allocator.h);
+// throws kiln::Error for a device this build or machine lacks.
 Allocator& allocator_for(Device d);
 
 struct Storage {

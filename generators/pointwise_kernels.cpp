@@ -52,24 +52,44 @@ class PointwiseKernel : public Generator<PointwiseKernel> {
 
  private:
   // Vectorized loops for each combination of dense (1) and broadcast (0) inner strides of the
-  // inputs, each with a parallel variant for large tensors; a generic strided fallback last.
+  // inputs: large tensors split long rows into chunks (or take whole short rows) as parallel
+  // tasks, small ones stay serial (no thread-pool wake-up). A single input read transposed
+  // (inner stride of dim 1 is 1) gets 2-D tiles, so its strided reads stay in L1. A generic
+  // strided fallback comes last.
   void schedule(Func out, const std::vector<Var>& v) {
     const int vec = natural_vector_size(halide_type(out_dtype_).bits() > 32 ? Float(64) : Float(32));
+    const int chunk = 8192;
     Expr n = out.output_buffer().dim(0).extent();
-    Expr total = n;
-    for (int i = 1; i < kRank; ++i) total *= out.output_buffer().dim(i).extent();
-    Expr big = total >= kParallelMinElements;
-    Var y1("y1"), y("y"), t("t"), xo("xo"), xi("xi"), to("to"), ti("ti");
+    Expr rows = out.output_buffer().dim(1).extent();
+    for (int i = 2; i < kRank; ++i) rows *= out.output_buffer().dim(i).extent();
+    Expr big = n * rows >= kParallelMinElements;
+    Var y1("y1"), y("y"), t("t"), xo("xo"), xi("xi"), xv("xv"), yo("yo"), yi("yi");
     out.fuse(v[2], v[3], y1).fuse(v[1], y1, y);
 
-    auto vectorized = [&](Stage s, bool parallel) {
-      s.split(v[0], xo, xi, vec, TailStrategy::ShiftInwards).vectorize(xi);
-      if (parallel) s.fuse(xo, y, t).split(t, to, ti, std::max(1, 16384 / vec), TailStrategy::GuardWithIf).parallel(to);
-    };
     for (const Expr& cond : dense_conditions()) {
       Expr c = cond && n >= vec;
-      vectorized(out.specialize(c && big), true);
-      vectorized(out.specialize(c), false);
+      out.specialize(c && big && n >= chunk)
+          .split(v[0], xo, xi, chunk, TailStrategy::ShiftInwards)
+          .split(xi, xi, xv, vec)
+          .vectorize(xv)
+          .fuse(xo, y, t)
+          .parallel(t);
+      out.specialize(c && big)
+          .split(v[0], xo, xv, vec, TailStrategy::ShiftInwards)
+          .vectorize(xv)
+          .parallel(y, max(1, chunk / n), TailStrategy::GuardWithIf);
+      out.specialize(c).split(v[0], xo, xv, vec, TailStrategy::ShiftInwards).vectorize(xv);
+    }
+    if (ins_.size() == 1) {
+      const int tile = 16;
+      Expr transposed = out_->dim(0).stride() == 1 && (*ins_[0]).dim(1).stride() == 1 &&
+                        (*ins_[0]).dim(0).stride() != 1 && n >= tile && out_->dim(1).extent() >= tile;
+      out.specialize(transposed)
+          .tile(v[0], y, xo, yo, xi, yi, tile, tile, TailStrategy::ShiftInwards)
+          .vectorize(xi)
+          .unroll(yi)
+          .fuse(xo, yo, t)
+          .parallel(t, 8);
     }
     out.specialize(big).parallel(y);
   }
