@@ -226,3 +226,28 @@ BOOST_AUTO_TEST_CASE(cast_between_all_dtypes) {
     }
   }
 }
+
+BOOST_AUTO_TEST_CASE(transcendentals_hold_accuracy_at_the_edges) {
+  // Values where kiln's vectorized tanh/sin/cos switch formulas or reduce large arguments.
+  std::vector<double> xs = {0.0,  1e-7,  -1e-7, 1e-3,   -1e-3, 0.1249, 0.1251, -0.1251, 0.5,   3.0,
+                            -9.0, 20.0,  -20.0, 100.0,  -100.0, 1000.5, -2e4,   M_PI,   -M_PI, 1e-30};
+  for (DType t : {f32, f64}) {
+    Tensor x = from_vector<double>(xs).to(t);
+    std::vector<double> in = host_values(x);
+    auto check = [&](const char* name, Tensor y, double (*ref)(double), double rel_err_f32) {
+      std::vector<double> want;
+      for (double v : in) want.push_back(ref(v));
+      Tolerance tol = t == f64 ? Tolerance{1e-13, 1e-13} : Tolerance{rel_err_f32, 2e-6};
+      check_close(y, want, {int64_t(xs.size())}, tol, std::string(name) + " " + std::string(kiln::name(t)));
+    };
+    check("tanh", tanh(x), [](double v) { return std::tanh(v); }, 3e-7);
+    check("sin", sin(x), [](double v) { return std::sin(v); }, 3e-7);
+    check("cos", cos(x), [](double v) { return std::cos(v); }, 3e-7);
+  }
+  Tensor special = from_vector<float>({INFINITY, -INFINITY, NAN});
+  std::vector<double> th = host_values(tanh(special));
+  BOOST_TEST(th[0] == 1.0);
+  BOOST_TEST(th[1] == -1.0);
+  BOOST_TEST(std::isnan(th[2]));
+  for (double v : host_values(sin(special))) BOOST_TEST(std::isnan(v));
+}
