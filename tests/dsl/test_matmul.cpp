@@ -96,8 +96,10 @@ BOOST_AUTO_TEST_CASE(matmul_shapes_match_reference) {
   };
   uint64_t seed = 1;
   for (DType t : {f32, f64})
-    for (const auto& [sa, sb] : shapes)
-      check_matmul(random_tensor(sa, t, seed++, -1, 1), random_tensor(sb, t, seed++, -1, 1), "matmul");
+    for (const auto& [sa, sb] : shapes) {
+      Tensor a = random_tensor(sa, t, seed++, -1, 1);
+      check_matmul(a, random_tensor(sb, t, seed++, -1, 1), "matmul");
+    }
 }
 
 BOOST_AUTO_TEST_CASE(matmul_empty_and_zero_inner_dims) {
@@ -118,8 +120,10 @@ BOOST_AUTO_TEST_CASE(matmul_empty_and_zero_inner_dims) {
 BOOST_AUTO_TEST_CASE(matmul_half_precision_computes_through_f32) {
   uint64_t seed = 200;
   for (DType t : {f16, bf16})
-    for (const auto& [sa, sb] : std::vector<std::pair<Shape, Shape>>{{{3, 4}, {4, 5}}, {{33, 20}, {20, 70}}, {{2, 9, 8}, {8}}})
-      check_matmul(random_tensor(sa, t, seed++, -1, 1), random_tensor(sb, t, seed++, -1, 1), "half");
+    for (const auto& [sa, sb] : std::vector<std::pair<Shape, Shape>>{{{3, 4}, {4, 5}}, {{33, 20}, {20, 70}}, {{2, 9, 8}, {8}}}) {
+      Tensor a = random_tensor(sa, t, seed++, -1, 1);
+      check_matmul(a, random_tensor(sb, t, seed++, -1, 1), "half");
+    }
 }
 
 BOOST_AUTO_TEST_CASE(matmul_on_transposed_sliced_and_expanded_views) {
