@@ -115,7 +115,12 @@ std::vector<OpBench> op_benches() {
   out.push_back({"matmul", [=] { return matmul(*a1, *a1); }, [=] { return matmul(*a, *bm); }, {m, m, m}, 0,
                  2.0 * m * m * m});
   auto cm = std::make_shared<Tensor>(empty({m, m}));
-  out.push_back({"eigen_matmul", [=] { return *a1; },
+  auto cm1 = std::make_shared<Tensor>(empty({1, 1}));
+  out.push_back({"eigen_matmul",
+                 [=] {
+                   eigen_gemm(*a1, *a1, *cm1);
+                   return *cm1;
+                 },
                  [=] {
                    eigen_gemm(*a, *bm, *cm);
                    return *cm;

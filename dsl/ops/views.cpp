@@ -163,7 +163,10 @@ void add_view_ops(std::vector<OpDef>& defs) {
   }));
   defs.push_back(view_op("unsqueeze", [](const ViewMeta& in, const Attrs& a) {
     int64_t rank = int64_t(in.shape.size());
-    int d = wrap_dim("unsqueeze", a.get<int64_t>("dim"), rank + 1);
+    int64_t dim = a.get<int64_t>("dim");
+    KILN_CHECK(dim >= -(rank + 1) && dim <= rank, "unsqueeze: dim ", dim, " out of range for a tensor of rank ",
+               rank, " (expected ", -(rank + 1), " <= dim <= ", rank, ")");
+    int d = int(dim < 0 ? dim + rank + 1 : dim);
     ViewMeta v = in;
     int64_t st = d < rank ? in.strides[d] * in.shape[d] : 1;
     v.shape.insert(v.shape.begin() + d, 1);

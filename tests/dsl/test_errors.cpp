@@ -37,7 +37,7 @@ BOOST_AUTO_TEST_CASE(dims_out_of_range) {
   check_error([&] { a.transpose(0, 2); }, {"transpose", "dim 2", "rank 2"});
   check_error([&] { a.transpose(-3, 0); }, {"transpose", "dim -3", "rank 2"});
   check_error([&] { a.squeeze(2); }, {"squeeze", "dim 2", "rank 2"});
-  check_error([&] { a.unsqueeze(3); }, {"unsqueeze", "dim 3", "-3 <= dim < 3"});
+  check_error([&] { a.unsqueeze(3); }, {"unsqueeze", "dim 3", "rank 2", "-3 <= dim <= 2"});
   check_error([&] { a.unsqueeze(-4); }, {"unsqueeze", "dim -4"});
   check_error([&] { a.slice(2, 0, 1); }, {"slice", "dim 2", "rank 2"});
   check_error([&] { a.narrow(-3, 0, 1); }, {"narrow", "dim -3", "rank 2"});
