@@ -1,0 +1,90 @@
+// The caching allocator: size classes, reuse of freed blocks, statistics, the cache limit, and
+// tensors staying intact when their memory comes from the cache.
+#include "dsl/caching_allocator.h"
+#include "support/reference.h"
+
+using namespace kiln;
+using namespace kiln::test;
+
+namespace {
+
+// Counts what reaches the system allocator.
+class CountingAllocator final : public Allocator {
+ public:
+  void* allocate(size_t nbytes) override {
+    ++allocations;
+    return cpu_allocator().allocate(nbytes);
+  }
+  void release(void* p, size_t nbytes) override {
+    ++releases;
+    cpu_allocator().release(p, nbytes);
+  }
+  int allocations = 0, releases = 0;
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(size_classes_round_up_by_at_most_a_quarter) {
+  BOOST_TEST(CachingAllocator::size_class(1) == 64u);
+  BOOST_TEST(CachingAllocator::size_class(1000) == 1024u);
+  for (size_t n : {size_t(65536), size_t(70000), size_t(1) << 20, (size_t(1) << 20) + 1, size_t(123456789)}) {
+    size_t c = CachingAllocator::size_class(n);
+    BOOST_TEST(c >= n);
+    BOOST_TEST(double(c) <= 1.25 * double(n) + 64);
+    BOOST_TEST(CachingAllocator::size_class(c) == c);  // classes are fixed points
+  }
+}
+
+BOOST_AUTO_TEST_CASE(freed_large_blocks_are_reused_and_counted) {
+  CountingAllocator raw;
+  {
+    CachingAllocator cache(raw, size_t(64) << 20);
+    const size_t n = size_t(1) << 20;
+    void* a = cache.allocate(n);
+    BOOST_TEST(cache.stats().allocated == n);
+    cache.release(a, n);
+    MemoryStats s = cache.stats();
+    BOOST_TEST(s.allocated == 0u);
+    BOOST_TEST(s.reserved == n);
+    void* b = cache.allocate(n - 100);  // same size class: the cached block comes back
+    BOOST_TEST(b == a);
+    BOOST_TEST(raw.allocations == 1);
+    void* c = cache.allocate(n);  // a second live block needs the system
+    BOOST_TEST(raw.allocations == 2);
+    BOOST_TEST(cache.stats().peak_allocated == 2 * n);
+    cache.release(b, n - 100);
+    cache.release(c, n);
+    cache.empty_cache();
+    BOOST_TEST(raw.releases == 2);
+    BOOST_TEST(cache.stats().reserved == 0u);
+
+    void* small = cache.allocate(100);  // small blocks are never cached
+    cache.release(small, 100);
+    BOOST_TEST(raw.releases == 3);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(cache_limit_is_respected) {
+  CountingAllocator raw;
+  CachingAllocator cache(raw, size_t(3) << 20);
+  const size_t n = size_t(1) << 20;
+  std::vector<void*> blocks;
+  for (int i = 0; i < 5; ++i) blocks.push_back(cache.allocate(n));
+  for (void* p : blocks) cache.release(p, n);
+  BOOST_TEST(cache.stats().reserved <= size_t(3) << 20);
+  BOOST_TEST(raw.releases == 2);  // what did not fit went back
+}
+
+BOOST_AUTO_TEST_CASE(tensors_from_reused_memory_hold_their_values) {
+  // Allocate and free large outputs repeatedly: every result must still match the reference.
+  for (int round = 0; round < 6; ++round) {
+    Tensor a = random_tensor({300, 257}, f32, 10 + round), b = random_tensor({300, 257}, f32, 20 + round);
+    Tensor c = a * b + a;
+    std::vector<double> va = host_values(a), vb = host_values(b), want;
+    for (size_t i = 0; i < va.size(); ++i) want.push_back(double(float(va[i] * vb[i])) + va[i]);
+    check_close(c, want, {300, 257}, "round " + std::to_string(round));
+  }
+  MemoryStats s = cpu_caching_allocator().stats();
+  BOOST_TEST(s.reserved >= s.allocated);
+  BOOST_TEST(s.peak_allocated >= s.allocated);
+}
