@@ -16,3 +16,5 @@
 #include "dsl/npy.h"
 #include "dsl/random.h"
 #include "dsl/tensor.h"
+#include "autograd/grad_mode.h"
+#include "autograd/gradcheck.h"

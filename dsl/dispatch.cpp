@@ -7,7 +7,16 @@ namespace kiln {
 
 namespace {
 thread_local std::vector<DispatchMode*> mode_stack;
+AutogradHook autograd_hook = nullptr;
+
+bool any_autograd(const TensorList& inputs) {
+  for (const Tensor& t : inputs)
+    if (t.impl().autograd) return true;
+  return false;
+}
 }  // namespace
+
+void set_autograd_hook(AutogradHook hook) { autograd_hook = hook; }
 
 DispatchModeGuard::DispatchModeGuard(DispatchMode* mode) { mode_stack.push_back(mode); }
 DispatchModeGuard::~DispatchModeGuard() { mode_stack.pop_back(); }
@@ -17,7 +26,11 @@ TensorList dispatch(const OpDef& def, const TensorList& inputs, const Attrs& att
              def.num_inputs, " inputs, got ", inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i)
     KILN_CHECK(inputs[i].defined(), def.name, ": input ", i, " is an undefined tensor");
-  if (mode_stack.empty()) return run_eager(def, inputs, attrs);
+  if (mode_stack.empty()) {
+    TensorList out = run_eager(def, inputs, attrs);
+    if (autograd_hook && any_autograd(inputs)) autograd_hook(def, inputs, out, attrs);
+    return out;
+  }
   DispatchMode* top = mode_stack.back();
   mode_stack.pop_back();
   struct Restore {

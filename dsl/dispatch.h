@@ -25,6 +25,13 @@ class DispatchModeGuard {
 };
 
 TensorList dispatch(const OpDef& def, const TensorList& inputs, const Attrs& attrs = {});
+
+// Autograd sits below every mode: after an op ran eagerly and one of its inputs takes part in
+// autograd (has autograd metadata), dispatch calls this hook, which autograd/ installs the first
+// time a tensor asks for gradients. It may attach backward nodes to the outputs.
+using AutogradHook = void (*)(const OpDef& def, const TensorList& inputs, TensorList& outputs,
+                              const Attrs& attrs);
+void set_autograd_hook(AutogradHook hook);
 // Runs the op now through its generator-built kernels (or as a view).
 TensorList run_eager(const OpDef& def, const TensorList& inputs, const Attrs& attrs);
 

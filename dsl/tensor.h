@@ -99,6 +99,17 @@ class Tensor {
 
   std::string str() const;  // shape, dtype and (for small tensors) values
 
+  // Autograd (defined in autograd/): leaves that require grad collect gradients in grad() when
+  // backward() runs from a result computed from them.
+  bool requires_grad() const;
+  Tensor& requires_grad_(bool on = true);
+  Tensor grad() const;               // undefined until a backward reaches this leaf
+  bool is_leaf() const;              // no backward node: created by the user, not by an op
+  Tensor detach() const;             // same storage, outside autograd
+  std::string grad_fn_name() const;  // "MulBackward", or "" for leaves
+  // Backward from this tensor: a scalar, or any shape with `gradient` of the same shape.
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+
   TensorImpl& impl() const;
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
 

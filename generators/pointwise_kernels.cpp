@@ -85,11 +85,11 @@ class PointwiseKernel : public Generator<PointwiseKernel> {
       Expr transposed = out_->dim(0).stride() == 1 && (*ins_[0]).dim(1).stride() == 1 &&
                         (*ins_[0]).dim(0).stride() != 1 && n >= tile && out_->dim(1).extent() >= tile;
       out.specialize(transposed)
-          .tile(v[0], y, xo, yo, xi, yi, tile, tile, TailStrategy::ShiftInwards)
+          .tile(v[0], y, xo, yo, xi, yi, tile, tile, TailStrategy::GuardWithIf)
           .vectorize(xi)
           .unroll(yi)
           .fuse(xo, yo, t)
-          .parallel(t, 8);
+          .parallel(t, 8, TailStrategy::GuardWithIf);
     }
     out.specialize(big).parallel(y);
   }

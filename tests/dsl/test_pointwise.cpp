@@ -251,3 +251,17 @@ BOOST_AUTO_TEST_CASE(transcendentals_hold_accuracy_at_the_edges) {
   BOOST_TEST(std::isnan(th[2]));
   for (double v : host_values(sin(special))) BOOST_TEST(std::isnan(v));
 }
+
+BOOST_AUTO_TEST_CASE(copies_of_permuted_views_over_tile_edges) {
+  // Sizes around the 16x16 tile of the transposed-copy schedule, with size-1 dims in between.
+  uint64_t seed = 5000;
+  const std::vector<std::vector<int64_t>> perms = {{0, 2, 1}, {2, 1, 0}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}};
+  for (int64_t a : {1, 15, 16, 17, 33})
+    for (int64_t b : {1, 2, 16, 31})
+      for (int64_t c : {1, 3, 16})
+        for (const auto& perm : perms) {
+          Tensor x = random_tensor({a, b, c}, f32, seed++).permute(perm);
+          check_close(x.contiguous(), host_values(x), x.shape(), {0, 0},
+                      "contiguous of " + to_string({a, b, c}) + " permuted " + to_string(perm));
+        }
+}

@@ -1,0 +1,181 @@
+#include "autograd/derivatives.h"
+
+#include <cmath>
+#include <functional>
+#include <numeric>
+#include <algorithm>
+
+#include "dsl/creation.h"
+#include "dsl/error.h"
+#include "dsl/functions.h"
+
+namespace kiln {
+
+namespace {
+
+using Rule = DerivativeRule;
+
+// A bool tensor as 0/1 values of `like`'s dtype.
+Tensor mask(const Tensor& b, const Tensor& like) { return b.to(like.dtype()); }
+
+// Binary rules return gradients in the broadcast shape; sum them back to each input.
+TensorList to_inputs(const TensorList& in, Tensor ga, Tensor gb) {
+  return {ga.defined() ? sum_to(ga, in[0].shape()) : ga, gb.defined() ? sum_to(gb, in[1].shape()) : gb};
+}
+
+// Gradient of a reduction over attrs "dims" (keepdim or not) spread back over the input shape.
+Tensor expand_reduced(const Tensor& g, const Tensor& x, const Attrs& a) {
+  std::vector<int> dims = wrap_dims("backward", a.get<std::vector<int64_t>>("dims"), x.dim());
+  Tensor e = g;
+  if (!a.get_or<bool>("keepdim", false))
+    for (int d : dims) e = e.unsqueeze(d);
+  return e.expand(x.shape());
+}
+
+Tensor slice_backward(const Tensor& g, const Tensor& x, const Attrs& a) {
+  int d = wrap_dim("slice", a.get<int64_t>("dim"), x.dim());
+  int64_t n = x.size(d), step = a.get<int64_t>("step");
+  int64_t start = a.get<int64_t>("start");
+  if (start < 0) start += n;
+  start = std::clamp<int64_t>(start, 0, n);
+  auto zeros_along = [&](int64_t len, const Tensor& like, int dim) {
+    Shape s = like.shape();
+    s[dim] = len;
+    return zeros(s, like.options());
+  };
+  Tensor spread = g;
+  if (step > 1) {  // put each gradient row `step` apart: [g, 0 x (step-1)] per row, flattened
+    Tensor rows = g.unsqueeze(d + 1);
+    spread = cat({rows, zeros_along(step - 1, rows, d + 1)}, d + 1);
+    Shape s = g.shape();
+    s[d] *= step;
+    spread = spread.reshape(s).narrow(d, 0, std::min(s[d], n - start));
+  }
+  int64_t after = n - start - spread.size(d);
+  return cat({zeros_along(start, spread, d), spread, zeros_along(after, spread, d)}, d);
+}
+
+TensorList matmul_backward(const TensorList& in, const Tensor& g) {
+  const Tensor &a = in[0], &b = in[1];
+  Tensor A = a.dim() == 1 ? a.unsqueeze(0) : a;
+  Tensor B = b.dim() == 1 ? b.unsqueeze(-1) : b;
+  Shape gs(g.shape());
+  if (a.dim() == 1) gs.insert(gs.end() - (b.dim() == 1 ? 0 : 1), 1);
+  if (b.dim() == 1) gs.push_back(1);
+  Tensor G = g.reshape(gs);
+  Tensor ga = sum_to(matmul(G, B.transpose(-1, -2)), A.shape()).reshape(a.shape());
+  Tensor gb = sum_to(matmul(A.transpose(-1, -2), G), B.shape()).reshape(b.shape());
+  return {ga, gb};
+}
+
+struct Entry {
+  const char* op;
+  Rule rule;
+};
+
+// in: inputs, out: outputs, g: output gradients, a: attributes.
+#define RULE [](const TensorList& in, const TensorList& out, const TensorList& g, const Attrs& a) -> TensorList
+std::vector<Entry> rules() {
+  return {
+      {"neg", RULE { return {neg(g[0])}; }},
+      {"abs", RULE { return {g[0] * (mask(gt(in[0], 0.0), in[0]) - mask(lt(in[0], 0.0), in[0]))}; }},
+      {"square", RULE { return {g[0] * in[0] * 2.0}; }},
+      {"relu", RULE { return {where(gt(in[0], 0.0), g[0], 0.0)}; }},
+      {"exp", RULE { return {g[0] * out[0]}; }},
+      {"log", RULE { return {g[0] / in[0]}; }},
+      {"sqrt", RULE { return {g[0] * 0.5 / out[0]}; }},
+      {"rsqrt", RULE { return {g[0] * -0.5 * out[0] * out[0] * out[0]}; }},
+      {"sin", RULE { return {g[0] * cos(in[0])}; }},
+      {"cos", RULE { return {-g[0] * sin(in[0])}; }},
+      {"tanh", RULE { return {g[0] * (1.0 - square(out[0]))}; }},
+      {"sigmoid", RULE { return {g[0] * out[0] * (1.0 - out[0])}; }},
+      {"silu", RULE {
+         Tensor s = sigmoid(in[0]);
+         return {g[0] * s * (1.0 + in[0] * (1.0 - s))};
+       }},
+      {"reciprocal", RULE { return {-g[0] * square(out[0])}; }},
+      {"gelu", RULE {
+         const Tensor& x = in[0];
+         if (a.get_or<std::string>("approximate", "none") == "tanh") {
+           const double k = std::sqrt(2.0 / M_PI), c = 0.044715;
+           Tensor t = tanh(k * (x + c * x * x * x));
+           return {g[0] * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * c * x * x))};
+         }
+         // d/dx x*Phi(x) = Phi(x) + x*phi(x); Phi(x) = gelu(x)/x away from 0, 1/2 at 0.
+         Tensor phi = exp(-0.5 * x * x) * (1.0 / std::sqrt(2 * M_PI));
+         Tensor cdf = where(eq(x, 0.0), 0.5, out[0] / where(eq(x, 0.0), 1.0, x));
+         return {g[0] * (cdf + x * phi)};
+       }},
+      {"add", RULE { return to_inputs(in, g[0], g[0]); }},
+      {"sub", RULE { return to_inputs(in, g[0], neg(g[0])); }},
+      {"mul", RULE { return to_inputs(in, g[0] * in[1], g[0] * in[0]); }},
+      {"div", RULE { return to_inputs(in, g[0] / in[1], -g[0] * in[0] / square(in[1])); }},
+      {"pow", RULE {
+         Tensor ga = g[0] * in[1] * pow(in[0], in[1] - 1.0);
+         Tensor gb = g[0] * out[0] * log(where(gt(in[0], 0.0), in[0], 1.0));
+         return to_inputs(in, ga, gb);
+       }},
+      {"maximum", RULE {
+         Tensor share = mask(gt(in[0], in[1]), g[0]) + mask(eq(in[0], in[1]), g[0]) * 0.5;
+         return to_inputs(in, g[0] * share, g[0] * (1.0 - share));
+       }},
+      {"minimum", RULE {
+         Tensor share = mask(lt(in[0], in[1]), g[0]) + mask(eq(in[0], in[1]), g[0]) * 0.5;
+         return to_inputs(in, g[0] * share, g[0] * (1.0 - share));
+       }},
+      {"where", RULE {
+         return {Tensor(), sum_to(where(in[0], g[0], 0.0), in[1].shape()),
+                 sum_to(where(in[0], 0.0, g[0]), in[2].shape())};
+       }},
+      {"cast", RULE { return {g[0].to(in[0].dtype())}; }},
+      {"view", RULE { return {g[0].reshape(in[0].shape())}; }},
+      {"squeeze", RULE { return {g[0].reshape(in[0].shape())}; }},
+      {"unsqueeze", RULE { return {g[0].reshape(in[0].shape())}; }},
+      {"expand", RULE { return {sum_to(g[0], in[0].shape())}; }},
+      {"transpose", RULE { return {g[0].transpose(a.get<int64_t>("dim0"), a.get<int64_t>("dim1"))}; }},
+      {"permute", RULE {
+         const auto& dims = a.get<std::vector<int64_t>>("dims");
+         std::vector<int64_t> inverse(dims.size());
+         for (size_t i = 0; i < dims.size(); ++i) inverse[wrap_dim("permute", dims[i], int64_t(dims.size()))] = int64_t(i);
+         return {g[0].permute(inverse)};
+       }},
+      {"slice", RULE { return {slice_backward(g[0], in[0], a)}; }},
+      {"contiguous", RULE { return {g[0]}; }},
+      {"sum", RULE { return {expand_reduced(g[0], in[0], a)}; }},
+      {"mean", RULE {
+         double count = double(in[0].numel()) / double(std::max<int64_t>(out[0].numel(), 1));
+         return {expand_reduced(g[0], in[0], a) / count};
+       }},
+      {"matmul", RULE { return matmul_backward(in, g[0]); }},
+  };
+}
+#undef RULE
+
+}  // namespace
+
+Tensor sum_to(const Tensor& g, const Shape& shape) {
+  if (g.shape() == shape) return g;
+  int64_t lead = g.dim() - int64_t(shape.size());
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < g.dim(); ++d)
+    if (d < lead || (shape[d - lead] == 1 && g.size(d) != 1)) dims.push_back(d);
+  Tensor s = dims.empty() ? g : sum(g, dims, true);
+  return s.reshape(shape);
+}
+
+void install_derivatives() {
+  for (Entry& e : rules()) mutable_op_def(e.op).derivative = std::move(e.rule);
+}
+
+bool is_differentiable(const OpDef& def) {
+  static const std::vector<std::string> never = {"eq", "ne", "lt", "le", "gt", "ge", "argmax"};
+  return std::find(never.begin(), never.end(), def.name) == never.end();
+}
+
+std::vector<std::string> ops_with_derivatives() {
+  std::vector<std::string> names;
+  for (const Entry& e : rules()) names.push_back(e.op);
+  return names;
+}
+
+}  // namespace kiln

@@ -1,0 +1,85 @@
+#include "autograd/engine.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "autograd/grad_mode.h"
+#include "autograd/node.h"
+#include "dsl/creation.h"
+#include "dsl/error.h"
+#include "dsl/functions.h"
+
+namespace kiln {
+
+namespace {
+
+Tensor accumulate(const Tensor& acc, const Tensor& g) { return acc.defined() ? add(acc, g) : g; }
+
+void accumulate_into_leaf(const std::shared_ptr<TensorImpl>& leaf, const Tensor& g) {
+  AutogradMeta& meta = *leaf->autograd;
+  Tensor grad = g.dtype() == leaf->dtype ? g : g.to(leaf->dtype);
+  meta.grad = meta.grad.defined() ? add(meta.grad, grad) : grad.contiguous();
+}
+
+// Nodes reachable from `root`, ordered so that every node comes after all nodes that feed it
+// gradients (reverse post-order of a depth-first walk).
+std::vector<Node*> topological_order(Node* root) {
+  std::vector<Node*> post;
+  std::unordered_set<Node*> seen{root};
+  std::vector<std::pair<Node*, size_t>> stack{{root, 0}};
+  while (!stack.empty()) {
+    auto& [node, i] = stack.back();
+    if (i < node->next.size()) {
+      Node* child = node->next[i++].node.get();
+      if (child && seen.insert(child).second) stack.push_back({child, 0});
+    } else {
+      post.push_back(node);
+      stack.pop_back();
+    }
+  }
+  return {post.rbegin(), post.rend()};
+}
+
+}  // namespace
+
+void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
+  Edge edge = edge_of(root);
+  KILN_CHECK(edge.defined(), "backward: the tensor (shape ", to_string(root.shape()),
+             ") does not require grad and has no backward node");
+  Tensor g = gradient;
+  if (!g.defined()) {
+    KILN_CHECK(root.numel() == 1, "backward: the tensor has shape ", to_string(root.shape()),
+               "; a gradient is implicit only for one-element outputs, pass one of the same shape");
+    g = ones(root.shape(), root.options());
+  }
+  KILN_CHECK(g.shape() == root.shape(), "backward: gradient of shape ", to_string(g.shape()),
+             " for a tensor of shape ", to_string(root.shape()));
+  NoGradGuard no_grad;
+  if (edge.leaf) {
+    accumulate_into_leaf(edge.leaf, g);
+    return;
+  }
+  std::unordered_map<Node*, TensorList> pending;
+  pending[edge.node.get()].resize(size_t(edge.output_nr) + 1);
+  pending[edge.node.get()][edge.output_nr] = g;
+  for (Node* node : topological_order(edge.node.get())) {
+    auto it = pending.find(node);
+    if (it == pending.end()) continue;  // no gradient reached it
+    TensorList grads = node->apply(it->second);
+    pending.erase(it);
+    for (size_t i = 0; i < node->next.size(); ++i) {
+      const Edge& e = node->next[i];
+      if (!e.defined() || i >= grads.size() || !grads[i].defined()) continue;
+      if (e.leaf) {
+        accumulate_into_leaf(e.leaf, grads[i]);
+      } else {
+        TensorList& slot = pending[e.node.get()];
+        if (slot.size() <= size_t(e.output_nr)) slot.resize(size_t(e.output_nr) + 1);
+        slot[e.output_nr] = accumulate(slot[e.output_nr], grads[i]);
+      }
+    }
+    if (!retain_graph) node->release();
+  }
+}
+
+}  // namespace kiln

@@ -1,0 +1,47 @@
+// The autograd members of Tensor (declared in dsl/tensor.h).
+#include "autograd/engine.h"
+#include "autograd/node.h"
+#include "autograd/record.h"
+#include "dsl/error.h"
+
+namespace kiln {
+
+bool Tensor::requires_grad() const {
+  const auto& m = impl().autograd;
+  return m && (m->requires_grad || m->grad_fn);
+}
+
+Tensor& Tensor::requires_grad_(bool on) {
+  auto& m = impl().autograd;
+  KILN_CHECK(!m || !m->grad_fn, "requires_grad_: only leaves can change requires_grad; this tensor was "
+             "made by ", grad_fn_name(), " (use detach() for a new leaf)");
+  KILN_CHECK(!on || is_floating(dtype()), "requires_grad_: only floating-point tensors can require "
+             "grad, this one has dtype ", dtype());
+  install_autograd();
+  if (!m) m = std::make_shared<AutogradMeta>();
+  m->requires_grad = on;
+  return *this;
+}
+
+Tensor Tensor::grad() const {
+  const auto& m = impl().autograd;
+  return m ? m->grad : Tensor();
+}
+
+bool Tensor::is_leaf() const {
+  const auto& m = impl().autograd;
+  return !m || !m->grad_fn;
+}
+
+Tensor Tensor::detach() const { return make_view(storage(), shape(), strides(), storage_offset(), dtype()); }
+
+std::string Tensor::grad_fn_name() const {
+  const auto& m = impl().autograd;
+  return m && m->grad_fn ? m->grad_fn->name() : "";
+}
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
+  run_backward(*this, gradient, retain_graph);
+}
+
+}  // namespace kiln

@@ -1,0 +1,127 @@
+// The eager tape and backward engine: accumulation, shared subexpressions, grad mode, freed
+// graphs, version counters, leaves and names, and an MLP that learns a known function.
+#include <cmath>
+
+#include "support/reference.h"
+
+using namespace kiln;
+using namespace kiln::test;
+
+BOOST_AUTO_TEST_CASE(gradients_sum_over_shared_uses_and_accumulate_across_calls) {
+  Tensor x = random_tensor({5}, f64, 1).requires_grad_();
+  Tensor y = (x * x + x).sum();  // d/dx = 2x + 1
+  y.backward();
+  std::vector<double> xv = host_values(x), want;
+  for (double v : xv) want.push_back(2 * v + 1);
+  check_close(x.grad(), want, {5}, "first backward");
+  (x * 3.0).sum().backward();  // accumulates
+  for (double& w : want) w += 3;
+  check_close(x.grad(), want, {5}, "accumulated");
+}
+
+BOOST_AUTO_TEST_CASE(leaves_names_and_detach) {
+  Tensor a = random_tensor({2, 3}, f32, 2).requires_grad_();
+  Tensor b = random_tensor({2, 3}, f32, 3);
+  BOOST_TEST(a.is_leaf());
+  BOOST_TEST(a.requires_grad());
+  BOOST_TEST(!b.requires_grad());
+  Tensor c = a * b;
+  BOOST_TEST(!c.is_leaf());
+  BOOST_TEST(c.requires_grad());
+  BOOST_TEST(c.grad_fn_name() == "MulBackward");
+  BOOST_TEST(softmax(c, -1).grad_fn_name() == "SoftmaxBackward");
+  BOOST_TEST(a.grad_fn_name() == "");
+  Tensor d = c.detach();
+  BOOST_TEST(!d.requires_grad());
+  BOOST_TEST(d.shares_storage_with(c));
+  BOOST_TEST(!(b * 2.0).requires_grad());
+  BOOST_TEST(!gt(a, 0.0).requires_grad());  // comparisons carry no gradient
+  check_error([&] { c.requires_grad_(); }, {"requires_grad_", "leaves", "MulBackward"});
+  check_error([&] { from_vector<int64_t>({1, 2}).requires_grad_(); }, {"requires_grad_", "floating", "i64"});
+}
+
+BOOST_AUTO_TEST_CASE(grad_mode_guards) {
+  Tensor a = random_tensor({3}, f32, 4).requires_grad_();
+  {
+    NoGradGuard g;
+    BOOST_TEST(!grad_enabled());
+    Tensor b = a * 2.0;
+    BOOST_TEST(!b.requires_grad());
+    {
+      EnableGradGuard e;
+      BOOST_TEST((a * 2.0).requires_grad());
+    }
+    BOOST_TEST(!grad_enabled());
+  }
+  BOOST_TEST(grad_enabled());
+}
+
+BOOST_AUTO_TEST_CASE(backward_errors) {
+  Tensor a = random_tensor({3}, f32, 5).requires_grad_();
+  Tensor y = (a * a).sum();
+  y.backward();
+  check_error([&] { y.backward(); }, {"backward", "freed", "SumBackward", "retain_graph"});
+
+  Tensor z = (a * a).sum();
+  z.backward(Tensor(), /*retain_graph=*/true);
+  z.backward();  // allowed once more
+  check_close(a.grad(), [&] {
+    std::vector<double> w;
+    for (double v : host_values(a)) w.push_back(2 * v * 3);  // three backward passes in all
+    return w;
+  }(), {3}, "retain_graph");
+
+  Tensor v = a * 2.0;
+  check_error([&] { v.backward(); }, {"backward", "[3]", "one-element"});
+  check_error([&] { v.backward(random_tensor({4}, f32, 6)); }, {"backward", "[4]", "[3]"});
+  check_error([&] { random_tensor({1}, f32, 7).backward(); }, {"backward", "does not require grad"});
+}
+
+BOOST_AUTO_TEST_CASE(saved_tensor_modified_in_place_is_detected) {
+  Tensor a = random_tensor({4}, f32, 8).requires_grad_();
+  Tensor b = random_tensor({4}, f32, 9);
+  Tensor y = (a * b).sum();  // MulBackward saved b
+  static_cast<float*>(b.data_ptr())[0] = 42.0f;  // an in-place write, as in-place ops will do
+  b.storage()->version++;
+  check_error([&] { y.backward(); }, {"backward", "MulBackward", "modified in place", "version 0 -> 1"});
+}
+
+BOOST_AUTO_TEST_CASE(gradient_dtype_follows_the_leaf) {
+  Tensor a = random_tensor({3}, f32, 10).requires_grad_();
+  Tensor w = random_tensor({3}, f64, 11);
+  (a * w).sum().backward();  // computed in f64
+  BOOST_TEST(a.grad().dtype() == f32);
+  check_close(a.grad(), host_values(w.to(f32)), {3}, "grad of a");
+}
+
+BOOST_AUTO_TEST_CASE(mlp_learns_a_known_function) {
+  // y = sin(2x) on [-1.5, 1.5] with a 1-32-32-1 tanh MLP, full-batch gradient descent with
+  // momentum written out by hand (optimizers arrive with nn/optim).
+  manual_seed(7);
+  Tensor x = linspace(-1.5, 1.5, 128).unsqueeze(1);
+  Tensor target = sin(x * 2.0);
+  auto init = [](Shape s, double scale) { return (randn(s) * scale).requires_grad_(); };
+  std::vector<Tensor> params = {init({32, 1}, 1.0), init({32}, 0.1), init({32, 32}, 1.0 / std::sqrt(32.0)),
+                                init({32}, 0.1), init({1, 32}, 1.0 / std::sqrt(32.0)), init({1}, 0.1)};
+  std::vector<Tensor> velocity;
+  for (const Tensor& p : params) velocity.push_back(zeros(p.shape()));
+  auto loss_of = [&] {
+    Tensor h = tanh(linear(x, params[0], params[1]));
+    h = tanh(linear(h, params[2], params[3]));
+    return mean(square(linear(h, params[4], params[5]) - target));
+  };
+  float first = loss_of().item<float>(), last = first;
+  for (int step = 0; step < 300; ++step) {
+    Tensor loss = loss_of();
+    loss.backward();
+    last = loss.item<float>();
+    NoGradGuard g;
+    for (size_t i = 0; i < params.size(); ++i) {
+      velocity[i] = velocity[i] * 0.9 + params[i].grad();
+      params[i] = (params[i] - velocity[i] * 0.05).detach().requires_grad_();
+    }
+  }
+  BOOST_TEST_MESSAGE("mlp loss " << first << " -> " << last);
+  BOOST_TEST(last < 0.01);
+  BOOST_TEST(last < 0.1 * first);
+}

@@ -1,0 +1,150 @@
+// gradcheck (f64 finite differences) for every op with a derivative rule, on several shapes,
+// with broadcasting and non-contiguous inputs. A rule without a case here fails the last test.
+#include <set>
+
+#include "autograd/derivatives.h"
+#include "support/reference.h"
+
+using namespace kiln;
+using namespace kiln::test;
+
+namespace {
+
+std::set<std::string>& covered() {
+  static std::set<std::string> s;
+  return s;
+}
+
+Tensor leaf(const Shape& s, uint64_t seed, double lo = -2, double hi = 2) {
+  return random_tensor(s, f64, seed, lo, hi).requires_grad_();
+}
+
+// A leaf of shape `s` whose last two dims are swapped in memory (a non-contiguous view).
+Tensor transposed_leaf(const Shape& s, uint64_t seed, double lo = -2, double hi = 2) {
+  Shape swapped = s;
+  std::swap(swapped[swapped.size() - 1], swapped[swapped.size() - 2]);
+  Tensor base = leaf(swapped, seed, lo, hi);
+  return base.transpose(-1, -2).detach().requires_grad_();
+}
+
+void check(const std::string& op, const std::function<Tensor(const TensorList&)>& fn, const TensorList& in,
+           const std::string& what = "", const GradcheckOptions& opts = {}) {
+  covered().insert(op);
+  GradcheckResult r = gradcheck(fn, in, opts);
+  BOOST_TEST(r.ok, op << " " << what << ": " << r.message);
+}
+
+using Fn1 = Tensor (*)(const Tensor&);
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(unary_ops) {
+  struct Case { const char* op; std::function<Tensor(const Tensor&)> f; double lo, hi; };
+  std::vector<Case> cases = {
+      {"neg", [](const Tensor& x) { return neg(x); }, -2, 2},
+      {"abs", [](const Tensor& x) { return abs(x); }, 0.1, 2},
+      {"square", [](const Tensor& x) { return square(x); }, -2, 2},
+      {"relu", [](const Tensor& x) { return relu(x); }, 0.1, 2},
+      {"exp", [](const Tensor& x) { return exp(x); }, -2, 2},
+      {"log", [](const Tensor& x) { return log(x); }, 0.2, 3},
+      {"sqrt", [](const Tensor& x) { return sqrt(x); }, 0.2, 3},
+      {"rsqrt", [](const Tensor& x) { return rsqrt(x); }, 0.2, 3},
+      {"sin", [](const Tensor& x) { return sin(x); }, -3, 3},
+      {"cos", [](const Tensor& x) { return cos(x); }, -3, 3},
+      {"tanh", [](const Tensor& x) { return tanh(x); }, -2, 2},
+      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }, -3, 3},
+      {"silu", [](const Tensor& x) { return silu(x); }, -3, 3},
+      {"reciprocal", [](const Tensor& x) { return reciprocal(x); }, 0.3, 3},
+      {"gelu", [](const Tensor& x) { return gelu(x); }, -3, 3},
+      {"gelu", [](const Tensor& x) { return gelu(x, "tanh"); }, -3, 3},
+  };
+  uint64_t seed = 1;
+  for (const Case& c : cases) {
+    for (const Shape& s : std::vector<Shape>{{}, {5}, {3, 4}}) {
+      Tensor x = leaf(s, seed++, c.lo, c.hi);
+      check(c.op, [&](const TensorList& in) { return c.f(in[0]); }, {x}, to_string(s));
+    }
+    Tensor xt = transposed_leaf({4, 3}, seed++, c.lo, c.hi);
+    check(c.op, [&](const TensorList& in) { return c.f(in[0]); }, {xt}, "transposed");
+  }
+  // abs and relu on both sides of the kink
+  Tensor x = leaf({6}, 99);
+  check("abs", [](const TensorList& in) { return abs(in[0]); }, {x}, "both signs");
+  check("relu", [](const TensorList& in) { return relu(in[0]); }, {x}, "both signs");
+}
+
+BOOST_AUTO_TEST_CASE(binary_ops_with_broadcasting) {
+  struct Case { const char* op; Tensor (*f)(const Tensor&, const Tensor&); double lo; };
+  std::vector<Case> cases = {{"add", add, -2},         {"sub", sub, -2},         {"mul", mul, -2},
+                             {"div", div, 0.5},        {"pow", pow, 0.5},        {"maximum", maximum, -2},
+                             {"minimum", minimum, -2}};
+  std::vector<std::pair<Shape, Shape>> shapes = {{{3, 4}, {3, 4}}, {{3, 4}, {4}}, {{2, 1, 3}, {4, 1}}, {{}, {5}}};
+  uint64_t seed = 200;
+  for (const Case& c : cases)
+    for (const auto& [sa, sb] : shapes) {
+      Tensor a = leaf(sa, seed++, c.lo, 2), b = leaf(sb, seed++, c.lo, 2);
+      check(c.op, [&](const TensorList& in) { return c.f(in[0], in[1]); }, {a, b},
+            to_string(sa) + " " + to_string(sb));
+    }
+  Tensor a = leaf({9, 11}, 300, 0.5, 2).slice(0, 1, 9, 2).slice(1, 0, 10, 2).detach().requires_grad_();
+  Tensor b = transposed_leaf({4, 5}, 301, 0.5, 2);
+  check("mul", [](const TensorList& in) { return in[0] * in[1]; }, {a, b}, "views");
+  Tensor w = leaf({3, 4}, 302), c = from_vector<bool>({1, 0, 0, 1}), v = leaf({4}, 303);
+  check("where", [&](const TensorList& in) { return where(c, in[0], in[1]); }, {w, v}, "broadcast");
+  // Through f32 the function is only f32-accurate: wider steps and tolerances.
+  check("cast", [](const TensorList& in) { return in[0].to(f32).to(f64) * 1.0; }, {leaf({3}, 304)},
+        "f64->f32->f64", {.eps = 1e-2, .atol = 1e-4, .rtol = 1e-3});
+}
+
+BOOST_AUTO_TEST_CASE(maximum_splits_ties_evenly) {
+  Tensor a = from_vector<double>({1, 2, 3}).requires_grad_();
+  Tensor b = from_vector<double>({1, 5, 0}).requires_grad_();
+  maximum(a, b).sum().backward();
+  check_close(a.grad(), {0.5, 0, 1}, {3}, "d max / d a");
+  check_close(b.grad(), {0.5, 1, 0}, {3}, "d max / d b");
+  covered().insert("maximum");
+}
+
+BOOST_AUTO_TEST_CASE(views_and_reductions) {
+  uint64_t seed = 400;
+  Tensor x = leaf({2, 3, 4}, seed++);
+  auto one = [&](const char* op, std::function<Tensor(const Tensor&)> f) {
+    check(op, [&](const TensorList& in) { return f(in[0]); }, {x});
+    Tensor xt = transposed_leaf({2, 4, 3}, seed++);
+    check(op, [&](const TensorList& in) { return f(in[0].transpose(1, 2)); }, {xt}, "on a view");
+  };
+  one("view", [](const Tensor& t) { return t.reshape({6, 4}) * 1.0; });
+  one("permute", [](const Tensor& t) { return t.permute({2, 0, 1}) * 1.0; });
+  one("transpose", [](const Tensor& t) { return t.transpose(0, 2) * 1.0; });
+  one("expand", [](const Tensor& t) { return t.unsqueeze(0).expand({3, 2, 3, 4}) * 1.0; });
+  one("squeeze", [](const Tensor& t) { return t.narrow(1, 0, 1).squeeze(1) * 1.0; });
+  one("unsqueeze", [](const Tensor& t) { return t.unsqueeze(-1) * 1.0; });
+  one("slice", [](const Tensor& t) { return t.slice(2, 1, 4, 2) * 1.0; });
+  one("slice", [](const Tensor& t) { return t.slice(1, -2, 3) * 1.0; });
+  one("slice", [](const Tensor& t) { return t.slice(2, 0, 4, 3) * 1.0; });
+  one("contiguous", [](const Tensor& t) { return contiguous(t) * 1.0; });
+  one("sum", [](const Tensor& t) { return sum(t, {0, 2}); });
+  one("sum", [](const Tensor& t) { return sum(t, {1}, true); });
+  one("sum", [](const Tensor& t) { return sum(t); });
+  one("mean", [](const Tensor& t) { return mean(t, {-1}); });
+  one("mean", [](const Tensor& t) { return mean(t, {0, 1}, true); });
+}
+
+BOOST_AUTO_TEST_CASE(matmul_shapes) {
+  uint64_t seed = 500;
+  std::vector<std::pair<Shape, Shape>> shapes = {{{3, 4}, {4, 5}},       {{4}, {4, 5}},       {{3, 4}, {4}},
+                                                 {{4}, {4}},             {{2, 3, 4}, {4, 5}}, {{2, 1, 3, 4}, {3, 4, 2}},
+                                                 {{3, 4}, {2, 4, 5}}};
+  for (const auto& [sa, sb] : shapes) {
+    Tensor a = leaf(sa, seed++), b = leaf(sb, seed++);
+    check("matmul", [](const TensorList& in) { return matmul(in[0], in[1]); }, {a, b},
+          to_string(sa) + " x " + to_string(sb));
+  }
+  Tensor a = leaf({3, 4}, seed++), w = leaf({5, 4}, seed++), bias = leaf({5}, seed++);
+  check("matmul", [](const TensorList& in) { return linear(in[0], in[1], in[2]); }, {a, w, bias}, "linear");
+}
+
+BOOST_AUTO_TEST_CASE(every_rule_has_a_gradcheck_case) {
+  for (const std::string& op : ops_with_derivatives())
+    BOOST_TEST(covered().count(op) == 1u, "op " << op << " has a derivative rule but no gradcheck case");
+}
