@@ -55,6 +55,41 @@ Tensor slice_backward(const Tensor& g, const Tensor& x, const Attrs& a) {
   return cat({zeros_along(start, spread, d), spread, zeros_along(after, spread, d)}, d);
 }
 
+// max/min over dims: the gradient goes to the elements equal to the result, split evenly
+// between ties.
+Tensor extremum_backward(const Tensor& g, const Tensor& x, const Tensor& y, const Attrs& a) {
+  Tensor hit = eq(x, expand_reduced(y, x, a)).to(x.dtype());
+  Attrs keep = a;
+  keep.set("keepdim", true);
+  Tensor count = expand_reduced(sum(hit, a.get<std::vector<int64_t>>("dims"), true), x, keep);
+  return expand_reduced(g, x, a) * hit / count;
+}
+
+std::vector<int64_t> last_dims(const Tensor& x, size_t k) {
+  std::vector<int64_t> dims;
+  for (size_t i = 0; i < k; ++i) dims.push_back(x.dim() - int64_t(k) + int64_t(i));
+  return dims;
+}
+
+// layer_norm over the last dims, recomputing mean and 1/std from the input.
+TensorList layer_norm_backward(const TensorList& in, const Tensor& g, const Attrs& a) {
+  const Tensor& x = in[0];
+  std::vector<int64_t> dims = last_dims(x, a.get<std::vector<int64_t>>("normalized_shape").size());
+  Tensor centered = x - mean(x, dims, true);
+  Tensor rstd = rsqrt(mean(square(centered), dims, true) + a.get<double>("eps"));
+  Tensor xhat = centered * rstd;
+  Tensor gxhat = in.size() == 3 ? g * in[1] : g;
+  Tensor gx = rstd * (gxhat - mean(gxhat, dims, true) - xhat * mean(gxhat * xhat, dims, true));
+  if (in.size() == 1) return {gx};
+  return {gx, sum_to(g * xhat, in[1].shape()), sum_to(g, in[2].shape())};
+}
+
+// Rows of a one-hot encoding of integer `indices` over `classes`, in `dtype`.
+Tensor one_hot(const Tensor& indices, int64_t classes, DType dtype) {
+  Tensor range = arange(0, double(classes), 1, {.dtype = indices.dtype()});
+  return eq(indices.unsqueeze(-1), range).to(dtype);
+}
+
 TensorList matmul_backward(const TensorList& in, const Tensor& g) {
   const Tensor &a = in[0], &b = in[1];
   Tensor A = a.dim() == 1 ? a.unsqueeze(0) : a;
@@ -147,6 +182,49 @@ std::vector<Entry> rules() {
          return {expand_reduced(g[0], in[0], a) / count};
        }},
       {"matmul", RULE { return matmul_backward(in, g[0]); }},
+      {"max", RULE { return {extremum_backward(g[0], in[0], out[0], a)}; }},
+      {"min", RULE { return {extremum_backward(g[0], in[0], out[0], a)}; }},
+      {"var", RULE {
+         const Tensor& x = in[0];
+         Tensor centered = x - mean(x, a.get<std::vector<int64_t>>("dims"), true);
+         double n = double(x.numel()) / double(std::max<int64_t>(out[0].numel(), 1));
+         return {expand_reduced(g[0], x, a) * centered * (2.0 / (n - double(a.get<int64_t>("correction"))))};
+       }},
+      {"logsumexp", RULE { return {expand_reduced(g[0], in[0], a) * exp(in[0] - expand_reduced(out[0], in[0], a))}; }},
+      {"softmax", RULE {
+         int64_t d = a.get<int64_t>("dim");
+         return {out[0] * (g[0] - sum(g[0] * out[0], {d}, true))};
+       }},
+      {"log_softmax", RULE { return {g[0] - exp(out[0]) * sum(g[0], {a.get<int64_t>("dim")}, true)}; }},
+      {"layer_norm", RULE { return layer_norm_backward(in, g[0], a); }},
+      {"cross_entropy", RULE {
+         const Tensor &logits = in[0], &targets = in[1];
+         int64_t rows = logits.dim() == 2 ? logits.size(0) : 1;
+         Tensor target_rows = one_hot(targets, logits.size(-1), logits.dtype());
+         return {(softmax(logits, -1) - target_rows) * (g[0] / double(rows)), Tensor()};
+       }},
+      {"embedding", RULE {
+         // Scatter-add of the gradient rows into the table, as a one-hot matmul for now.
+         const Tensor &weight = in[0], &indices = in[1];
+         Tensor rows = g[0].reshape({-1, weight.size(1)});
+         Tensor hits = one_hot(indices.reshape({-1}), weight.size(0), rows.dtype());
+         return {matmul(hits.transpose(0, 1), rows), Tensor()};
+       }},
+      {"cat", RULE {
+         int64_t d = a.get<int64_t>("dim");
+         TensorList grads;
+         int64_t offset = 0;
+         for (const Tensor& x : in) {
+           if (x.dim() == 1 && x.size(0) == 0 && g[0].dim() != 1) {  // skipped like PyTorch
+             grads.push_back(zeros(x.shape(), g[0].options()));
+             continue;
+           }
+           int64_t len = x.size(d);
+           grads.push_back(g[0].narrow(d, offset, len));
+           offset += len;
+         }
+         return grads;
+       }},
   };
 }
 #undef RULE

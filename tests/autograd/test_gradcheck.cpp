@@ -144,6 +144,50 @@ BOOST_AUTO_TEST_CASE(matmul_shapes) {
   check("matmul", [](const TensorList& in) { return linear(in[0], in[1], in[2]); }, {a, w, bias}, "linear");
 }
 
+BOOST_AUTO_TEST_CASE(reductions_and_normalizations) {
+  uint64_t seed = 600;
+  auto on = [&](const char* op, const Shape& s, std::function<Tensor(const Tensor&)> f) {
+    check(op, [&](const TensorList& in) { return f(in[0]); }, {leaf(s, seed++)}, to_string(s));
+    if (s.size() >= 2)
+      check(op, [&](const TensorList& in) { return f(in[0]); }, {transposed_leaf(s, seed++)}, "transposed");
+  };
+  on("max", {3, 5}, [](const Tensor& t) { return max(t, {1}); });
+  on("max", {2, 3, 4}, [](const Tensor& t) { return max(t, {0, 2}, true); });
+  on("min", {3, 5}, [](const Tensor& t) { return min(t, {0}); });
+  on("min", {4}, [](const Tensor& t) { return min(t); });
+  on("var", {3, 6}, [](const Tensor& t) { return var(t, {1}); });
+  on("var", {2, 3, 4}, [](const Tensor& t) { return var(t, {0, 2}, 0, true); });
+  on("logsumexp", {3, 5}, [](const Tensor& t) { return logsumexp(t, {1}); });
+  on("logsumexp", {2, 3, 4}, [](const Tensor& t) { return logsumexp(t, {0, 2}, true); });
+  on("softmax", {3, 5}, [](const Tensor& t) { return softmax(t, -1); });
+  on("softmax", {2, 3, 4}, [](const Tensor& t) { return softmax(t, 1); });
+  on("log_softmax", {3, 5}, [](const Tensor& t) { return log_softmax(t, -1); });
+  on("log_softmax", {2, 3, 4}, [](const Tensor& t) { return log_softmax(t, 0); });
+  on("layer_norm", {3, 6}, [](const Tensor& t) { return layer_norm(t, {6}); });
+  Tensor x = leaf({2, 3, 4}, seed++), w = leaf({3, 4}, seed++), b = leaf({3, 4}, seed++);
+  check("layer_norm", [](const TensorList& in) { return layer_norm(in[0], {3, 4}, in[1], in[2]); }, {x, w, b},
+        "affine over two dims");
+  Tensor logits = leaf({4, 5}, seed++);
+  Tensor targets = from_vector<int64_t>({0, 4, 2, 4});
+  check("cross_entropy", [&](const TensorList& in) { return cross_entropy(in[0], targets); }, {logits});
+  check("cross_entropy", [&](const TensorList& in) { return cross_entropy(in[0], from_vector<int64_t>({3}, {})); },
+        {leaf({5}, seed++)}, "unbatched");
+  Tensor table = leaf({6, 3}, seed++);
+  check("embedding", [](const TensorList& in) { return embedding(in[0], from_vector<int64_t>({1, 5, 1, 0}, {2, 2})); },
+        {table}, "repeated rows");
+  check("embedding", [](const TensorList& in) { return embedding(in[0], from_vector<int32_t>({2, 2, 3})); }, {table},
+        "i32 indices");
+  Tensor c1 = leaf({2, 3}, seed++), c2 = leaf({2, 1}, seed++), c3 = leaf({2, 4}, seed++);
+  check("cat", [](const TensorList& in) { return cat({in[0], in[1], in[2]}, 1); }, {c1, c2, c3}, "dim 1");
+  check("cat", [](const TensorList& in) { return stack({in[0], in[0] * 2.0}, 0); }, {c1}, "stack");
+}
+
+BOOST_AUTO_TEST_CASE(max_splits_ties_evenly) {
+  Tensor x = from_vector<double>({3, 1, 3, 2}).requires_grad_();
+  max(x).backward();
+  check_close(x.grad(), {0.5, 0, 0.5, 0}, {4}, "d max / d x");
+}
+
 BOOST_AUTO_TEST_CASE(every_rule_has_a_gradcheck_case) {
   for (const std::string& op : ops_with_derivatives())
     BOOST_TEST(covered().count(op) == 1u, "op " << op << " has a derivative rule but no gradcheck case");
