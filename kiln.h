@@ -18,3 +18,5 @@
 #include "dsl/tensor.h"
 #include "autograd/grad_mode.h"
 #include "autograd/gradcheck.h"
+#include "dsl/nn/layers.h"
+#include "dsl/optim/optimizer.h"

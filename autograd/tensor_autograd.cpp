@@ -28,6 +28,15 @@ Tensor Tensor::grad() const {
   return m ? m->grad : Tensor();
 }
 
+void Tensor::set_grad(const Tensor& g) const {
+  auto& m = impl().autograd;
+  KILN_CHECK(m || !g.defined(), "set_grad: the tensor does not take part in autograd");
+  if (!g.defined() && !m) return;
+  KILN_CHECK(!g.defined() || g.shape() == shape(), "set_grad: gradient of shape ", to_string(g.shape()),
+             " for a tensor of shape ", to_string(shape()));
+  m->grad = g;
+}
+
 bool Tensor::is_leaf() const {
   const auto& m = impl().autograd;
   return !m || !m->grad_fn;

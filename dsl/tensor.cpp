@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "dsl/dispatch.h"
+#include "dsl/eager/runners.h"
 #include "dsl/error.h"
 #include "dsl/functions.h"
 
@@ -109,6 +110,16 @@ KILN_INSTANTIATE(BFloat16)
 template bool Tensor::item<bool>() const;
 template std::vector<bool> Tensor::to_vector<bool>() const;
 template bool* Tensor::data<bool>() const;
+
+Tensor& Tensor::copy_(const Tensor& src) {
+  Shape b = broadcast_shapes("copy_", src.shape(), shape());
+  KILN_CHECK(b == shape(), "copy_: source of shape ", to_string(src.shape()), " does not broadcast to ",
+             to_string(shape()));
+  Tensor s = src.dtype() == dtype() ? src : src.to(dtype());
+  copy_into(*this, broadcast_to_view(s, shape()));
+  storage()->version++;
+  return *this;
+}
 
 Tensor Tensor::to(DType t) const { return kiln::cast(*this, t); }
 

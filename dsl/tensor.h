@@ -69,6 +69,11 @@ class Tensor {
   template <typename T> T item() const;
   template <typename T> std::vector<T> to_vector() const;
 
+  // Writes src (broadcast to this shape, converted to this dtype) into this tensor's memory and
+  // bumps the storage version, so autograd notices saved tensors that changed. Not recorded by
+  // autograd itself: use it on detached tensors (optimizer updates, initialisation).
+  Tensor& copy_(const Tensor& src);
+
   Tensor to(DType t) const;
   Tensor to(Device d) const;
   Tensor contiguous() const;
@@ -104,6 +109,7 @@ class Tensor {
   bool requires_grad() const;
   Tensor& requires_grad_(bool on = true);
   Tensor grad() const;               // undefined until a backward reaches this leaf
+  void set_grad(const Tensor& g) const;  // replace (or, with an undefined tensor, clear) grad()
   bool is_leaf() const;              // no backward node: created by the user, not by an op
   Tensor detach() const;             // same storage, outside autograd
   std::string grad_fn_name() const;  // "MulBackward", or "" for leaves

@@ -1,0 +1,63 @@
+#include "dsl/optim/optimizer.h"
+
+#include <cmath>
+
+#include "dsl/creation.h"
+#include "dsl/error.h"
+#include "dsl/functions.h"
+
+namespace kiln::optim {
+
+Optimizer::Optimizer(std::vector<Tensor> params) : params_(std::move(params)) {
+  for (size_t i = 0; i < params_.size(); ++i)
+    KILN_CHECK(params_[i].defined() && params_[i].requires_grad() && params_[i].is_leaf(), "optimizer: parameter ",
+               i, " must be a leaf tensor that requires grad");
+}
+
+void Optimizer::zero_grad() {
+  for (const Tensor& p : params_) p.set_grad(Tensor());
+}
+
+SGD::SGD(std::vector<Tensor> params, SGDOptions opts) : Optimizer(std::move(params)), opts_(opts) {
+  KILN_CHECK(opts.lr >= 0 && opts.momentum >= 0 && opts.weight_decay >= 0,
+             "SGD: lr, momentum and weight_decay must be >= 0");
+  velocity_.resize(params_.size());
+}
+
+void SGD::step() {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!params_[i].grad().defined()) continue;
+    Tensor p = params_[i].detach(), g = params_[i].grad().detach();
+    if (opts_.weight_decay != 0) g = g + p * opts_.weight_decay;
+    if (opts_.momentum != 0) {
+      velocity_[i] = velocity_[i].defined() ? velocity_[i] * opts_.momentum + g : g.clone();
+      g = velocity_[i];
+    }
+    p.copy_(p - g * opts_.lr);
+  }
+}
+
+AdamW::AdamW(std::vector<Tensor> params, AdamWOptions opts) : Optimizer(std::move(params)), opts_(opts) {
+  KILN_CHECK(opts.lr >= 0 && opts.eps >= 0 && opts.weight_decay >= 0, "AdamW: lr, eps and weight_decay must be >= 0");
+  KILN_CHECK(opts.beta1 >= 0 && opts.beta1 < 1 && opts.beta2 >= 0 && opts.beta2 < 1,
+             "AdamW: betas must be in [0, 1), got ", opts.beta1, ", ", opts.beta2);
+  for (const Tensor& p : params_) {
+    m_.push_back(zeros(p.shape(), p.options()));
+    v_.push_back(zeros(p.shape(), p.options()));
+  }
+}
+
+void AdamW::step() {
+  ++steps_;
+  double c1 = 1 - std::pow(opts_.beta1, double(steps_)), c2 = 1 - std::pow(opts_.beta2, double(steps_));
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!params_[i].grad().defined()) continue;
+    Tensor p = params_[i].detach(), g = params_[i].grad().detach();
+    m_[i] = m_[i] * opts_.beta1 + g * (1 - opts_.beta1);
+    v_[i] = v_[i] * opts_.beta2 + square(g) * (1 - opts_.beta2);
+    Tensor update = (m_[i] / c1) / (sqrt(v_[i] / c2) + opts_.eps);
+    p.copy_(p * (1 - opts_.lr * opts_.weight_decay) - update * opts_.lr);
+  }
+}
+
+}  // namespace kiln::optim

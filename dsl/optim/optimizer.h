@@ -1,0 +1,60 @@
+// Optimizers: SGD (momentum, weight decay) and AdamW. step() updates the parameters in place
+// (their identity, and so the model's references, stay) with tensor ops on detached views, so
+// autograd records nothing; zero_grad() clears the gradients.
+//
+//   optim::AdamW opt(model.parameters(), {.lr = 1e-3});
+//   loss.backward(); opt.step(); opt.zero_grad();
+#pragma once
+#include <vector>
+
+#include "dsl/tensor.h"
+
+namespace kiln::optim {
+
+class Optimizer {
+ public:
+  explicit Optimizer(std::vector<Tensor> params);
+  virtual ~Optimizer() = default;
+  virtual void step() = 0;
+  void zero_grad();
+  const std::vector<Tensor>& params() const { return params_; }
+
+ protected:
+  std::vector<Tensor> params_;
+};
+
+struct SGDOptions {
+  double lr = 1e-2;
+  double momentum = 0;
+  double weight_decay = 0;  // added to the gradient (L2), as in PyTorch's SGD
+};
+
+class SGD : public Optimizer {
+ public:
+  SGD(std::vector<Tensor> params, SGDOptions opts);
+  void step() override;
+
+ private:
+  SGDOptions opts_;
+  std::vector<Tensor> velocity_;
+};
+
+struct AdamWOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9, beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 1e-2;  // decoupled: p -= lr * weight_decay * p
+};
+
+class AdamW : public Optimizer {
+ public:
+  AdamW(std::vector<Tensor> params, AdamWOptions opts);
+  void step() override;
+
+ private:
+  AdamWOptions opts_;
+  std::vector<Tensor> m_, v_;
+  int64_t steps_ = 0;
+};
+
+}  // namespace kiln::optim
