@@ -19,4 +19,5 @@
 #include "autograd/grad_mode.h"
 #include "autograd/gradcheck.h"
 #include "dsl/nn/layers.h"
+#include "dsl/nn/transformer.h"
 #include "dsl/optim/optimizer.h"

@@ -15,7 +15,7 @@ struct BenchOptions {
 
 struct DemoOptions {
   Device device = Device::cpu();
-  int steps = 20;
+  int steps = 300;
   std::string json_path;
 };
 

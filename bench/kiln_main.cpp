@@ -17,7 +17,7 @@ const char* kUsage = R"(usage: kiln <command> [options]
 
 commands:
   demo [--device cpu] [--steps N] [--json FILE]
-        run a small transformer's forward pass eagerly and report what it did and how long it took
+        train a tiny GPT eagerly to reverse digit sequences; progress, summary, per-op profile
   bench ops [--device cpu] [--json FILE] [--filter NAME]
         median eager time per op: one element (host overhead) and a large tensor (throughput)
   help  this text

@@ -1,0 +1,64 @@
+#include "dsl/nn/transformer.h"
+
+#include <cmath>
+
+#include "dsl/creation.h"
+#include "dsl/error.h"
+#include "dsl/functions.h"
+
+namespace kiln::nn {
+
+CausalSelfAttention::CausalSelfAttention(int64_t width, int64_t heads) : width_(width), heads_(heads) {
+  KILN_CHECK(heads > 0 && width % heads == 0, "nn::CausalSelfAttention: width ", width,
+             " must be a multiple of the number of heads ", heads);
+  qkv_ = register_module("qkv", std::make_shared<Linear>(width, 3 * width));
+  proj_ = register_module("proj", std::make_shared<Linear>(width, width));
+}
+
+Tensor CausalSelfAttention::forward(const Tensor& x) {
+  KILN_CHECK(x.dim() == 3 && x.size(2) == width_, "nn::CausalSelfAttention: expects (B, T, ", width_,
+             "), got ", to_string(x.shape()));
+  int64_t B = x.size(0), T = x.size(1), D = width_ / heads_;
+  Tensor qkv = qkv_->forward(x);
+  auto heads = [&](int64_t i) { return qkv.narrow(-1, i * width_, width_).reshape({B, T, heads_, D}).transpose(1, 2); };
+  Tensor pos = arange(0, double(T), 1, {.dtype = DType::i64});
+  Tensor causal = ge(pos.unsqueeze(1), pos.unsqueeze(0));
+  Tensor scores = matmul(heads(0), heads(1).transpose(-2, -1)) * (1.0 / std::sqrt(double(D)));
+  Tensor y = matmul(softmax(where(causal, scores, -INFINITY), -1), heads(2));
+  return proj_->forward(y.transpose(1, 2).reshape({B, T, width_}));
+}
+
+TransformerBlock::TransformerBlock(int64_t width, int64_t heads) {
+  ln1_ = register_module("ln1", std::make_shared<LayerNorm>(width));
+  attn_ = register_module("attn", std::make_shared<CausalSelfAttention>(width, heads));
+  ln2_ = register_module("ln2", std::make_shared<LayerNorm>(width));
+  fc_ = register_module("fc", std::make_shared<Linear>(width, 4 * width));
+  proj_ = register_module("proj", std::make_shared<Linear>(4 * width, width));
+}
+
+Tensor TransformerBlock::forward(const Tensor& x) {
+  Tensor h = x + attn_->forward(ln1_->forward(x));
+  return h + proj_->forward(gelu(fc_->forward(ln2_->forward(h))));
+}
+
+TinyGpt::TinyGpt(const GptConfig& cfg) : cfg_(cfg) {
+  wte_ = register_module("wte", std::make_shared<Embedding>(cfg.vocab, cfg.width));
+  wpe_ = register_module("wpe", std::make_shared<Embedding>(cfg.seq, cfg.width));
+  for (int64_t l = 0; l < cfg.layers; ++l)
+    blocks_.push_back(register_module("blocks." + std::to_string(l), std::make_shared<TransformerBlock>(cfg.width, cfg.heads)));
+  ln_f_ = register_module("ln_f", std::make_shared<LayerNorm>(cfg.width));
+  head_ = register_module("head", std::make_shared<Linear>(cfg.width, cfg.vocab, /*bias=*/false));
+  // GPT-2's initialisation: small normal embeddings.
+  for (Tensor* t : {&wte_->weight, &wpe_->weight}) t->detach().copy_(randn(t->shape()) * 0.02);
+}
+
+Tensor TinyGpt::forward(const Tensor& tokens) {
+  KILN_CHECK(tokens.dim() == 2 && tokens.size(1) <= cfg_.seq, "nn::TinyGpt: expects (B, T <= ", cfg_.seq,
+             ") token ids, got ", to_string(tokens.shape()));
+  Tensor pos = arange(0, double(tokens.size(1)), 1, {.dtype = DType::i64});
+  Tensor x = wte_->forward(tokens) + wpe_->forward(pos);
+  for (const auto& b : blocks_) x = b->forward(x);
+  return head_->forward(ln_f_->forward(x));
+}
+
+}  // namespace kiln::nn
