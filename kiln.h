@@ -19,5 +19,6 @@
 #include "autograd/grad_mode.h"
 #include "autograd/gradcheck.h"
 #include "dsl/nn/layers.h"
+#include "dsl/nn/state_dict.h"
 #include "dsl/nn/transformer.h"
 #include "dsl/optim/optimizer.h"

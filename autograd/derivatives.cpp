@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "dsl/creation.h"
+#include "dsl/dispatch.h"
 #include "dsl/error.h"
 #include "dsl/functions.h"
 
@@ -203,12 +204,9 @@ std::vector<Entry> rules() {
          Tensor target_rows = one_hot(targets, logits.size(-1), logits.dtype());
          return {(softmax(logits, -1) - target_rows) * (g[0] / double(rows)), Tensor()};
        }},
-      {"embedding", RULE {
-         // Scatter-add of the gradient rows into the table, as a one-hot matmul for now.
-         const Tensor &weight = in[0], &indices = in[1];
-         Tensor rows = g[0].reshape({-1, weight.size(1)});
-         Tensor hits = one_hot(indices.reshape({-1}), weight.size(0), rows.dtype());
-         return {matmul(hits.transpose(0, 1), rows), Tensor()};
+      {"embedding", RULE {  // scatter-add of the gradient rows into the table
+         Attrs rows{{"num_rows", in[0].size(0)}};
+         return {dispatch(op_def("embedding_backward"), {g[0], in[1]}, rows)[0], Tensor()};
        }},
       {"cat", RULE {
          int64_t d = a.get<int64_t>("dim");
@@ -246,7 +244,8 @@ void install_derivatives() {
 }
 
 bool is_differentiable(const OpDef& def) {
-  static const std::vector<std::string> never = {"eq", "ne", "lt", "le", "gt", "ge", "argmax"};
+  // embedding_backward only runs inside backward (no higher-order gradients yet).
+  static const std::vector<std::string> never = {"eq", "ne", "lt", "le", "gt", "ge", "argmax", "embedding_backward"};
   return std::find(never.begin(), never.end(), def.name) == never.end();
 }
 

@@ -38,6 +38,7 @@ enum class KernelFamily {
   copy,                           // strided copy: contiguous, cat, stack
   view,                           // metadata only, no kernel
   cat,                            // cat: each input copied into its slice of the output
+  embedding_backward,             // scatter-add of rows
 };
 
 struct TensorMeta {

@@ -4,6 +4,7 @@
 // dtype (the DTYPES of kernels/embedding.cmake are carriers: bool 1 byte, f16 2, i32 4, i64 8);
 // the VARIANT is the index dtype.
 #include "dsl/halide_def.h"
+#include "dsl/ops/runtime_attrs.h"
 #include "generators/kernel_params.h"
 
 namespace kiln {
@@ -63,3 +64,70 @@ class EmbeddingKernel : public Generator<EmbeddingKernel> {
 }  // namespace kiln
 
 HALIDE_REGISTER_GENERATOR(kiln::EmbeddingKernel, kiln_embedding)
+
+namespace kiln {
+namespace {
+
+using namespace Halide;
+
+// The scatter-add of embedding_backward on its canonical form: grad [N, D] (Halide grad(d, n)),
+// indices [N], the scalar num_rows, out dense [num_rows, D].
+// The update runs in parallel over chunks of D (each task owns whole columns, so no two tasks add
+// into one element), vectorized inside a chunk.
+class EmbeddingBackwardKernel : public Generator<EmbeddingBackwardKernel> {
+ public:
+  GeneratorParam<std::string> op{"op", "embedding_backward"};
+  GeneratorParam<std::string> dtype{"dtype", "f32"};
+  GeneratorParam<std::string> attrs{"attrs", "index_dtype:i64"};
+
+  void configure() {
+    dtype_ = dtype_from_name(dtype.value());
+    index_dtype_ = dtype_from_name(parse_kernel_attrs(attrs).get<std::string>("index_dtype"));
+    grad_ = add_input<Buffer<>>("grad", halide_type(dtype_), 2);
+    indices_ = add_input<Buffer<>>("indices", halide_type(index_dtype_), 1);
+    rows_ = add_input<int32_t>("num_rows");
+    out_ = add_output<Buffer<>>("out", halide_type(dtype_), 2);
+  }
+
+  void generate() {
+    Input<Buffer<>>& g = *grad_;
+    Input<Buffer<>>& idx = *indices_;
+    Var x("x"), y("y");
+    Func g_in("g_in"), idx_in("idx_in");
+    g_in(x, y) = g(x, y);
+    idx_in(x) = idx(x);
+    HalideTensor tg{g_in, {g.dim(1).extent(), g.dim(0).extent()}, dtype_};
+    HalideTensor ti{idx_in, {idx.dim(0).extent()}, index_dtype_};
+    Func scatter;
+    {
+      RuntimeAttr rows("num_rows", *rows_);
+      scatter = op_def(op.value()).define({tg, ti}, Attrs{{"num_rows", int64_t(0)}})[0].func;
+    }
+    Func out = *out_;
+    out(x, y) = scatter(x, y);
+
+    const int vec = natural_vector_size(halide_type(dtype_));
+    Var d = scatter.args()[0], xo("xo"), xi("xi");
+    Expr depth = out.output_buffer().dim(0).extent();
+    scatter.compute_root();
+    scatter.specialize(depth >= vec).vectorize(d, vec, TailStrategy::GuardWithIf);
+    scatter.update()
+        .specialize(depth >= 4 * vec)
+        .split(d, xo, xi, 4 * vec, TailStrategy::GuardWithIf)
+        .vectorize(xi, vec)
+        .parallel(xo);
+    out.specialize(depth >= vec).vectorize(x, vec, TailStrategy::GuardWithIf);
+  }
+
+ private:
+  DType dtype_ = DType::f32, index_dtype_ = DType::i64;
+  GeneratorInput<Buffer<>>* grad_ = nullptr;
+  GeneratorInput<Buffer<>>* indices_ = nullptr;
+  GeneratorInput<int32_t>* rows_ = nullptr;
+  GeneratorOutput<Buffer<>>* out_ = nullptr;
+};
+
+}  // namespace
+}  // namespace kiln
+
+HALIDE_REGISTER_GENERATOR(kiln::EmbeddingBackwardKernel, kiln_embedding_backward)

@@ -58,3 +58,34 @@ TensorList run_embedding(const OpDef& def, const TensorList& in, const Attrs& at
 }
 
 }  // namespace kiln
+
+namespace kiln {
+
+// embedding_backward: grad viewed as [N, D] (contiguous), indices as [N]; checked on the host.
+TensorList run_embedding_backward(const OpDef& def, const TensorList& in, const Attrs& attrs) {
+  TensorMeta om = def.infer({{in[0].shape(), in[0].dtype(), in[0].device()},
+                             {in[1].shape(), in[1].dtype(), in[1].device()}}, attrs)[0];
+  Tensor indices = in[1].contiguous();
+  int64_t n = indices.numel(), d = om.shape[1];
+  Shape table{om.shape[0], d};
+  if (indices.dtype() == DType::i32) {
+    check_indices(static_cast<const int32_t*>(indices.data_ptr()), n, table, indices.shape());
+  } else {
+    check_indices(static_cast<const int64_t*>(indices.data_ptr()), n, table, indices.shape());
+  }
+  DType kt = kernel_dtype("kiln_embedding_backward_" + std::string(name(indices.dtype())), om.dtype);
+  Tensor grad = convert(in[0], kt).contiguous();
+  Tensor out = Tensor::empty(om.shape, {kt, om.device});
+  if (out.numel() > 0) {
+    KernelFn fn = require_kernel("kiln_embedding_backward_" + std::string(name(indices.dtype())) + "_" +
+                                     std::string(name(kt)), def.name);
+    KernelBuffer bg(grad, {d, n}, {1, d});
+    KernelBuffer bi(indices, {n}, {1});
+    KernelBuffer bo(out, {d, om.shape[0]}, {1, d});
+    auto rows = int32_t(om.shape[0]);
+    call_kernel(fn, {&bg.buf, &bi.buf, &rows, &bo.buf}, def.name);
+  }
+  return {convert(out, om.dtype)};
+}
+
+}  // namespace kiln

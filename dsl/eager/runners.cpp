@@ -18,6 +18,7 @@ EagerRunner eager_runner(KernelFamily family) {
     case KernelFamily::cross_entropy: return &run_cross_entropy;
     case KernelFamily::matmul: return &run_matmul;
     case KernelFamily::embedding: return &run_embedding;
+    case KernelFamily::embedding_backward: return &run_embedding_backward;
     case KernelFamily::cat: return &run_cat;
     default: break;
   }

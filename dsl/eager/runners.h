@@ -19,6 +19,7 @@ TensorList run_rows(const OpDef&, const TensorList&, const Attrs&);
 TensorList run_layer_norm(const OpDef&, const TensorList&, const Attrs&);
 TensorList run_cross_entropy(const OpDef&, const TensorList&, const Attrs&);
 TensorList run_matmul(const OpDef&, const TensorList&, const Attrs&);
+TensorList run_embedding_backward(const OpDef&, const TensorList&, const Attrs&);
 TensorList run_embedding(const OpDef&, const TensorList&, const Attrs&);
 TensorList run_cat(const OpDef&, const TensorList&, const Attrs&);
 

@@ -74,3 +74,17 @@ Tensor MLP::forward(const Tensor& x) {
 }
 
 }  // namespace kiln::nn
+
+namespace kiln::nn {
+
+Dropout::Dropout(double p) : p_(p) {
+  KILN_CHECK(p >= 0 && p < 1, "nn::Dropout: p must be in [0, 1), got ", p);
+}
+
+Tensor Dropout::forward(const Tensor& x) {
+  if (!is_training() || p_ == 0) return x;
+  Tensor keep = ge(rand(x.shape(), {.dtype = is_floating(x.dtype()) ? x.dtype() : DType::f32}), p_);
+  return x * keep.to(x.dtype()) * (1.0 / (1.0 - p_));
+}
+
+}  // namespace kiln::nn

@@ -65,3 +65,18 @@ class MLP : public Module {
 };
 
 }  // namespace kiln::nn
+
+namespace kiln::nn {
+
+// Zeroes each element with probability p while training (scaling the rest by 1/(1-p)), using
+// kiln's seeded generator; the identity in eval mode.
+class Dropout : public Module {
+ public:
+  explicit Dropout(double p = 0.1);
+  Tensor forward(const Tensor& x) override;
+
+ private:
+  double p_;
+};
+
+}  // namespace kiln::nn

@@ -76,3 +76,20 @@ BOOST_AUTO_TEST_CASE(embedding_errors) {
   check_error([&] { embedding(zeros({5}), from_vector<int64_t>({1})); }, {"embedding", "weight must be 2-D", "[5]"});
   check_error([&] { embedding(zeros({2, 5, 3}), from_vector<int64_t>({1})); }, {"embedding", "2-D", "[2, 5, 3]"});
 }
+
+BOOST_AUTO_TEST_CASE(embedding_backward_scatter_adds_rows) {
+  // Big enough for the vectorized, parallel path; indices repeat so rows collect several adds.
+  for (DType t : {f32, f64}) {
+    for (DType it : {i32, i64}) {
+      const int64_t V = 37, D = 200, N = 500;
+      Tensor weight = random_tensor({V, D}, t, 70).requires_grad_();
+      Tensor idx = random_tensor({N}, it, 71, 0, double(V));
+      Tensor g = random_tensor({N, D}, t, 72);
+      embedding(weight, idx).backward(g);
+      std::vector<double> gv = host_values(g), iv = host_values(idx), want(size_t(V * D), 0.0);
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t d = 0; d < D; ++d) want[size_t(int64_t(iv[n]) * D + d)] += gv[size_t(n * D + d)];
+      check_close(weight.grad(), want, {V, D}, {1e-5, 1e-5}, "scatter-add " + std::string(name(t)) + " " + std::string(name(it)));
+    }
+  }
+}

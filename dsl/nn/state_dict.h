@@ -1,0 +1,18 @@
+// Saving and loading a module's parameters in the safetensors format (an 8-byte little-endian
+// header length, a JSON header naming each tensor's dtype, shape and byte range, then the raw
+// data), so checkpoints open in other tools. Saving is atomic (temporary file, then rename);
+// loading checks every name, dtype, shape and byte range before it changes any parameter.
+//
+//   nn::save_state_dict(model, "model.safetensors");
+//   nn::load_state_dict(other, "model.safetensors");
+#pragma once
+#include <string>
+
+#include "dsl/nn/module.h"
+
+namespace kiln::nn {
+
+void save_state_dict(const Module& m, const std::string& path);
+void load_state_dict(Module& m, const std::string& path);
+
+}  // namespace kiln::nn
