@@ -2,10 +2,8 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <unistd.h>
 
-#include "dsl/error.h"
+#include "dsl/atomic_file.h"
 
 namespace kiln::bench {
 
@@ -87,15 +85,7 @@ std::string Json::dump(int indent) const {
 }
 
 void write_file_atomic(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    KILN_CHECK(f.good(), "write: cannot open ", tmp, " for writing");
-    f << text;
-    f.flush();
-    KILN_CHECK(f.good(), "write: failed writing ", tmp);
-  }
-  KILN_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "write: cannot rename ", tmp, " to ", path);
+  kiln::write_file_atomic("write", path, {{text.data(), text.size()}});
 }
 
 }  // namespace kiln::bench

@@ -1,5 +1,7 @@
 #include "dsl/npy.h"
 
+#include "dsl/atomic_file.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -197,45 +199,6 @@ uint64_t load_uint(const uint8_t* p, size_t n) {
   return v;
 }
 
-// Writes all bytes to `path` through a temporary file in the same directory and a rename.
-void write_atomically(const std::string& path, const std::string& header, const void* data, size_t nbytes) {
-  static std::atomic<uint64_t> counter{0};
-  std::filesystem::path p(path);
-  std::filesystem::path tmp = p.parent_path() / ("." + p.filename().string() + ".tmp-" +
-                                                 std::to_string(::getpid()) + "-" + std::to_string(counter++));
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd < 0) throw_error("save_npy: cannot write '", path, "': ", std::strerror(errno));
-  auto fail = [&](const char* what) {
-    int e = errno;
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw_error("save_npy: cannot write '", path, "': ", what, ": ", std::strerror(e));
-  };
-  auto write_all = [&](const void* src, size_t n) {
-    auto* b = static_cast<const uint8_t*>(src);
-    while (n > 0) {
-      ssize_t w = ::write(fd, b, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) fail("write failed");
-      b += w;
-      n -= size_t(w);
-    }
-  };
-  write_all(header.data(), header.size());
-  write_all(data, nbytes);
-  if (::fsync(fd) != 0) fail("fsync failed");
-  if (::close(fd) != 0) {
-    int e = errno;
-    ::unlink(tmp.c_str());
-    throw_error("save_npy: cannot write '", path, "': close failed: ", std::strerror(e));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int e = errno;
-    ::unlink(tmp.c_str());
-    throw_error("save_npy: cannot write '", path, "': rename failed: ", std::strerror(e));
-  }
-}
-
 }  // namespace
 
 std::string npy_header(const Shape& shape, DType dtype) {
@@ -265,7 +228,7 @@ void save_npy(const std::string& path, const Tensor& tensor) {
              tensor.device(), "; move it with to(Device::cpu()) first");
   std::string header = npy_header(tensor.shape(), tensor.dtype());
   Tensor c = tensor.contiguous();
-  write_atomically(path, header, c.data_ptr(), size_t(c.numel()) * itemsize(c.dtype()));
+  write_file_atomic("save_npy", path, {{header.data(), header.size()}, {c.data_ptr(), size_t(c.numel()) * itemsize(c.dtype())}});
 }
 
 Tensor load_npy(const std::string& path) {

@@ -9,15 +9,6 @@ namespace kiln {
 
 namespace {
 
-DType bits_carrier(DType t) {
-  switch (itemsize(t)) {
-    case 1: return DType::bool_;
-    case 2: return DType::f16;
-    case 4: return DType::i32;
-    default: return DType::i64;
-  }
-}
-
 template <typename I>
 void check_indices(const I* idx, int64_t n, const Shape& weight_shape, const Shape& indices_shape) {
   int64_t rows = weight_shape[0];
@@ -44,7 +35,7 @@ TensorList run_embedding(const OpDef& def, const TensorList& in, const Attrs& at
   Tensor out = Tensor::empty(om.shape, {om.dtype, om.device});
   if (out.numel() == 0) return {out};
 
-  DType carrier = bits_carrier(weight.dtype());
+  DType carrier = copy_carrier(weight.dtype());
   KernelFn fn = require_kernel("kiln_embedding_" + std::string(name(indices.dtype())) + "_" +
                                std::string(name(carrier)), def.name);
   Tensor w = Tensor::make_view(weight.storage(), weight.shape(), weight.strides(), weight.storage_offset(), carrier);

@@ -26,6 +26,8 @@ Tensor reinterpret(const Tensor& x, DType t) {
   return Tensor::make_view(x.storage(), x.shape(), x.strides(), x.storage_offset(), t);
 }
 
+}  // namespace
+
 DType copy_carrier(DType t) {
   switch (itemsize(t)) {
     case 1: return DType::bool_;
@@ -34,8 +36,6 @@ DType copy_carrier(DType t) {
     default: return DType::i64;
   }
 }
-
-}  // namespace
 
 DType kernel_dtype(const std::string& prefix, DType t) {
   auto has = [&](DType d) { return find_kernel(prefix + "_" + std::string(name(d))) != nullptr; };

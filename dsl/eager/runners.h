@@ -30,6 +30,8 @@ Tensor broadcast_to_view(const Tensor& x, const Shape& shape);
 // The dtype a kernel exists for: `t` itself, else its f32 / i32 stand-in (f16, bf16 -> f32,
 // bool -> i32), or `t` again when neither exists (the caller's require_kernel then errors).
 DType kernel_dtype(const std::string& prefix, DType t);
+// The dtype whose kernels move raw bits of t's element size (bool 1 byte, f16 2, i32 4, i64 8).
+DType copy_carrier(DType t);
 // Copies src into the (possibly strided) view dst of the same shape and dtype.
 void copy_into(const Tensor& dst, const Tensor& src);
 

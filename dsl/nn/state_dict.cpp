@@ -1,12 +1,11 @@
 #include "dsl/nn/state_dict.h"
 
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
-#include <unistd.h>
 
+#include "dsl/atomic_file.h"
 #include "dsl/error.h"
 
 namespace kiln::nn {
@@ -156,21 +155,12 @@ void save_state_dict(const Module& m, const std::string& path) {
   header << "}";
   std::string h = header.str();
   h.append((8 - h.size() % 8) % 8, ' ');
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    KILN_CHECK(f.good(), "save_state_dict: cannot open ", tmp, " for writing");
-    uint64_t n = h.size();
-    unsigned char len[8];
-    for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(n >> (8 * i));
-    f.write(reinterpret_cast<const char*>(len), 8);
-    f.write(h.data(), std::streamsize(h.size()));
-    for (const Tensor& c : tensors)
-      f.write(static_cast<const char*>(c.data_ptr()), std::streamsize(c.numel() * int64_t(itemsize(c.dtype()))));
-    f.flush();
-    KILN_CHECK(f.good(), "save_state_dict: failed writing ", tmp);
-  }
-  KILN_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "save_state_dict: cannot rename ", tmp, " to ", path);
+  uint64_t n = h.size();
+  unsigned char len[8];
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(n >> (8 * i));
+  std::vector<std::pair<const void*, size_t>> parts{{len, 8}, {h.data(), h.size()}};
+  for (const Tensor& c : tensors) parts.emplace_back(c.data_ptr(), size_t(c.numel()) * itemsize(c.dtype()));
+  write_file_atomic("save_state_dict", path, parts);
 }
 
 void load_state_dict(Module& m, const std::string& path) {
