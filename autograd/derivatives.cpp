@@ -166,6 +166,8 @@ std::vector<Entry> rules() {
       {"cast", RULE { return {g[0].to(in[0].dtype())}; }},
       {"view", RULE { return {g[0].reshape(in[0].shape())}; }},
       {"squeeze", RULE { return {g[0].reshape(in[0].shape())}; }},
+      {"flatten", RULE { return {g[0].reshape(in[0].shape())}; }},
+      {"unflatten", RULE { return {g[0].reshape(in[0].shape())}; }},
       {"unsqueeze", RULE { return {g[0].reshape(in[0].shape())}; }},
       {"expand", RULE { return {sum_to(g[0], in[0].shape())}; }},
       {"transpose", RULE { return {g[0].transpose(a.get<int64_t>("dim0"), a.get<int64_t>("dim1"))}; }},
@@ -244,6 +246,7 @@ void install_derivatives() {
 }
 
 bool is_differentiable(const OpDef& def) {
+  if (def.schedule_class == ScheduleClass::creation) return false;  // values from attributes alone
   // embedding_backward only runs inside backward (no higher-order gradients yet).
   static const std::vector<std::string> never = {"eq", "ne", "lt", "le", "gt", "ge", "argmax", "embedding_backward"};
   return std::find(never.begin(), never.end(), def.name) == never.end();

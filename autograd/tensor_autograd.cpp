@@ -3,6 +3,7 @@
 #include "autograd/node.h"
 #include "autograd/record.h"
 #include "dsl/error.h"
+#include "dsl/trace_hooks.h"
 
 namespace kiln {
 
@@ -42,14 +43,19 @@ bool Tensor::is_leaf() const {
   return !m || !m->grad_fn;
 }
 
-Tensor Tensor::detach() const { return make_view(storage(), shape(), strides(), storage_offset(), dtype()); }
+Tensor Tensor::detach() const {
+  if (is_traced()) return trace_hooks().alias(*this);
+  return make_view(storage(), impl().shape, impl().strides, storage_offset(), dtype());
+}
 
 std::string Tensor::grad_fn_name() const {
   const auto& m = impl().autograd;
   return m && m->grad_fn ? m->grad_fn->name() : "";
 }
 
-void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
+void Tensor::backward(const Tensor& gradient, bool retain_graph, SourceLocation where) const {
+  materialize(*this, "backward(): autograd runs on the host tape", where);
+  if (gradient.defined()) materialize(gradient, "backward(): autograd runs on the host tape", where);
   run_backward(*this, gradient, retain_graph);
 }
 

@@ -2,7 +2,9 @@
 // asking for it today raises kiln::Error when a tensor is created there).
 #pragma once
 #include <iosfwd>
+#include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace kiln {
 
@@ -21,5 +23,6 @@ struct Device {
 };
 
 std::ostream& operator<<(std::ostream& os, const Device& d);
+Device device_from_name(std::string_view name);  // "cpu", "cuda", "cuda:1"; kiln::Error otherwise
 
 }  // namespace kiln

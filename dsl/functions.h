@@ -117,6 +117,8 @@ Tensor squeeze(const Tensor& x, int64_t dim);
 Tensor unsqueeze(const Tensor& x, int64_t dim);
 Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step = 1);
 Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length);
+Tensor flatten(const Tensor& x, int64_t start_dim = 0, int64_t end_dim = -1);  // a view, else a copy
+Tensor unflatten(const Tensor& x, int64_t dim, const Shape& sizes);  // one size may be -1
 Tensor contiguous(const Tensor& x);  // always a fresh dense copy
 Tensor cat(const std::vector<Tensor>& xs, int64_t dim = 0);
 Tensor stack(const std::vector<Tensor>& xs, int64_t dim = 0);

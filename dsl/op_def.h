@@ -26,7 +26,7 @@ namespace kiln {
 class Tensor;
 struct HalideTensor;  // dsl/halide_def.h
 
-enum class ScheduleClass { pointwise, reduction, normalization, matmul, gather, data_movement, view };
+enum class ScheduleClass { pointwise, reduction, normalization, matmul, gather, data_movement, view, creation };
 std::string_view name(ScheduleClass c);
 
 // How the eager path runs the op: which generator family built its kernels.
@@ -39,6 +39,7 @@ enum class KernelFamily {
   view,                           // metadata only, no kernel
   cat,                            // cat: each input copied into its slice of the output
   embedding_backward,             // scatter-add of rows
+  creation,                       // no inputs: filled, ranges, random draws (host code)
 };
 
 struct TensorMeta {
@@ -72,6 +73,9 @@ struct OpDef {
   HalideDef define;        // other ops with kernels
   ViewRule view;           // views
   DerivativeRule derivative;
+  // Draws from the random generator: never merged, folded or dropped by graph passes, and a
+  // compiled function draws fresh numbers on every call.
+  bool random = false;
   // Pointwise ops: the dtype the inputs are converted to before the kernel runs (comparisons
   // compute in the promoted input type and return bool). Unset: the first output's dtype.
   std::function<DType(const std::vector<TensorMeta>&)> compute_dtype;

@@ -23,6 +23,7 @@ struct Registry {
     add_matmul_ops(defs);
     add_embedding_ops(defs);
     add_cat_ops(defs);
+    add_creation_ops(defs);
     for (size_t i = 0; i < defs.size(); ++i) {
       bool fresh = index.emplace(defs[i].name, i).second;
       KILN_CHECK(fresh, "op registry: op '", defs[i].name, "' is defined twice");
@@ -46,6 +47,7 @@ std::string_view name(ScheduleClass c) {
     case ScheduleClass::gather: return "gather";
     case ScheduleClass::data_movement: return "data_movement";
     case ScheduleClass::view: return "view";
+    case ScheduleClass::creation: return "creation";
   }
   return "?";
 }

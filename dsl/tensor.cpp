@@ -8,6 +8,7 @@
 #include "dsl/eager/runners.h"
 #include "dsl/error.h"
 #include "dsl/functions.h"
+#include "dsl/trace_hooks.h"
 
 namespace kiln {
 
@@ -43,15 +44,21 @@ TensorImpl& Tensor::impl() const {
   return *impl_;
 }
 
-int64_t Tensor::size(int64_t d) const { return shape()[wrap_dim("size", d, dim())]; }
-int64_t Tensor::stride(int64_t d) const { return strides()[wrap_dim("stride", d, dim())]; }
+int64_t Tensor::size(int64_t d, SourceLocation where) const {
+  int w = wrap_dim("size", d, dim());
+  if (impl().traced) [[unlikely]] note_size_read(w, where);
+  return impl_->shape[w];
+}
+int64_t Tensor::stride(int64_t d, SourceLocation where) const { return strides(where)[wrap_dim("stride", d, dim())]; }
 
-void* Tensor::data_ptr() const {
+void* Tensor::data_ptr(SourceLocation where) const {
+  if (impl().traced) [[unlikely]] materialize(*this, "data_ptr(): raw access to the data", where);
   return static_cast<uint8_t*>(impl().storage->data) + impl().offset * int64_t(itemsize(dtype()));
 }
 
 template <typename T>
-T* Tensor::data() const {
+T* Tensor::data(SourceLocation where) const {
+  if (impl().traced) [[unlikely]] materialize(*this, "data<T>(): raw access to the data", where);
   KILN_CHECK(dtype_of<T>() == dtype(), "data<T>: tensor has dtype ", dtype(), ", asked for ", dtype_of<T>());
   KILN_CHECK(device().is_cpu(), "data<T>: tensor is on ", device(), "; move it with to(Device::cpu())");
   return static_cast<T*>(data_ptr());
@@ -70,7 +77,8 @@ T from_double(double v) {
 }  // namespace
 
 template <typename T>
-std::vector<T> Tensor::to_vector() const {
+std::vector<T> Tensor::to_vector(SourceLocation where) const {
+  materialize(*this, "to_vector(): the values are read on the host", where);
   Tensor c = to(Device::cpu()).contiguous();
   std::vector<T> out(size_t(c.numel()));
   const void* p = c.data_ptr();
@@ -90,16 +98,17 @@ std::vector<T> Tensor::to_vector() const {
 }
 
 template <typename T>
-T Tensor::item() const {
+T Tensor::item(SourceLocation where) const {
+  materialize(*this, "item(): the value is read on the host", where);
   KILN_CHECK(numel() == 1, "item: tensor of shape ", to_string(shape()), " has ", numel(),
              " elements; item() needs exactly one");
   return to_vector<T>()[0];
 }
 
 #define KILN_INSTANTIATE(T)                            \
-  template T* Tensor::data<T>() const;                 \
-  template T Tensor::item<T>() const;                  \
-  template std::vector<T> Tensor::to_vector<T>() const;
+  template T* Tensor::data<T>(SourceLocation) const;                 \
+  template T Tensor::item<T>(SourceLocation) const;                  \
+  template std::vector<T> Tensor::to_vector<T>(SourceLocation) const;
 KILN_INSTANTIATE(float)
 KILN_INSTANTIATE(double)
 KILN_INSTANTIATE(int32_t)
@@ -107,11 +116,20 @@ KILN_INSTANTIATE(int64_t)
 KILN_INSTANTIATE(Half)
 KILN_INSTANTIATE(BFloat16)
 #undef KILN_INSTANTIATE
-template bool Tensor::item<bool>() const;
-template std::vector<bool> Tensor::to_vector<bool>() const;
-template bool* Tensor::data<bool>() const;
+template bool Tensor::item<bool>(SourceLocation) const;
+template std::vector<bool> Tensor::to_vector<bool>(SourceLocation) const;
+template bool* Tensor::data<bool>(SourceLocation) const;
 
-Tensor& Tensor::copy_(const Tensor& src) {
+bool Tensor::is_nonzero(SourceLocation where) const {
+  materialize(*this, "is_nonzero(): a branch on a tensor's value", where);
+  KILN_CHECK(numel() == 1, "is_nonzero: a tensor of shape ", to_string(shape()), " has ", numel(),
+             " elements; a branch needs exactly one (reduce it first, e.g. with max())");
+  return item<double>() != 0;
+}
+
+Tensor& Tensor::copy_(const Tensor& src, SourceLocation where) {
+  materialize(*this, "copy_(): an in-place write", where);
+  materialize(src, "copy_(): an in-place write", where);
   Shape b = broadcast_shapes("copy_", src.shape(), shape());
   KILN_CHECK(b == shape(), "copy_: source of shape ", to_string(src.shape()), " does not broadcast to ",
              to_string(shape()));
@@ -155,11 +173,13 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   return kiln::narrow(*this, d, start, length);
 }
-Tensor Tensor::flatten() const { return reshape({-1}); }
+Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const { return kiln::flatten(*this, start_dim, end_dim); }
+Tensor Tensor::unflatten(int64_t d, const Shape& sizes) const { return kiln::unflatten(*this, d, sizes); }
 
-std::string Tensor::str() const {
+std::string Tensor::str(SourceLocation where) const {
   std::ostringstream os;
   if (!defined()) return "Tensor(undefined)";
+  materialize(*this, "str(): printing a tensor's values", where);
   os << "Tensor(shape=" << to_string(shape()) << ", dtype=" << dtype() << ", device=" << device();
   if (numel() <= 16 && device().is_cpu()) {
     os << ", values=[";

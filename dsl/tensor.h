@@ -8,7 +8,9 @@
 #include <cstdint>
 #include <iosfwd>
 #include <memory>
+#include <source_location>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dsl/device.h"
@@ -19,6 +21,9 @@
 namespace kiln {
 
 struct AutogradMeta;  // autograd/
+struct TracedValue;   // graph/: the graph value a symbolic tensor stands for
+
+using SourceLocation = std::source_location;
 
 struct TensorOptions {
   DType dtype = DType::f32;
@@ -32,6 +37,11 @@ struct TensorImpl {
   Strides strides;
   DType dtype = DType::f32;
   std::shared_ptr<AutogradMeta> autograd;  // grad, backward node; owned by autograd/
+  // Set while graph/ traces a function and this tensor is one of its symbolic values: it has
+  // metadata but no data yet (dsl/trace_hooks.h says what happens when its data is needed).
+  std::shared_ptr<TracedValue> traced;
+  // mark_dynamic / mark_static (graph/compile.h): bit d set for dim d.
+  uint64_t marked_dynamic = 0, marked_static = 0;
 };
 
 class Tensor {
@@ -46,14 +56,24 @@ class Tensor {
                           int64_t offset, DType dtype);
 
   bool defined() const { return impl_ != nullptr; }
+  // Symbolic: a value of a function being traced by kiln::compile (no data until it is needed).
+  bool is_traced() const { return impl_ && impl_->traced; }
   int64_t dim() const { return int64_t(impl().shape.size()); }
-  const Shape& shape() const { return impl().shape; }
-  const Shape& sizes() const { return impl().shape; }
-  int64_t size(int64_t d) const;
-  const Strides& strides() const { return impl().strides; }
-  int64_t stride(int64_t d) const;
+  // Size reads. On a symbolic tensor they tell the tracer, which then guards on the sizes read
+  // (host code may compute with them); `where` is the caller's line for that guard's log.
+  const Shape& shape(SourceLocation where = SourceLocation::current()) const {
+    if (impl().traced) [[unlikely]] note_size_read(-1, where);
+    return impl_->shape;
+  }
+  const Shape& sizes(SourceLocation where = SourceLocation::current()) const { return shape(where); }
+  int64_t size(int64_t d, SourceLocation where = SourceLocation::current()) const;
+  const Strides& strides(SourceLocation where = SourceLocation::current()) const {
+    if (impl().traced) [[unlikely]] note_size_read(-1, where);
+    return impl_->strides;
+  }
+  int64_t stride(int64_t d, SourceLocation where = SourceLocation::current()) const;
   int64_t storage_offset() const { return impl().offset; }
-  int64_t numel() const { return kiln::numel(impl().shape); }
+  int64_t numel(SourceLocation where = SourceLocation::current()) const { return kiln::numel(shape(where)); }
   DType dtype() const { return impl().dtype; }
   Device device() const { return impl().storage->device; }
   TensorOptions options() const { return {dtype(), device()}; }
@@ -62,17 +82,20 @@ class Tensor {
   bool shares_storage_with(const Tensor& other) const { return storage() == other.storage(); }
 
   // Address of the first element (after the offset).
-  void* data_ptr() const;
-  template <typename T> T* data() const;  // checks the dtype
+  void* data_ptr(SourceLocation where = SourceLocation::current()) const;
+  template <typename T> T* data(SourceLocation where = SourceLocation::current()) const;  // checks the dtype
 
-  // Host reads: the value of a one-element tensor, or all values in row-major order.
-  template <typename T> T item() const;
-  template <typename T> std::vector<T> to_vector() const;
+  // Host reads: the value of a one-element tensor, or all values in row-major order. Inside a
+  // compiled function these are graph breaks, reported with the caller's line.
+  template <typename T> T item(SourceLocation where = SourceLocation::current()) const;
+  template <typename T> std::vector<T> to_vector(SourceLocation where = SourceLocation::current()) const;
+  // A branch on a tensor's value: true when the one-element tensor is nonzero (a graph break).
+  bool is_nonzero(SourceLocation where = SourceLocation::current()) const;
 
   // Writes src (broadcast to this shape, converted to this dtype) into this tensor's memory and
   // bumps the storage version, so autograd notices saved tensors that changed. Not recorded by
   // autograd itself: use it on detached tensors (optimizer updates, initialisation).
-  Tensor& copy_(const Tensor& src);
+  Tensor& copy_(const Tensor& src, SourceLocation where = SourceLocation::current());
 
   Tensor to(DType t) const;
   Tensor to(Device d) const;
@@ -91,7 +114,8 @@ class Tensor {
   Tensor unsqueeze(int64_t dim) const;
   Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
   Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
-  Tensor flatten() const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor unflatten(int64_t dim, const Shape& sizes) const;
 
   // Reductions (an empty dim list reduces all dims).
   Tensor sum(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
@@ -102,7 +126,7 @@ class Tensor {
   Tensor var(const std::vector<int64_t>& dims = {}, int64_t correction = 1, bool keepdim = false) const;
   Tensor logsumexp(const std::vector<int64_t>& dims, bool keepdim = false) const;
 
-  std::string str() const;  // shape, dtype and (for small tensors) values
+  std::string str(SourceLocation where = SourceLocation::current()) const;  // shape, dtype, small tensors' values
 
   // Autograd (defined in autograd/): leaves that require grad collect gradients in grad() when
   // backward() runs from a result computed from them.
@@ -114,12 +138,14 @@ class Tensor {
   Tensor detach() const;             // same storage, outside autograd
   std::string grad_fn_name() const;  // "MulBackward", or "" for leaves
   // Backward from this tensor: a scalar, or any shape with `gradient` of the same shape.
-  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false,
+                SourceLocation where = SourceLocation::current()) const;
 
   TensorImpl& impl() const;
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
 
  private:
+  void note_size_read(int64_t dim, const SourceLocation& where) const;
   std::shared_ptr<TensorImpl> impl_;
 };
 

@@ -17,12 +17,12 @@ Tensor stack(const std::vector<Tensor>& xs, int64_t dim) {
   KILN_CHECK(!xs.empty(), "stack: expects at least one tensor, got an empty list");
   for (size_t i = 0; i < xs.size(); ++i) {
     KILN_CHECK(xs[i].defined(), "stack: input ", i, " is an undefined tensor");
-    KILN_CHECK(xs[i].shape() == xs[0].shape(), "stack: input ", i, " has shape ", to_string(xs[i].shape()),
-               " but input 0 has shape ", to_string(xs[0].shape()), "; stack needs equal shapes");
+    KILN_CHECK(xs[i].impl().shape == xs[0].impl().shape, "stack: input ", i, " has shape ", to_string(xs[i].impl().shape),
+               " but input 0 has shape ", to_string(xs[0].impl().shape), "; stack needs equal shapes");
   }
   int64_t r = xs[0].dim() + 1;
   KILN_CHECK(dim >= -r && dim < r, "stack: dim ", dim, " out of range for stacking tensors of shape ",
-             to_string(xs[0].shape()), " (expected ", -r, " <= dim <= ", r - 1, ")");
+             to_string(xs[0].impl().shape), " (expected ", -r, " <= dim <= ", r - 1, ")");
   int64_t d = dim < 0 ? dim + r : dim;
   std::vector<Tensor> parts;
   parts.reserve(xs.size());

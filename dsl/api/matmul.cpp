@@ -13,8 +13,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   KILN_CHECK(x.defined() && weight.defined(), "linear: x and weight must be defined tensors");
-  const Shape& xs = x.shape();
-  const Shape& ws = weight.shape();
+  // Checks only: impl() reads do not specialize the sizes of a traced x.
+  const Shape& xs = x.impl().shape;
+  const Shape& ws = weight.impl().shape;
   KILN_CHECK(ws.size() == 2, "linear: weight must be 2-D (out_features, in_features), got shape ",
              to_string(ws));
   KILN_CHECK(!xs.empty(), "linear: x needs at least 1 dim (..., in_features), got shape ", to_string(xs));
@@ -25,8 +26,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
              "same floating dtype, got ", x.dtype(), " and ", weight.dtype(), " (x shape ", to_string(xs),
              ", weight shape ", to_string(ws), ")");
   if (bias.defined()) {
-    KILN_CHECK(bias.shape() == Shape{ws[0]}, "linear: bias must have shape ", to_string(Shape{ws[0]}),
-               " (out_features), got ", to_string(bias.shape()), " (weight shape ", to_string(ws), ")");
+    KILN_CHECK(bias.impl().shape == Shape{ws[0]}, "linear: bias must have shape ", to_string(Shape{ws[0]}),
+               " (out_features), got ", to_string(bias.impl().shape), " (weight shape ", to_string(ws), ")");
     KILN_CHECK(bias.dtype() == x.dtype(), "linear: bias dtype ", bias.dtype(), " differs from x dtype ",
                x.dtype());
   }

@@ -60,12 +60,12 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 }
 
 Tensor scalar_like(double v, const Tensor& like) {
+  static const OpDef& d = op_def("full");
   bool integral_value = v == double(int64_t(v));
   DType t = like.dtype();
   if (!is_floating(t)) t = integral_value ? (t == DType::bool_ ? DType::i64 : t) : DType::f32;
-  Tensor s = Tensor::empty({}, {t, like.device()});
-  store_from_double(s.data_ptr(), t, 0, v);
-  return s;
+  Attrs a{{"shape", Shape{}}, {"value", v}, {"dtype", std::string(name(t))}, {"device", like.device().str()}};
+  return dispatch(d, {}, a)[0];
 }
 
 Tensor cast(const Tensor& x, DType t) { return call1("cast", x, {{"dtype", std::string(name(t))}}); }

@@ -29,6 +29,20 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
   }
 }
 
+Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
+  Attrs a{{"start_dim", start_dim}, {"end_dim", end_dim}};
+  try {
+    return view_call("flatten", x, a);
+  } catch (const Error& e) {
+    if (std::string(e.what()).find("without a copy") == std::string::npos) throw;
+    return view_call("flatten", contiguous(x), a);
+  }
+}
+
+Tensor unflatten(const Tensor& x, int64_t dim, const Shape& sizes) {
+  return view_call("unflatten", x, {{"dim", dim}, {"sizes", sizes}});
+}
+
 Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
   return view_call("permute", x, {{"dims", dims}});
 }
@@ -44,8 +58,9 @@ Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t s
 }
 Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
   int d = wrap_dim("narrow", dim, x.dim());
-  KILN_CHECK(start >= 0 && length >= 0 && start + length <= x.size(d), "narrow: range [", start, ", ",
-             start + length, ") out of bounds for dim ", dim, " of size ", x.size(d));
+  int64_t n = x.impl().shape[d];  // a check only: reading it does not specialize a traced size
+  KILN_CHECK(start >= 0 && length >= 0 && start + length <= n, "narrow: range [", start, ", ",
+             start + length, ") out of bounds for dim ", dim, " of size ", n);
   return slice(x, d, start, start + length);
 }
 Tensor contiguous(const Tensor& x) { return dispatch(op_def("contiguous"), {x})[0]; }

@@ -83,7 +83,7 @@ Dropout::Dropout(double p) : p_(p) {
 
 Tensor Dropout::forward(const Tensor& x) {
   if (!is_training() || p_ == 0) return x;
-  Tensor keep = ge(rand(x.shape(), {.dtype = is_floating(x.dtype()) ? x.dtype() : DType::f32}), p_);
+  Tensor keep = ge(rand_like(x, is_floating(x.dtype()) ? x.dtype() : DType::f32), p_);
   return x * keep.to(x.dtype()) * (1.0 / (1.0 - p_));
 }
 

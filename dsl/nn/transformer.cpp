@@ -16,16 +16,17 @@ CausalSelfAttention::CausalSelfAttention(int64_t width, int64_t heads) : width_(
 }
 
 Tensor CausalSelfAttention::forward(const Tensor& x) {
-  KILN_CHECK(x.dim() == 3 && x.size(2) == width_, "nn::CausalSelfAttention: expects (B, T, ", width_,
-             "), got ", to_string(x.shape()));
-  int64_t B = x.size(0), T = x.size(1), D = width_ / heads_;
+  KILN_CHECK(x.dim() == 3 && x.impl().shape[2] == width_, "nn::CausalSelfAttention: expects (B, T, ", width_,
+             "), got ", to_string(x.impl().shape));
+  // Only T is read on the host (for the causal mask); B stays symbolic in a compiled graph.
+  int64_t T = x.size(1), D = width_ / heads_;
   Tensor qkv = qkv_->forward(x);
-  auto heads = [&](int64_t i) { return qkv.narrow(-1, i * width_, width_).reshape({B, T, heads_, D}).transpose(1, 2); };
+  auto heads = [&](int64_t i) { return qkv.narrow(-1, i * width_, width_).unflatten(-1, {heads_, D}).transpose(1, 2); };
   Tensor pos = arange(0, double(T), 1, {.dtype = DType::i64});
   Tensor causal = ge(pos.unsqueeze(1), pos.unsqueeze(0));
   Tensor scores = matmul(heads(0), heads(1).transpose(-2, -1)) * (1.0 / std::sqrt(double(D)));
   Tensor y = matmul(softmax(where(causal, scores, -INFINITY), -1), heads(2));
-  return proj_->forward(y.transpose(1, 2).reshape({B, T, width_}));
+  return proj_->forward(y.transpose(1, 2).flatten(2));
 }
 
 TransformerBlock::TransformerBlock(int64_t width, int64_t heads) {
@@ -53,8 +54,8 @@ TinyGpt::TinyGpt(const GptConfig& cfg) : cfg_(cfg) {
 }
 
 Tensor TinyGpt::forward(const Tensor& tokens) {
-  KILN_CHECK(tokens.dim() == 2 && tokens.size(1) <= cfg_.seq, "nn::TinyGpt: expects (B, T <= ", cfg_.seq,
-             ") token ids, got ", to_string(tokens.shape()));
+  KILN_CHECK(tokens.dim() == 2 && tokens.impl().shape[1] <= cfg_.seq, "nn::TinyGpt: expects (B, T <= ",
+             cfg_.seq, ") token ids, got ", to_string(tokens.impl().shape));
   Tensor pos = arange(0, double(tokens.size(1)), 1, {.dtype = DType::i64});
   Tensor x = wte_->forward(tokens) + wpe_->forward(pos);
   for (const auto& b : blocks_) x = b->forward(x);

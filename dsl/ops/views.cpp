@@ -107,6 +107,39 @@ void add_view_ops(std::vector<OpDef>& defs) {
                to_string(to), " without a copy; use reshape()");
     return v;
   }));
+  defs.push_back(view_op("flatten", [](const ViewMeta& in, const Attrs& a) {
+    int64_t rank = int64_t(in.shape.size());
+    if (rank == 0) return ViewMeta{{1}, {1}, in.offset};
+    int s = wrap_dim("flatten", a.get<int64_t>("start_dim"), rank), e = wrap_dim("flatten", a.get<int64_t>("end_dim"), rank);
+    KILN_CHECK(s <= e, "flatten: start_dim ", a.get<int64_t>("start_dim"), " comes after end_dim ",
+               a.get<int64_t>("end_dim"), " for a tensor of shape ", to_string(in.shape));
+    Shape to(in.shape.begin(), in.shape.begin() + s);
+    to.push_back(numel(Shape(in.shape.begin() + s, in.shape.begin() + e + 1)));
+    to.insert(to.end(), in.shape.begin() + e + 1, in.shape.end());
+    ViewMeta v{to, {}, in.offset};
+    KILN_CHECK(view_strides(in.shape, in.strides, to, v.strides), "flatten: dims ", s, "..", e,
+               " of a tensor of shape ", to_string(in.shape), " with strides ", to_string(in.strides),
+               " cannot be merged without a copy; use reshape()");
+    return v;
+  }));
+  defs.push_back(view_op("unflatten", [](const ViewMeta& in, const Attrs& a) {
+    int64_t rank = int64_t(in.shape.size());
+    int d = wrap_dim("unflatten", a.get<int64_t>("dim"), rank);
+    Shape sizes = infer_reshape("unflatten", {in.shape[d]}, a.get<std::vector<int64_t>>("sizes"));
+    ViewMeta v{Shape(in.shape.begin(), in.shape.begin() + d), Strides(in.strides.begin(), in.strides.begin() + d),
+               in.offset};
+    int64_t inner = in.strides[d];
+    Strides split(sizes.size());
+    for (size_t k = sizes.size(); k-- > 0;) {
+      split[k] = inner;
+      inner *= sizes[k];
+    }
+    v.shape.insert(v.shape.end(), sizes.begin(), sizes.end());
+    v.strides.insert(v.strides.end(), split.begin(), split.end());
+    v.shape.insert(v.shape.end(), in.shape.begin() + d + 1, in.shape.end());
+    v.strides.insert(v.strides.end(), in.strides.begin() + d + 1, in.strides.end());
+    return v;
+  }));
   defs.push_back(view_op("permute", [](const ViewMeta& in, const Attrs& a) {
     const auto& dims = a.get<std::vector<int64_t>>("dims");
     int64_t rank = int64_t(in.shape.size());

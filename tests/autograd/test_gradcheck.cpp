@@ -114,6 +114,8 @@ BOOST_AUTO_TEST_CASE(views_and_reductions) {
     check(op, [&](const TensorList& in) { return f(in[0].transpose(1, 2)); }, {xt}, "on a view");
   };
   one("view", [](const Tensor& t) { return t.reshape({6, 4}) * 1.0; });
+  one("flatten", [](const Tensor& t) { return t.flatten(1) * 1.0; });
+  one("unflatten", [](const Tensor& t) { return t.unflatten(-1, {2, -1}) * 1.0; });
   one("permute", [](const Tensor& t) { return t.permute({2, 0, 1}) * 1.0; });
   one("transpose", [](const Tensor& t) { return t.transpose(0, 2) * 1.0; });
   one("expand", [](const Tensor& t) { return t.unsqueeze(0).expand({3, 2, 3, 4}) * 1.0; });

@@ -131,6 +131,6 @@ BOOST_AUTO_TEST_CASE(creation_arguments) {
   check_error([] { arange(5, 0, 1); }, {"arange", "wrong sign"});
   check_error([] { linspace(0, 1, -1); }, {"linspace", "steps", "-1"});
   check_error([] { randint(3, 3, {2}); }, {"randint", "empty range", "[3, 3)"});
-  check_error([] { zeros({2, -1}); }, {"empty", "negative size", "[2, -1]"});
+  check_error([] { zeros({2, -1}); }, {"full", "negative size", "[2, -1]"});
   check_error([] { dtype_from_name("f128"); }, {"f128"});
 }

@@ -1,0 +1,80 @@
+// The eager runner of the creation ops: host loops that fill a new tensor. Random ops read and
+// advance the one Philox generator when they run, so each run draws new numbers.
+#include <cmath>
+#include <cstring>
+
+#include "dsl/eager/runners.h"
+#include "dsl/error.h"
+#include "dsl/random.h"
+
+namespace kiln {
+
+namespace {
+
+void fill(const Tensor& t, auto&& value_at) {
+  void* p = t.data_ptr();
+  for (int64_t i = 0, n = t.numel(); i < n; ++i) store_from_double(p, t.dtype(), i, value_at(i));
+}
+
+// Uniform in [0, 1) with 24 (f32) or 53 (f64) random bits.
+double uniform_from(const std::array<uint32_t, 4>& r, int pair, bool wide) {
+  if (!wide) return (r[pair * 2] >> 8) * 0x1.0p-24;
+  return ((uint64_t(r[pair * 2]) << 21) ^ (r[pair * 2 + 1] >> 11)) * 0x1.0p-53;
+}
+
+void fill_random(const std::string& op, const Tensor& t, const Attrs& a) {
+  PhiloxState& g = default_generator();
+  const uint64_t base = g.offset, seed = g.seed;
+  DType dt = t.dtype();
+  if (op == "randn") {
+    fill(t, [&](int64_t i) {  // Box-Muller on two uniforms per element
+      auto r = philox4x32(base + uint64_t(i), seed);
+      double u1 = 1.0 - uniform_from(r, 0, true), u2 = uniform_from(r, 1, true);
+      return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+    });
+  } else if (op == "randint") {
+    int64_t low = a.get<int64_t>("low");
+    uint64_t span = uint64_t(a.get<int64_t>("high") - low);
+    fill(t, [&](int64_t i) {
+      auto r = philox4x32(base + uint64_t(i), seed);
+      return double(low + int64_t(((uint64_t(r[0]) << 32 | r[1]) % span)));
+    });
+  } else {  // rand, rand_like
+    // f16/bf16 draw on a grid of their mantissa width, so rounding to the dtype never gives 1.
+    double grid = dt == DType::f16 ? 0x1.0p11 : dt == DType::bf16 ? 0x1.0p8 : 0;
+    fill(t, [&](int64_t i) {
+      double u = uniform_from(philox4x32(base + uint64_t(i), seed), 0, dt == DType::f64);
+      return grid ? std::floor(u * grid) / grid : u;
+    });
+  }
+  g.offset += uint64_t(t.numel());
+}
+
+}  // namespace
+
+TensorList run_creation(const OpDef& def, const TensorList& inputs, const Attrs& a) {
+  std::vector<TensorMeta> in;
+  for (const Tensor& x : inputs) in.push_back({x.shape(), x.dtype(), x.device()});
+  TensorMeta m = def.infer(in, a)[0];
+  Tensor t = Tensor::empty(m.shape, {m.dtype, m.device});
+  if (def.random) {
+    fill_random(def.name, t, a);
+  } else if (def.name == "full") {
+    double v = a.get<double>("value");
+    if (v == 0) std::memset(t.data_ptr(), 0, size_t(t.numel()) * itemsize(t.dtype()));
+    else fill(t, [&](int64_t) { return v; });
+  } else if (def.name == "arange") {
+    double start = a.get<double>("start"), step = a.get<double>("step");
+    fill(t, [&](int64_t i) { return start + double(i) * step; });
+  } else if (def.name == "linspace") {
+    double start = a.get<double>("start"), end = a.get<double>("end");
+    int64_t steps = a.get<int64_t>("steps");
+    double step = steps > 1 ? (end - start) / double(steps - 1) : 0;
+    fill(t, [&](int64_t i) { return i == steps - 1 && steps > 1 ? end : start + double(i) * step; });
+  } else {
+    throw_error("eager: no creation runner for op ", def.name);
+  }
+  return {t};
+}
+
+}  // namespace kiln
