@@ -22,3 +22,5 @@
 #include "dsl/nn/state_dict.h"
 #include "dsl/nn/transformer.h"
 #include "dsl/optim/optimizer.h"
+#include "graph/compile.h"
+#include "graph/logs.h"

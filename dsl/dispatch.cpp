@@ -21,12 +21,19 @@ void set_autograd_hook(AutogradHook hook) { autograd_hook = hook; }
 DispatchModeGuard::DispatchModeGuard(DispatchMode* mode) { mode_stack.push_back(mode); }
 DispatchModeGuard::~DispatchModeGuard() { mode_stack.pop_back(); }
 
+DispatchModesSuspended::DispatchModesSuspended() { saved_.swap(mode_stack); }
+DispatchModesSuspended::~DispatchModesSuspended() { saved_.swap(mode_stack); }
+
 TensorList dispatch(const OpDef& def, const TensorList& inputs, const Attrs& attrs) {
   KILN_CHECK(def.num_inputs < 0 || int(inputs.size()) == def.num_inputs, def.name, ": expected ",
              def.num_inputs, " inputs, got ", inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i)
     KILN_CHECK(inputs[i].defined(), def.name, ": input ", i, " is an undefined tensor");
   if (mode_stack.empty()) {
+    for (const Tensor& t : inputs)
+      KILN_CHECK(!t.impl().traced, def.name, ": a tensor of shape ", to_string(t.impl().shape),
+                 " was made while tracing a compiled function and is used after its trace ended; values "
+                 "inside a compiled function exist only there (return the tensor instead)");
     TensorList out = run_eager(def, inputs, attrs);
     if (autograd_hook && any_autograd(inputs)) autograd_hook(def, inputs, out, attrs);
     return out;

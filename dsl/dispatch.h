@@ -24,6 +24,18 @@ class DispatchModeGuard {
   DispatchModeGuard& operator=(const DispatchModeGuard&) = delete;
 };
 
+// Removes every mode for the guard's lifetime (a tracer running the graph it recorded).
+class DispatchModesSuspended {
+ public:
+  DispatchModesSuspended();
+  ~DispatchModesSuspended();
+  DispatchModesSuspended(const DispatchModesSuspended&) = delete;
+  DispatchModesSuspended& operator=(const DispatchModesSuspended&) = delete;
+
+ private:
+  std::vector<DispatchMode*> saved_;
+};
+
 TensorList dispatch(const OpDef& def, const TensorList& inputs, const Attrs& attrs = {});
 
 // Autograd sits below every mode: after an op ran eagerly and one of its inputs takes part in

@@ -1,0 +1,35 @@
+// Backends turn a captured graph into something that runs. CompileOptions::backend names one.
+// "eager" (eager_backend.cpp) runs the graph's ops one by one through dispatch(), exactly as the
+// function would have run them eagerly (autograd records them too); it stays as the reference
+// for bisecting a faster backend. A backend registers itself with register_backend().
+#pragma once
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dsl/tensor.h"
+#include "graph/graph.h"
+
+namespace kiln {
+
+class CompiledGraph {
+ public:
+  virtual ~CompiledGraph() = default;
+  // Inputs in the graph's input order; returns its outputs. May be called from several threads.
+  virtual TensorList run(const TensorList& inputs) const = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+  virtual std::shared_ptr<CompiledGraph> compile(std::shared_ptr<const Graph> g) = 0;
+};
+
+void register_backend(std::shared_ptr<Backend> b);
+// The backend called `name`; kiln::Error listing the registered ones otherwise.
+Backend& backend(std::string_view name);
+std::vector<std::string> backend_names();
+
+}  // namespace kiln

@@ -1,0 +1,165 @@
+#include <functional>
+#include <map>
+
+#include "dsl/error.h"
+#include "graph/passes.h"
+
+namespace kiln {
+
+namespace {
+
+// Appends primitive ops to the graph being rebuilt. The rules compute in f32 (f64 for f64
+// inputs), like the fused kernels, and cast the result back to the composite's output dtype.
+struct Emitter {
+  Graph& g;
+  Device device;
+  DType compute = DType::f32;
+
+  int op(const char* name, const std::vector<int>& ins, const Attrs& a = {}) {
+    const OpDef& d = op_def(name);
+    std::vector<TensorMeta> metas;
+    std::vector<SymShape> syms;
+    for (int v : ins) {
+      metas.push_back(g.values[v].meta);
+      syms.push_back(g.values[v].sym);
+    }
+    std::vector<SymShape> out_syms;
+    std::vector<TensorMeta> out = g.shape_env->infer(d, metas, syms, a, out_syms);
+    return g.add_node(d, a, ins, {{out[0], out_syms[0], contiguous_strides(out[0].shape), 0}})[0];
+  }
+  int constant(double v) {
+    Attrs a{{"shape", Shape{}}, {"value", v}, {"dtype", std::string(name(compute))}, {"device", device.str()}};
+    return op("full", {}, a);
+  }
+  int cast(int x, DType t) {
+    return g.values[x].meta.dtype == t ? x : op("cast", {x}, {{"dtype", std::string(name(t))}});
+  }
+  int reduce(const char* name, int x, const std::vector<int64_t>& dims) {
+    return op(name, {x}, {{"dims", dims}, {"keepdim", true}});
+  }
+};
+
+// A rule returns the value that replaces the node's output, or -1 to keep the node as it is.
+using Rule = std::function<int(Emitter&, const Node&, const std::vector<int>& ins)>;
+
+int64_t rank_of(const Emitter& e, int x) { return int64_t(e.g.values[x].meta.shape.size()); }
+
+// The row dim of softmax/log_softmax, or -1 when rows are empty: max has no identity there. A
+// symbolic row dim is taken to be nonzero, its hint.
+int64_t row_dim(const Emitter& e, const Node& n, int x) {
+  int64_t rank = rank_of(e, x);
+  if (rank == 0) return 0;
+  int d = wrap_dim(n.op->name, n.attrs.get<int64_t>("dim"), rank);
+  return e.g.values[x].meta.shape[d] == 0 ? -1 : d;
+}
+
+// (x - max) and the row dims (empty for a 0-d x: reduce over everything).
+std::pair<int, std::vector<int64_t>> shifted_rows(Emitter& e, int x, int64_t d) {
+  std::vector<int64_t> dims;
+  if (rank_of(e, x) > 0) dims.push_back(d);
+  return {e.op("sub", {x, e.reduce("max", x, dims)}), dims};
+}
+
+int softmax_rule(Emitter& e, const Node& n, const std::vector<int>& ins) {
+  int64_t d = row_dim(e, n, ins[0]);
+  if (d < 0) return -1;
+  int x = e.cast(ins[0], e.compute);
+  auto [s, dims] = shifted_rows(e, x, d);
+  int ex = e.op("exp", {s});
+  return e.op("div", {ex, e.reduce("sum", ex, dims)});
+}
+
+int log_softmax_rule(Emitter& e, const Node& n, const std::vector<int>& ins) {
+  int64_t d = row_dim(e, n, ins[0]);
+  if (d < 0) return -1;
+  int x = e.cast(ins[0], e.compute);
+  auto [s, dims] = shifted_rows(e, x, d);
+  int log_sum = e.op("log", {e.reduce("sum", e.op("exp", {s}), dims)});
+  return e.op("sub", {s, log_sum});  // (x - max) - log_sum, the order of the fused kernel
+}
+
+int layer_norm_rule(Emitter& e, const Node& n, const std::vector<int>& ins) {
+  int x = e.cast(ins[0], e.compute);
+  int64_t rank = rank_of(e, x);
+  int64_t k = int64_t(n.attrs.get<std::vector<int64_t>>("normalized_shape").size());
+  std::vector<int64_t> dims;
+  for (int64_t d = rank - k; d < rank; ++d) dims.push_back(d);
+  int xc = e.op("sub", {x, e.reduce("mean", x, dims)});
+  int var = e.reduce("mean", e.op("square", {xc}), dims);
+  int rstd = e.op("rsqrt", {e.op("add", {var, e.constant(n.attrs.get<double>("eps"))})});
+  int y = e.op("mul", {xc, rstd});
+  if (ins.size() == 3) y = e.op("add", {e.op("mul", {y, ins[1]}), ins[2]});
+  return y;
+}
+
+// kiln has no erf op, so only the tanh form decomposes; gelu(approximate="none") stays one op.
+int gelu_rule(Emitter& e, const Node& n, const std::vector<int>& ins) {
+  if (n.attrs.get_or<std::string>("approximate", "none") != "tanh") return -1;
+  int x = e.cast(ins[0], e.compute);
+  int cube = e.op("mul", {e.op("square", {x}), x});
+  int inner = e.op("add", {x, e.op("mul", {e.constant(0.044715), cube})});
+  int t = e.op("tanh", {e.op("mul", {e.constant(0.7978845608028654), inner})});  // sqrt(2/pi)
+  int half_x = e.op("mul", {e.constant(0.5), x});
+  return e.op("mul", {half_x, e.op("add", {e.constant(1.0), t})});
+}
+
+int silu_rule(Emitter& e, const Node& n, const std::vector<int>& ins) {
+  int x = e.cast(ins[0], e.compute);
+  return e.op("mul", {x, e.op("sigmoid", {x})});
+}
+
+const std::map<std::string, Rule>& rules() {
+  static const std::map<std::string, Rule> table = {
+      {"softmax", softmax_rule}, {"log_softmax", log_softmax_rule}, {"layer_norm", layer_norm_rule},
+      {"gelu", gelu_rule},       {"silu", silu_rule},
+  };
+  return table;
+}
+
+}  // namespace
+
+std::vector<std::string> default_decompositions() {
+  std::vector<std::string> names;
+  for (const auto& [name, rule] : rules()) names.push_back(name);
+  return names;
+}
+
+int decompose(Graph& g, const std::set<std::string>& ops) {
+  Graph out;
+  out.shape_env = g.shape_env;
+  std::vector<int> id(g.values.size(), -1);
+  for (const GraphInput& in : g.inputs) {
+    const Value& v = g.values[in.value];
+    id[in.value] = out.add_input(in.kind, in.index, in.name, v.meta, v.sym, v.strides, v.offset);
+  }
+  int decomposed = 0;
+  for (const Node& node : g.nodes) {
+    std::vector<int> ins;
+    for (int v : node.inputs) ins.push_back(id[v]);
+    auto rule = rules().find(node.op->name);
+    if (ops.count(node.op->name) && rule != rules().end()) {
+      const TensorMeta& want = g.values[node.outputs[0]].meta;
+      Emitter e{out, want.device, want.dtype == DType::f64 ? DType::f64 : DType::f32};
+      size_t mark = out.nodes.size();
+      int y = rule->second(e, node, ins);
+      if (y >= 0) {
+        y = e.cast(y, want.dtype);
+        KILN_CHECK(out.values[y].meta.shape == want.shape, "decompose: ", node.op->name, " gave shape ",
+                   to_string(out.values[y].meta.shape), ", expected ", to_string(want.shape));
+        id[node.outputs[0]] = y;
+        ++decomposed;
+        continue;
+      }
+      KILN_CHECK(out.nodes.size() == mark, "decompose: ", node.op->name, " declined after emitting nodes");
+    }
+    std::vector<Value> outs;
+    for (int v : node.outputs) outs.push_back(g.values[v]);
+    std::vector<int> made = out.add_node(*node.op, node.attrs, ins, std::move(outs));
+    for (size_t k = 0; k < made.size(); ++k) id[node.outputs[k]] = made[k];
+  }
+  for (int v : g.outputs) out.outputs.push_back(id[v]);
+  g = std::move(out);
+  return decomposed;
+}
+
+}  // namespace kiln

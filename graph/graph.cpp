@@ -1,0 +1,166 @@
+#include "graph/graph.h"
+
+#include <bit>
+#include <sstream>
+#include <variant>
+
+#include "dsl/error.h"
+
+namespace kiln {
+
+namespace {
+
+uint64_t mix(uint64_t h, uint64_t v) {  // FNV-1a over 64-bit words
+  return (h ^ v) * 0x100000001b3ull;
+}
+uint64_t mix(uint64_t h, std::string_view s) {
+  for (unsigned char c : s) h = mix(h, c);
+  return mix(h, 0xffu);
+}
+
+uint64_t mix(uint64_t h, const Attrs& a) {  // exact: doubles by their bits
+  for (const auto& [k, v] : a.items()) {
+    h = mix(h, k);
+    h = mix(h, uint64_t(v.index()));
+    std::visit([&](const auto& x) {
+      using T = std::decay_t<decltype(x)>;
+      if constexpr (std::is_same_v<T, double>) h = mix(h, std::bit_cast<uint64_t>(x));
+      else if constexpr (std::is_same_v<T, std::string>) h = mix(h, std::string_view(x));
+      else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+        h = mix(h, uint64_t(x.size()));
+        for (int64_t e : x) h = mix(h, uint64_t(e));
+      } else h = mix(h, uint64_t(x));
+    }, v);
+  }
+  return h;
+}
+
+std::string value_name(int v) { return "%" + std::to_string(v); }
+
+std::string attr_text(const Attrs& a) { return a.items().empty() ? "" : ", " + a.str(); }
+
+}  // namespace
+
+std::string_view name(InputKind k) {
+  switch (k) {
+    case InputKind::argument: return "argument";
+    case InputKind::captured: return "captured";
+    case InputKind::carried: return "carried";
+  }
+  return "?";
+}
+
+std::string value_type_str(const Value& v) {
+  std::string shape = to_string(v.sym);
+  return std::string(name(v.meta.dtype)) + shape + (v.meta.device.is_cpu() ? "" : "@" + v.meta.device.str());
+}
+
+int Graph::add_input(InputKind kind, int index, std::string nm, const TensorMeta& meta, const SymShape& sym,
+                     const Strides& strides, int64_t offset) {
+  values.push_back({meta, sym, strides, offset, -1, 0});
+  inputs.push_back({int(values.size()) - 1, kind, index, std::move(nm)});
+  return int(values.size()) - 1;
+}
+
+std::vector<int> Graph::add_node(const OpDef& op, const Attrs& attrs, const std::vector<int>& ins,
+                                 std::vector<Value> outs) {
+  Node n{&op, attrs, ins, {}};
+  for (int v : ins) KILN_CHECK(v >= 0 && v < int(values.size()), "graph: ", op.name, " reads unknown value ", v);
+  for (size_t k = 0; k < outs.size(); ++k) {
+    outs[k].producer = int(nodes.size());
+    outs[k].output_index = int(k);
+    values.push_back(std::move(outs[k]));
+    n.outputs.push_back(int(values.size()) - 1);
+  }
+  nodes.push_back(std::move(n));
+  return nodes.back().outputs;
+}
+
+uint64_t Graph::structural_hash() const {
+  uint64_t h = 0xcbf29ce484222325ull;
+  // Values are hashed by position in the order they are defined, so ids must be comparable:
+  // renumber them as inputs then node outputs appear.
+  std::vector<int64_t> order(values.size(), -1);
+  int64_t next = 0;
+  auto hash_value = [&](int v) {
+    const Value& x = values[v];
+    order[v] = next++;
+    h = mix(h, uint64_t(x.meta.dtype));
+    h = mix(h, x.meta.device.str());
+    h = mix(h, to_string(shape_env->canonical(x.sym)));
+    for (size_t d = 0; d < x.strides.size(); ++d)  // layout matters where the size is not 1
+      if (x.meta.shape[d] != 1) h = mix(h, uint64_t(x.strides[d]));
+    h = mix(h, uint64_t(x.offset));
+  };
+  for (const GraphInput& in : inputs) {
+    h = mix(h, uint64_t(in.kind));
+    h = mix(h, uint64_t(in.index));
+    hash_value(in.value);
+  }
+  for (const Node& n : nodes) {
+    h = mix(h, n.op->name);
+    h = mix(h, n.attrs);
+    for (int v : n.inputs) h = mix(h, uint64_t(order[v]));
+    for (int v : n.outputs) hash_value(v);
+  }
+  for (int v : outputs) h = mix(h, uint64_t(order[v]));
+  return h;
+}
+
+std::string Graph::text() const {
+  std::ostringstream os;
+  os << "graph(" << inputs.size() << " inputs, " << nodes.size() << " ops, " << outputs.size() << " outputs)\n";
+  for (const GraphInput& in : inputs)
+    os << "  " << value_name(in.value) << ": " << value_type_str(values[in.value]) << " = input " << name(in.kind)
+       << ' ' << in.index << " \"" << in.name << "\"\n";
+  for (const Node& n : nodes) {
+    os << "  ";
+    for (size_t k = 0; k < n.outputs.size(); ++k)
+      os << (k ? ", " : "") << value_name(n.outputs[k]) << ": " << value_type_str(values[n.outputs[k]]);
+    os << " = " << n.op->name << '(';
+    for (size_t i = 0; i < n.inputs.size(); ++i) os << (i ? ", " : "") << value_name(n.inputs[i]);
+    os << attr_text(n.attrs) << ")\n";
+  }
+  os << "  return (";
+  for (size_t i = 0; i < outputs.size(); ++i) os << (i ? ", " : "") << value_name(outputs[i]);
+  os << ")\n";
+  for (int s = 0; s < shape_env->symbol_count(); ++s) {
+    const Symbol& sym = shape_env->symbol(s);
+    int r = shape_env->root(s);
+    os << "  # s" << s << ": " << sym.source << ", hint " << sym.hint;
+    if (r != s) os << ", equal to s" << r;
+    if (sym.specialized) os << ", specialized";
+    if (!sym.why.empty()) os << " (" << sym.why << ")";
+    os << '\n';
+  }
+  return os.str();
+}
+
+std::string Graph::dot() const {
+  std::ostringstream os;
+  os << "digraph kiln {\n  rankdir=TB;\n  node [fontname=\"monospace\", fontsize=10];\n";
+  for (const GraphInput& in : inputs)
+    os << "  v" << in.value << " [shape=box, style=rounded, label=\"" << in.name << "\\n"
+       << value_type_str(values[in.value]) << "\"];\n";
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = nodes[i];
+    os << "  n" << i << " [shape=box, label=\"" << n.op->name << "\\n";
+    for (int v : n.outputs) os << value_type_str(values[v]) << "\\n";
+    os << "\"];\n";
+    for (int v : n.inputs) {
+      const Value& x = values[v];
+      os << "  " << (x.producer < 0 ? "v" + std::to_string(v) : "n" + std::to_string(x.producer)) << " -> n" << i
+         << ";\n";
+    }
+  }
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const Value& x = values[outputs[k]];
+    os << "  out" << k << " [shape=plaintext, label=\"output " << k << "\"];\n  "
+       << (x.producer < 0 ? "v" + std::to_string(outputs[k]) : "n" + std::to_string(x.producer)) << " -> out" << k
+       << ";\n";
+  }
+  os << "}\n";
+  return os.str();
+}
+
+}  // namespace kiln

@@ -1,0 +1,82 @@
+// Graph: the IR of a captured function. Values are tensors: graph inputs, or outputs of nodes.
+// A node is one op call (its OpDef, its attributes, its input values). Every value carries the
+// metadata the trace saw (shape, dtype, device, strides) and its symbolic shape, where dims that
+// vary between calls are symbols ("s0") or products of them ("4*s0").
+//
+//   Graph g;
+//   int x = g.add_input(InputKind::argument, 0, "x", meta, sym, strides);
+//   int y = g.add_node(op_def("exp"), {}, {x}, {{meta, sym, strides, 0}})[0];
+//   g.outputs = {y};
+//   std::cout << g.text();
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dsl/attrs.h"
+#include "dsl/op_def.h"
+#include "graph/sym_shape.h"
+
+namespace kiln {
+
+enum class InputKind {
+  argument,  // a tensor argument of the compiled function (index: its position among them)
+  captured,  // a tensor the function read from its enclosing scope, by reference (a parameter)
+  carried,   // a tensor an earlier graph of the same call produced (after a graph break)
+};
+std::string_view name(InputKind k);
+
+struct Value {
+  TensorMeta meta;  // shape, dtype, device as traced
+  SymShape sym;     // the shape with symbols for dynamic dims
+  Strides strides;  // layout as traced
+  int64_t offset = 0;
+  int producer = -1;  // node index, or -1 for a graph input
+  int output_index = 0;
+};
+
+struct GraphInput {
+  int value = -1;
+  InputKind kind = InputKind::argument;
+  int index = 0;     // argument: position among the tensor arguments; captured/carried: binding slot
+  std::string name;  // "x", "arg1", "qkv.weight"
+};
+
+struct Node {
+  const OpDef* op = nullptr;
+  Attrs attrs;
+  std::vector<int> inputs;   // value ids
+  std::vector<int> outputs;  // value ids
+};
+
+class Graph {
+ public:
+  std::vector<Value> values;
+  std::vector<GraphInput> inputs;
+  std::vector<Node> nodes;
+  std::vector<int> outputs;  // value ids, in the function's output order
+  // The symbols of the symbolic shapes (shared by the graphs of one trace); never null.
+  std::shared_ptr<ShapeEnv> shape_env = std::make_shared<ShapeEnv>();
+
+  int add_input(InputKind kind, int index, std::string name, const TensorMeta& meta, const SymShape& sym,
+                const Strides& strides, int64_t offset = 0);
+  // Appends a node; returns the ids of its output values (described by `outs`).
+  std::vector<int> add_node(const OpDef& op, const Attrs& attrs, const std::vector<int>& inputs,
+                            std::vector<Value> outs);
+
+  int op_count() const { return int(nodes.size()); }
+  // A hash of the structure: ops, attributes, wiring, input kinds, dtypes, devices, layouts and
+  // symbolic shapes (static dims by value, symbols by identity). Equal hashes: same graph.
+  uint64_t structural_hash() const;
+
+  // One line per input, node and output, with symbolic shapes and dtypes:
+  //   %3: f32[s0, 256] = matmul(%0, %2)
+  std::string text() const;
+  std::string dot() const;  // Graphviz
+};
+
+// "f32[s0, 256]"
+std::string value_type_str(const Value& v);
+
+}  // namespace kiln

@@ -1,0 +1,53 @@
+// Guards: the conditions under which a cached graph may stand in for a call of the compiled
+// function. For each tensor argument: dtype, device, rank, requires_grad, each size (a value, or a
+// symbol: any size >= 2, equal wherever the symbol repeats) and the layout (contiguous, a
+// permutation of contiguous, or exact strides); the grad mode; the value of each static argument;
+// whether each captured tensor requires grad. check() names the first guard that fails, in the
+// form the recompile log prints ("arg 0 dim 0: 32 -> 64").
+#pragma once
+#include <string>
+#include <vector>
+
+#include "dsl/attrs.h"
+#include "dsl/tensor.h"
+#include "graph/sym_shape.h"
+
+namespace kiln {
+
+struct TensorGuard {
+  enum class Layout { contiguous, dense, exact };
+  DType dtype = DType::f32;
+  Device device;
+  bool requires_grad = false;
+  std::vector<int64_t> sizes;  // the static size, or -1 where the dim is a symbol
+  std::vector<int> symbols;    // the symbol (dense id) of each symbolic dim, else -1
+  Layout layout = Layout::exact;
+  std::vector<int> order;  // dense: dims from the largest stride to the smallest
+  Strides strides;         // exact
+};
+
+class GuardSet {
+ public:
+  // From a finished trace: the arguments it saw, their symbolic shapes as the trace left them.
+  GuardSet(const TensorList& args, const std::vector<SymShape>& arg_shapes, const std::vector<AttrValue>& statics,
+           bool grad_mode, const TensorList& captured);
+
+  // True when every guard holds; otherwise false, with the first failure in *why (if given).
+  bool check(const TensorList& args, const std::vector<AttrValue>& statics, std::string* why = nullptr) const;
+  // Static dims whose size differs in `args` (the dims automatic dynamic makes symbolic).
+  std::vector<std::pair<int, int>> size_changes(const TensorList& args) const;
+  std::vector<std::string> describe() const;  // one line per guard
+  int symbol_count() const { return symbol_count_; }
+
+ private:
+  std::vector<TensorGuard> tensors_;
+  std::vector<AttrValue> statics_;
+  bool grad_mode_ = true;
+  TensorList captured_;
+  std::vector<bool> captured_requires_grad_;
+  int symbol_count_ = 0;
+};
+
+std::string attr_value_str(const AttrValue& v);
+
+}  // namespace kiln

@@ -1,0 +1,41 @@
+// Graph passes: free functions that rewrite a Graph in place and return how many nodes they
+// changed. Each leaves the graph valid: values in topological order, every input kept, outputs
+// in order. Nodes of random ops (OpDef::random) are never dropped, merged or folded, so a compiled
+// function draws from the generator exactly as eager code does.
+//
+//   int n = eliminate_common_subexpressions(g);  // exp(x) twice -> once
+//   fold_views(g);                               // view(x, x's shape) -> x
+//   decompose(g, {"softmax", "layer_norm"});     // composite ops -> primitive ops
+//   eliminate_dead_code(g);
+#pragma once
+#include <set>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace kiln {
+
+// Removes the nodes none of whose outputs reach g.outputs, except random nodes: dropping an
+// unused draw would shift every later draw of the random stream away from eager's. Values are
+// renumbered compactly (inputs first, in order); all inputs stay. Returns the nodes removed.
+int eliminate_dead_code(Graph& g);
+
+// Merges nodes with the same op, exactly equal attributes and the same input values into the
+// first of them (never random ops), then removes what became dead. Returns the nodes merged.
+int eliminate_common_subexpressions(Graph& g);
+
+// Folds shape arithmetic: a view whose output has its input's shape, strides and offset is its
+// input (view to the same shape, transpose(d, d), identity permute, squeeze of no size-1 dim);
+// view(reshape-like(x)) of a contiguous x becomes one view of x. Returns the views folded.
+int fold_views(Graph& g);
+
+// Replaces the nodes of the named composite ops by primitive ops (see default_decompositions()
+// for the ones it knows; others are left alone). Constants become 0-d `full` nodes. Returns the
+// nodes decomposed.
+//   softmax(x, dim)     -> e = exp(x - max(x, dim, keepdim)); e / sum(e, dim, keepdim)
+//   layer_norm(x, w, b) -> xc = x - mean(x); xc * rsqrt(mean(square(xc)) + eps) * w + b
+int decompose(Graph& g, const std::set<std::string>& ops);
+std::vector<std::string> default_decompositions();
+
+}  // namespace kiln

@@ -1,0 +1,180 @@
+#include "graph/sym_shape.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "dsl/error.h"
+
+namespace kiln {
+
+namespace {
+
+// Probe values stand in for symbols when an op's shape rule runs symbolically: distinct primes,
+// large enough that no rule mistakes them for a constant of the graph, small enough that products
+// of a few of them stay far from int64 overflow.
+int64_t probe_of(int root) {
+  static const int64_t primes[] = {10007, 10009, 10037, 10039, 10061, 10067, 10069, 10079,
+                                   10091, 10093, 10099, 10103, 10111, 10133, 10139, 10141};
+  constexpr int n = int(sizeof(primes) / sizeof(primes[0]));
+  return root < n ? primes[root] : 10151 + 2 * int64_t(root);  // odd, distinct: good enough past 16
+}
+
+}  // namespace
+
+std::string SymDim::str() const {
+  std::ostringstream os;
+  if (opaque) {
+    os << "?(";
+    for (size_t i = 0; i < syms.size(); ++i) os << (i ? "," : "") << 's' << syms[i];
+    os << ')';
+    return os.str();
+  }
+  if (syms.empty()) return std::to_string(coeff);
+  if (coeff != 1) os << coeff << '*';
+  for (size_t i = 0; i < syms.size(); ++i) os << (i ? "*" : "") << 's' << syms[i];
+  return os.str();
+}
+
+SymShape static_shape(const Shape& s) {
+  SymShape out;
+  out.reserve(s.size());
+  for (int64_t d : s) out.push_back(SymDim::constant(d));
+  return out;
+}
+
+std::string to_string(const SymShape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + s[i].str();
+  return out + "]";
+}
+
+int ShapeEnv::new_symbol(int64_t hint, std::string source) {
+  symbols_.push_back({hint, std::move(source), -1, false, ""});
+  return int(symbols_.size()) - 1;
+}
+
+int ShapeEnv::root(int s) const {
+  while (symbols_[s].parent >= 0) s = symbols_[s].parent;
+  return s;
+}
+
+SymDim ShapeEnv::canonical(const SymDim& d) const {
+  SymDim out{d.coeff, {}, d.opaque};
+  for (int s : d.syms) {
+    int r = root(s);
+    if (symbols_[r].specialized && !d.opaque) out.coeff *= symbols_[r].hint;
+    else if (!symbols_[r].specialized) out.syms.push_back(r);
+  }
+  std::sort(out.syms.begin(), out.syms.end());
+  if (out.opaque) {
+    out.syms.erase(std::unique(out.syms.begin(), out.syms.end()), out.syms.end());
+    if (out.syms.empty()) return SymDim::constant(d.coeff);  // every dependency is fixed now
+  }
+  return out;
+}
+
+SymShape ShapeEnv::canonical(const SymShape& s) const {
+  SymShape out;
+  out.reserve(s.size());
+  for (const SymDim& d : s) out.push_back(canonical(d));
+  return out;
+}
+
+int64_t ShapeEnv::hint(const SymDim& d) const {
+  KILN_CHECK(!d.opaque, "shape env: an opaque dim has no formula to evaluate");
+  int64_t v = d.coeff;
+  for (int s : d.syms) v *= symbols_[root(s)].hint;
+  return v;
+}
+
+void ShapeEnv::specialize(const SymDim& d, const std::string& why) {
+  for (int s : d.syms) {
+    int r = root(s);
+    if (symbols_[r].specialized) continue;
+    symbols_[r].specialized = true;
+    symbols_[r].why = why;
+    if (on_guard) on_guard(symbols_[r].source + " == " + std::to_string(symbols_[r].hint) + ": " + why);
+  }
+}
+
+void ShapeEnv::unify(int a, int b, const std::string& why) {
+  int ra = root(a), rb = root(b);
+  if (ra == rb) return;
+  if (ra > rb) std::swap(ra, rb);
+  symbols_[rb].parent = ra;
+  symbols_[rb].why = why;
+  if (symbols_[rb].specialized) symbols_[ra].specialized = true;
+  if (on_guard) on_guard(symbols_[rb].source + " == " + symbols_[ra].source + ": " + why);
+}
+
+std::vector<TensorMeta> ShapeEnv::infer(const OpDef& op, const std::vector<TensorMeta>& metas,
+                                        const std::vector<SymShape>& syms, const Attrs& attrs,
+                                        std::vector<SymShape>& out_syms) {
+  std::vector<TensorMeta> out = op.infer(metas, attrs);
+  out_syms.assign(out.size(), {});
+  std::set<int> roots;  // the live symbols the inputs depend on
+  for (const SymShape& s : syms)
+    for (const SymDim& d : s)
+      for (int x : canonical(d).syms) roots.insert(x);
+  if (roots.empty()) {
+    for (size_t k = 0; k < out.size(); ++k) out_syms[k] = static_shape(out[k].shape);
+    return out;
+  }
+
+  auto probe_metas = [&] {
+    std::vector<TensorMeta> p = metas;
+    for (size_t i = 0; i < p.size(); ++i)
+      for (size_t d = 0; d < syms[i].size(); ++d) {
+        SymDim c = canonical(syms[i][d]);
+        if (c.opaque) continue;  // an opaque dim keeps its hint: its formula is unknown
+        int64_t v = c.coeff;
+        for (int s : c.syms) v *= probe_of(s);
+        p[i].shape[d] = v;
+      }
+    return p;
+  };
+  std::vector<TensorMeta> probed;
+  try {
+    probed = op.infer(probe_metas(), attrs);
+  } catch (const Error&) {
+    // The rule needs some sizes equal: unify the symbols whose hints agree and try again.
+    std::vector<int> rs(roots.begin(), roots.end());
+    for (size_t i = 0; i < rs.size(); ++i)
+      for (size_t j = i + 1; j < rs.size(); ++j)
+        if (root(rs[i]) != root(rs[j]) && symbols_[rs[i]].hint == symbols_[rs[j]].hint)
+          unify(rs[i], rs[j], op.name + " needs them equal");
+    try {
+      probed = op.infer(probe_metas(), attrs);
+    } catch (const Error&) {
+      for (int r : rs) specialize(SymDim::symbol(r), op.name + "'s shape rule needs a fixed size");
+      for (size_t k = 0; k < out.size(); ++k) out_syms[k] = static_shape(out[k].shape);
+      return out;
+    }
+  }
+
+  // Each output dim: factor the probe value by the symbols' probes; what remains is the constant.
+  // A dim whose factoring does not reproduce the hint is some other function (a sum): opaque.
+  std::vector<int> live;
+  for (int r : roots)
+    if (!symbols_[root(r)].specialized) live.push_back(root(r));
+  std::sort(live.begin(), live.end());
+  live.erase(std::unique(live.begin(), live.end()), live.end());
+  for (size_t k = 0; k < out.size(); ++k) {
+    for (size_t d = 0; d < out[k].shape.size(); ++d) {
+      int64_t v = probed[k].shape[d];
+      SymDim dim;
+      for (int s : live)
+        while (v != 0 && v % probe_of(s) == 0) {
+          v /= probe_of(s);
+          dim.syms.push_back(s);
+        }
+      dim.coeff = v;
+      if (hint(dim) != out[k].shape[d]) dim = {out[k].shape[d], live, true};
+      out_syms[k].push_back(dim);
+    }
+  }
+  return out;
+}
+
+}  // namespace kiln
