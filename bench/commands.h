@@ -1,6 +1,7 @@
 // The subcommands of the `kiln` command line.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "dsl/device.h"
 
@@ -22,5 +23,8 @@ struct DemoOptions {
 int run_demo(const DemoOptions& opts);
 int run_bench_ops(const BenchOptions& opts);
 int run_first_op();
+int run_bench_compile(const BenchOptions& opts);
+int run_explain(const std::string& name, const std::string& dump_dir);
+std::vector<std::string> explain_names();  // zoo models and the examples
 
 }  // namespace kiln::bench

@@ -20,6 +20,12 @@ commands:
         train a tiny GPT eagerly to reverse digit sequences; progress, summary, per-op profile
   bench ops [--device cpu] [--json FILE] [--filter NAME]
         median eager time per op: one element (host overhead) and a large tensor (throughput)
+  bench compile [--json FILE]
+        host overhead of one call of a compiled function (guards, lookup, graph run)
+  explain NAME [--dump DIR]
+        graphs, graph breaks (reason, file:line) and guards that compile() captures for a zoo
+        model (mlp, transformer_block, norm_softmax, tiny_gpt) or an example (graph_break,
+        graph_break_where, dynamic_shapes); --dump writes each graph's text and dot to DIR
   help  this text
 )";
 
@@ -60,6 +66,28 @@ int main(int argc, char** argv) {
       return kiln::bench::run_demo(o);
     }
     if (args[0] == "bench" && args.size() >= 2 && args[1] == "first-op") return kiln::bench::run_first_op();
+    if (args[0] == "explain") {
+      std::string name, dump;
+      for (size_t i = 1; i < args.size(); ++i) {
+        if (args[i] == "--dump") dump = value(i);
+        else if (name.empty() && args[i][0] != '-') name = args[i];
+        else kiln::throw_error("kiln explain: unknown option '", args[i], "'");
+      }
+      if (name.empty()) {
+        std::string all;
+        for (const auto& n : kiln::bench::explain_names()) all += " " + n;
+        kiln::throw_error("kiln explain: name a model or example:", all);
+      }
+      return kiln::bench::run_explain(name, dump);
+    }
+    if (args[0] == "bench" && args.size() >= 2 && args[1] == "compile") {
+      kiln::bench::BenchOptions o;
+      for (size_t i = 2; i < args.size(); ++i) {
+        if (args[i] == "--json") o.json_path = value(i);
+        else kiln::throw_error("kiln bench compile: unknown option '", args[i], "'");
+      }
+      return kiln::bench::run_bench_compile(o);
+    }
     if (args[0] == "bench" && args.size() >= 2 && args[1] == "ops") {
       kiln::bench::BenchOptions o;
       o.self_path = self_path(argv[0]);

@@ -4,6 +4,7 @@
 // for bisecting a faster backend. A backend registers itself with register_backend().
 #pragma once
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,8 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
+  // The composite ops this backend wants decomposed into primitives before compile().
+  virtual std::set<std::string> decompositions() const { return {}; }
   virtual std::shared_ptr<CompiledGraph> compile(std::shared_ptr<const Graph> g) = 0;
 };
 

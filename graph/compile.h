@@ -44,7 +44,7 @@ struct CompileOptions {
   // Dynamic shapes: unset = automatic (first compile static, sizes that change become symbolic);
   // true = every size >= 2 symbolic from the start; false = always static.
   std::optional<bool> dynamic = std::nullopt;
-  std::string name;  // for logs and reports; default "compiled function N"
+  std::string name = {};  // for logs and reports; default "compiled function N"
 };
 
 struct CompileStats {

@@ -17,6 +17,7 @@
 #include "dsl/nn/module.h"
 #include "graph/backend.h"
 #include "graph/compile.h"
+#include "graph/compile_graph.h"
 #include "graph/guards.h"
 #include "graph/logs.h"
 
@@ -103,15 +104,8 @@ struct CompiledCore::State {
     auto it = graphs.find(h);
     if (it != graphs.end()) return it->second;
     int n = ++compiles;
-    std::string label = options.name + " graph " + std::to_string(n);
-    log_line(LogChannel::graph, label + " (" + std::to_string(g->op_count()) + " ops):\n" + g->text());
-    std::string file = options.name + "_graph" + std::to_string(n);
-    for (char& c : file)
-      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') c = '_';
-    debug_dump(file, "txt", g->text());
-    debug_dump(file, "dot", g->dot());
     auto t0 = std::chrono::steady_clock::now();
-    std::shared_ptr<CompiledGraph> c = backend->compile(g);
+    std::shared_ptr<CompiledGraph> c = compile_graph(*g, *backend, options.name + " graph " + std::to_string(n));
     {
       std::lock_guard<std::mutex> s(stats_mu);
       stats.compile_s += seconds_since(t0);

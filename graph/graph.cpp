@@ -35,9 +35,16 @@ uint64_t mix(uint64_t h, const Attrs& a) {  // exact: doubles by their bits
   return h;
 }
 
-std::string value_name(int v) { return "%" + std::to_string(v); }
+std::string id(const char* prefix, int v) {  // "%3", "n3" (appends: g++ 12 warns on "lit" + string)
+  std::string out(prefix);
+  out += std::to_string(v);
+  return out;
+}
+std::string value_name(int v) { return id("%", v); }
 
-std::string attr_text(const Attrs& a) { return a.items().empty() ? "" : ", " + a.str(); }
+std::string attr_text(const Attrs& a, bool after_inputs) {
+  return a.items().empty() ? "" : (after_inputs ? ", " : "") + a.str();
+}
 
 }  // namespace
 
@@ -51,8 +58,10 @@ std::string_view name(InputKind k) {
 }
 
 std::string value_type_str(const Value& v) {
-  std::string shape = to_string(v.sym);
-  return std::string(name(v.meta.dtype)) + shape + (v.meta.device.is_cpu() ? "" : "@" + v.meta.device.str());
+  std::string out(name(v.meta.dtype));
+  out += to_string(v.sym);
+  if (!v.meta.device.is_cpu()) out.append("@").append(v.meta.device.str());
+  return out;
 }
 
 int Graph::add_input(InputKind kind, int index, std::string nm, const TensorMeta& meta, const SymShape& sym,
@@ -119,7 +128,7 @@ std::string Graph::text() const {
       os << (k ? ", " : "") << value_name(n.outputs[k]) << ": " << value_type_str(values[n.outputs[k]]);
     os << " = " << n.op->name << '(';
     for (size_t i = 0; i < n.inputs.size(); ++i) os << (i ? ", " : "") << value_name(n.inputs[i]);
-    os << attr_text(n.attrs) << ")\n";
+    os << attr_text(n.attrs, !n.inputs.empty()) << ")\n";
   }
   os << "  return (";
   for (size_t i = 0; i < outputs.size(); ++i) os << (i ? ", " : "") << value_name(outputs[i]);
@@ -149,14 +158,14 @@ std::string Graph::dot() const {
     os << "\"];\n";
     for (int v : n.inputs) {
       const Value& x = values[v];
-      os << "  " << (x.producer < 0 ? "v" + std::to_string(v) : "n" + std::to_string(x.producer)) << " -> n" << i
+      os << "  " << (x.producer < 0 ? id("v", v) : id("n", x.producer)) << " -> n" << i
          << ";\n";
     }
   }
   for (size_t k = 0; k < outputs.size(); ++k) {
     const Value& x = values[outputs[k]];
     os << "  out" << k << " [shape=plaintext, label=\"output " << k << "\"];\n  "
-       << (x.producer < 0 ? "v" + std::to_string(outputs[k]) : "n" + std::to_string(x.producer)) << " -> out" << k
+       << (x.producer < 0 ? id("v", outputs[k]) : id("n", x.producer)) << " -> out" << k
        << ";\n";
   }
   os << "}\n";

@@ -212,7 +212,7 @@ std::vector<std::string> GuardSet::describe() const {
     out.push_back(os.str());
   }
   for (int s = 0; s < symbol_count_; ++s)
-    out.push_back("s" + std::to_string(s) + " >= 2 (first seen at " + first[s] + ")");
+    out.push_back(std::string("s").append(std::to_string(s)).append(" >= 2 (first seen at ").append(first[s]).append(")"));
   for (size_t k = 0; k < statics_.size(); ++k)
     out.push_back("static arg " + std::to_string(k) + " == " + attr_value_str(statics_[k]));
   for (size_t c = 0; c < captured_.size(); ++c)

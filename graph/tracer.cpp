@@ -168,9 +168,10 @@ void Tracer::run_segment(std::vector<int> outputs, bool final) {
   std::vector<std::shared_ptr<TensorImpl>> live;
   for (const auto& w : seg_.symbolic)
     if (auto p = w.lock(); p && p->traced && !p->traced->dead) live.push_back(p);
-  if (!final)
+  if (!final)  // every live value computed here (inputs become real by binding)
     for (const auto& p : live)
-      if (std::find(outputs.begin(), outputs.end(), p->traced->value) == outputs.end())
+      if (g->values[p->traced->value].producer >= 0 &&
+          std::find(outputs.begin(), outputs.end(), p->traced->value) == outputs.end())
         outputs.push_back(p->traced->value);
   g->outputs = outputs;
 

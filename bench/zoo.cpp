@@ -1,0 +1,92 @@
+// The model zoo's four models and their shapes at each size.
+#include "bench/zoo.h"
+
+#include <sstream>
+
+namespace kiln::zoo {
+
+namespace {
+
+// A layernorm- and softmax-heavy block: y = ln1(x); s = softmax(y * 2, -1); z = ln2(s + x);
+// out = log_softmax(z, -1), all over the last dim.
+class NormSoftmax : public nn::Module {
+ public:
+  explicit NormSoftmax(int64_t width)
+      : ln1_(register_module("ln1", std::make_shared<nn::LayerNorm>(width))),
+        ln2_(register_module("ln2", std::make_shared<nn::LayerNorm>(width))) {}
+
+  Tensor forward(const Tensor& x) override {
+    Tensor s = softmax(ln1_->forward(x) * 2.0, -1);
+    return log_softmax(ln2_->forward(s + x), -1);
+  }
+
+ private:
+  std::shared_ptr<nn::LayerNorm> ln1_, ln2_;
+};
+
+// A model whose forward takes one input tensor and returns one output.
+ZooModel single_input(std::string name, std::string description, std::shared_ptr<nn::Module> module,
+                      std::function<Tensor()> make_input) {
+  module->eval();
+  auto forward = [module](const TensorList& in) { return TensorList{module->forward(in.at(0))}; };
+  return {std::move(name), std::move(description), module, [make_input] { return TensorList{make_input()}; },
+          forward};
+}
+
+ZooModel make_mlp(bool test) {
+  const int64_t batch = test ? 8 : 64, width = test ? 64 : 1024, hidden = test ? 256 : 4096;
+  auto module = std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
+      std::make_shared<nn::Linear>(width, hidden), std::make_shared<nn::GELU>(),
+      std::make_shared<nn::Linear>(hidden, width), std::make_shared<nn::LayerNorm>(width)});
+  std::ostringstream d;
+  d << "x " << to_string(Shape{batch, width}) << " -> Linear " << width << "->" << hidden << " -> GELU -> Linear "
+    << hidden << "->" << width << " -> LayerNorm(" << width << ")";
+  return single_input("mlp", d.str(), module, [=] { return randn({batch, width}); });
+}
+
+ZooModel make_transformer_block(bool test) {
+  const int64_t B = test ? 2 : 4, T = test ? 16 : 256, C = test ? 32 : 512, heads = test ? 4 : 8;
+  std::ostringstream d;
+  d << "pre-norm transformer block (causal attention + MLP), x " << to_string(Shape{B, T, C}) << ", " << heads
+    << " heads";
+  return single_input("transformer_block", d.str(), std::make_shared<nn::TransformerBlock>(C, heads),
+                      [=] { return randn({B, T, C}); });
+}
+
+ZooModel make_norm_softmax(bool test) {
+  const int64_t rows = test ? 32 : 2048, width = test ? 64 : 1024;
+  std::ostringstream d;
+  d << "x " << to_string(Shape{rows, width})
+    << ": log_softmax(layer_norm(softmax(layer_norm(x) * 2) + x)), learnable norms";
+  return single_input("norm_softmax", d.str(), std::make_shared<NormSoftmax>(width),
+                      [=] { return randn({rows, width}); });
+}
+
+// The demo's configuration (bench/demo.cpp): reversing 8 digits, vocabulary 11, sequence 16.
+ZooModel make_tiny_gpt(bool test) {
+  const nn::GptConfig cfg{.vocab = 11, .seq = 16, .width = 64, .heads = 4, .layers = 2};
+  const int64_t batch = test ? 4 : 32;
+  std::ostringstream d;
+  d << "TinyGpt (vocab " << cfg.vocab << ", width " << cfg.width << ", " << cfg.heads << " heads, " << cfg.layers
+    << " layers), tokens " << to_string(Shape{batch, cfg.seq}) << " i64 -> logits "
+    << to_string(Shape{batch, cfg.seq, cfg.vocab});
+  return single_input("tiny_gpt", d.str(), std::make_shared<nn::TinyGpt>(cfg),
+                      [=] { return randint(0, cfg.vocab, {batch, cfg.seq}); });
+}
+
+}  // namespace
+
+std::vector<std::string> zoo_names() { return {"mlp", "transformer_block", "norm_softmax", "tiny_gpt"}; }
+
+ZooModel make_zoo_model(const std::string& name, ZooSize size) {
+  const bool test = size == ZooSize::test;
+  if (name == "mlp") return make_mlp(test);
+  if (name == "transformer_block") return make_transformer_block(test);
+  if (name == "norm_softmax") return make_norm_softmax(test);
+  if (name == "tiny_gpt") return make_tiny_gpt(test);
+  std::ostringstream known;
+  for (const std::string& n : zoo_names()) known << (known.tellp() > 0 ? ", " : "") << n;
+  throw_error("zoo: unknown model '", name, "'; known models: ", known.str());
+}
+
+}  // namespace kiln::zoo

@@ -1,0 +1,36 @@
+// The model zoo: a few small models, by name, that tests and benchmarks run (eagerly today,
+// through kiln::compile later). Each comes with its parameters, a maker of fresh random inputs
+// and its forward; ZooSize::test shapes run in milliseconds, ZooSize::bench are the benchmark's.
+//
+//   zoo::ZooModel m = zoo::make_zoo_model("mlp", zoo::ZooSize::test);
+//   TensorList y = m.forward(m.make_inputs());   // y[0]: (8, 64)
+//
+// Models are in eval mode. forward records autograd like any eager call (parameters require
+// grad); wrap it in a NoGradGuard to time inference alone.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln.h"
+
+namespace kiln::zoo {
+
+enum class ZooSize { test, bench };
+
+struct ZooModel {
+  std::string name;                                      // "mlp", "transformer_block", ...
+  std::string description;                               // one line, with shapes
+  std::shared_ptr<nn::Module> module;                    // owns the parameters
+  std::function<TensorList()> make_inputs;               // fresh random inputs (global generator)
+  std::function<TensorList(const TensorList&)> forward;  // the model's outputs on those inputs
+};
+
+// "mlp", "transformer_block", "norm_softmax", "tiny_gpt".
+std::vector<std::string> zoo_names();
+
+// Builds a model with parameters drawn from kiln's generator; kiln::Error for an unknown name.
+ZooModel make_zoo_model(const std::string& name, ZooSize size = ZooSize::bench);
+
+}  // namespace kiln::zoo
