@@ -49,7 +49,10 @@ int run_explain(const std::string& name, const std::string& dump_dir) {
     zoo::ZooModel m = zoo::make_zoo_model(name, zoo::ZooSize::bench);
     std::printf("%s: %s\n", m.name.c_str(), m.description.c_str());
     NoGradGuard no_grad;
-    auto f = compile([&](std::vector<Tensor> xs) { return m.forward(xs); }, {.name = name});
+    // Built with the module's named parameters: graphs name them, and guards check their identity.
+    CompiledFunction<std::vector<Tensor>(std::vector<Tensor>)> f(
+        [&](std::vector<Tensor> xs) { return m.forward(xs); }, {.name = name},
+        [&] { return m.module->named_parameters(); });
     r = explain(f, m.make_inputs());
   }
   std::printf("%s", r.text().c_str());

@@ -199,6 +199,7 @@ struct CompiledCore::State {
           if (shapes[i][d].is_static()) e.dynamic[i][d] = false;
       e.has_breaks = !tracer.breaks().empty();
       TensorList captured;
+      std::vector<std::string> captured_names;
       if (!e.has_breaks) {
         const std::shared_ptr<Graph>& g = tracer.last_graph();
         if (!last) last = graph_for(g);  // a function without ops still gets its (empty) graph
@@ -208,10 +209,13 @@ struct CompiledCore::State {
           bool arg = g->inputs[i].kind == InputKind::argument;
           e.argument_of.push_back(arg ? g->inputs[i].index : -1);
           e.bound.push_back(arg ? Tensor() : tracer.last_bindings()[i]);
-          if (!arg) captured.push_back(tracer.last_bindings()[i]);
+          if (!arg) {
+            captured.push_back(tracer.last_bindings()[i]);
+            captured_names.push_back("captured \"" + g->inputs[i].name + "\"");
+          }
         }
       }
-      e.guards = GuardSet(ts, shapes, st, grad_mode, captured);
+      e.guards = GuardSet(ts, shapes, st, grad_mode, captured, captured_names);
       report.guards = e.guards.describe();
       if (log_enabled(LogChannel::guards))
         for (const std::string& g : report.guards) log_line(LogChannel::guards, options.name + ": " + g);
@@ -248,6 +252,7 @@ const CompileOptions& CompiledCore::options() const { return s_->options; }
 
 TensorList CompiledCore::call(const TensorList& ts, const std::vector<AttrValue>& st) {
   State& s = *s_;
+  if (Tracer::current()) return s.fn(ts, st);  // called while tracing another function: inline it
   auto params = s.current_params();
   if (auto e = s.find(ts, st, params)) {
     ++s.cache_hits;

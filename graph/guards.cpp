@@ -55,8 +55,12 @@ std::string attr_value_str(const AttrValue& v) {
 }
 
 GuardSet::GuardSet(const TensorList& args, const std::vector<SymShape>& arg_shapes,
-                   const std::vector<AttrValue>& statics, bool grad_mode, const TensorList& captured)
-    : statics_(statics), grad_mode_(grad_mode), captured_(captured) {
+                   const std::vector<AttrValue>& statics, bool grad_mode, const TensorList& captured,
+                   std::vector<std::string> captured_names)
+    : statics_(statics), grad_mode_(grad_mode), captured_(captured), captured_names_(std::move(captured_names)) {
+  captured_names_.resize(captured_.size());
+  for (size_t c = 0; c < captured_.size(); ++c)
+    if (captured_names_[c].empty()) captured_names_[c] = "captured tensor " + std::to_string(c);
   std::map<int, int> dense_id;  // root symbol -> 0, 1, ...
   for (size_t i = 0; i < args.size(); ++i) {
     const TensorImpl& t = args[i].impl();
@@ -168,7 +172,7 @@ bool GuardSet::check(const TensorList& args, const std::vector<AttrValue>& stati
       return fail("static arg ", k, ": ", attr_value_str(statics_[k]), " -> ", attr_value_str(statics[k]));
   for (size_t c = 0; c < captured_.size(); ++c)
     if (captured_[c].requires_grad() != captured_requires_grad_[c])
-      return fail("captured tensor ", c, " requires_grad: ", on_off(captured_requires_grad_[c]), " -> ",
+      return fail(captured_names_[c], " requires_grad: ", on_off(captured_requires_grad_[c]), " -> ",
                   on_off(!captured_requires_grad_[c]));
   return true;
 }
@@ -216,8 +220,8 @@ std::vector<std::string> GuardSet::describe() const {
   for (size_t k = 0; k < statics_.size(); ++k)
     out.push_back("static arg " + std::to_string(k) + " == " + attr_value_str(statics_[k]));
   for (size_t c = 0; c < captured_.size(); ++c)
-    out.push_back("captured tensor " + std::to_string(c) + " " + to_string(captured_[c].impl().shape) +
-                  " requires_grad " + on_off(captured_requires_grad_[c]));
+    out.push_back(captured_names_[c] + " " + to_string(captured_[c].impl().shape) + ", requires_grad " +
+                  on_off(captured_requires_grad_[c]));
   return out;
 }
 

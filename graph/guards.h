@@ -30,7 +30,7 @@ class GuardSet {
  public:
   // From a finished trace: the arguments it saw, their symbolic shapes as the trace left them.
   GuardSet(const TensorList& args, const std::vector<SymShape>& arg_shapes, const std::vector<AttrValue>& statics,
-           bool grad_mode, const TensorList& captured);
+           bool grad_mode, const TensorList& captured, std::vector<std::string> captured_names = {});
 
   // True when every guard holds; otherwise false, with the first failure in *why (if given).
   bool check(const TensorList& args, const std::vector<AttrValue>& statics, std::string* why = nullptr) const;
@@ -44,6 +44,7 @@ class GuardSet {
   std::vector<AttrValue> statics_;
   bool grad_mode_ = true;
   TensorList captured_;
+  std::vector<std::string> captured_names_;
   std::vector<bool> captured_requires_grad_;
   int symbol_count_ = 0;
 };

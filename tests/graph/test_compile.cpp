@@ -296,3 +296,14 @@ BOOST_AUTO_TEST_CASE(reset_drops_the_cache) {
   BOOST_TEST(traced == 2);
   BOOST_TEST(f.stats().compiles == 1);
 }
+
+BOOST_AUTO_TEST_CASE(a_compiled_function_inside_another_is_inlined) {
+  auto inner = compile([](const Tensor& x) { return exp(x) * 2.0; });
+  auto outer = compile([&](const Tensor& x) { return inner(x) + 1.0; });
+  Tensor x = random_tensor({3, 2}, f32, 1);
+  check_same(outer(x), exp(x) * 2.0 + 1.0, "nested");
+  ExplainReport r = explain(outer, x);
+  BOOST_TEST(r.graph_count == 1);
+  BOOST_TEST(r.op_count == 5);  // exp, full, mul, full, add
+  BOOST_TEST(inner.stats().compiles == 0);
+}
