@@ -51,8 +51,7 @@ int run_explain(const std::string& name, const std::string& dump_dir) {
     NoGradGuard no_grad;
     // Built with the module's named parameters: graphs name them, and guards check their identity.
     CompiledFunction<std::vector<Tensor>(std::vector<Tensor>)> f(
-        [&](std::vector<Tensor> xs) { return m.forward(xs); }, {.name = name},
-        [&] { return m.module->named_parameters(); });
+        [&](std::vector<Tensor> xs) { return m.forward(xs); }, {.name = name}, m.module.get());
     r = explain(f, m.make_inputs());
   }
   std::printf("%s", r.text().c_str());

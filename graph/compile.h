@@ -75,12 +75,12 @@ void mark_static(const Tensor& t, int64_t dim);
 namespace detail {
 
 using TracedFn = std::function<TensorList(const TensorList& tensors, const std::vector<AttrValue>& statics)>;
-using NamedParams = std::function<std::vector<std::pair<std::string, Tensor>>()>;
 
 // The type-erased compiled function: cache of traces keyed by guards, recompiles, breaks, stats.
 class CompiledCore {
  public:
-  CompiledCore(TracedFn fn, CompileOptions options, NamedParams params = {});
+  // With `module`: its parameters are named in graphs, and their identity is guarded.
+  CompiledCore(TracedFn fn, CompileOptions options, const nn::Module* module = nullptr);
   ~CompiledCore();
   TensorList call(const TensorList& tensors, const std::vector<AttrValue>& statics);
   // Traces the function once on these arguments with an empty cache of its own; this one's cache
@@ -165,9 +165,11 @@ template <class Sig> class CompiledFunction;
 template <class R, class... A>
 class CompiledFunction<R(A...)> {
  public:
+  // `module`, when given, is the module whose parameters f reads: they are named in graphs and
+  // replacing one recompiles.
   template <class F>
-  CompiledFunction(F f, CompileOptions options, detail::NamedParams params = {})
-      : core_(std::make_shared<detail::CompiledCore>(wrap(std::move(f)), std::move(options), std::move(params))) {}
+  CompiledFunction(F f, CompileOptions options, const nn::Module* module = nullptr)
+      : core_(std::make_shared<detail::CompiledCore>(wrap(std::move(f)), std::move(options), module)) {}
 
   R operator()(A... args) const {
     TensorList ts;

@@ -49,7 +49,7 @@ struct Entry {
 struct CompiledCore::State {
   TracedFn fn;
   CompileOptions options;
-  NamedParams params;
+  const nn::Module* module = nullptr;
   Backend* backend = nullptr;
 
   mutable std::shared_mutex entries_mu;
@@ -68,21 +68,29 @@ struct CompiledCore::State {
 
   std::vector<std::shared_ptr<TensorImpl>> current_params() const {
     std::vector<std::shared_ptr<TensorImpl>> out;
-    if (!params) return out;
-    for (auto& [name, t] : params()) out.push_back(t.impl_ptr());
+    if (module) module->for_each_parameter([&](const Tensor& t) { out.push_back(t.impl_ptr()); });
     return out;
   }
 
-  bool matches(const Entry& e, const TensorList& ts, const std::vector<AttrValue>& st,
-               const std::vector<std::shared_ptr<TensorImpl>>& ps, std::string* why) const {
-    if (e.params != ps) {
+  // The module's parameters are the ones the entry was traced with (no allocation: every call).
+  bool same_params(const Entry& e) const {
+    if (!module) return true;
+    size_t i = 0;
+    bool same = true;
+    module->for_each_parameter([&](const Tensor& t) {
+      same = same && i < e.params.size() && t.impl_ptr() == e.params[i];
+      ++i;
+    });
+    return same && i == e.params.size();
+  }
+
+  bool matches(const Entry& e, const TensorList& ts, const std::vector<AttrValue>& st, std::string* why) const {
+    if (!same_params(e)) {
       if (why) {
-        auto named = params();
-        for (size_t i = 0; i < named.size(); ++i)
-          if (i >= e.params.size() || named[i].second.impl_ptr() != e.params[i]) {
+        auto named = module->named_parameters();
+        for (size_t i = 0; i < named.size() && why->empty(); ++i)
+          if (i >= e.params.size() || named[i].second.impl_ptr() != e.params[i])
             *why = "module parameter '" + named[i].first + "' was replaced";
-            break;
-          }
         if (why->empty()) *why = "module parameters changed";
       }
       return false;
@@ -90,11 +98,10 @@ struct CompiledCore::State {
     return e.guards.check(ts, st, why);
   }
 
-  std::shared_ptr<const Entry> find(const TensorList& ts, const std::vector<AttrValue>& st,
-                                    const std::vector<std::shared_ptr<TensorImpl>>& ps) const {
+  std::shared_ptr<const Entry> find(const TensorList& ts, const std::vector<AttrValue>& st) const {
     std::shared_lock lock(entries_mu);
     for (const auto& e : entries)
-      if (matches(*e, ts, st, ps, nullptr)) return e;
+      if (matches(*e, ts, st, nullptr)) return e;
     return nullptr;
   }
 
@@ -162,8 +169,8 @@ struct CompiledCore::State {
     Tracer::Options to;
     to.function_name = options.name;
     to.fullgraph = options.fullgraph;
-    if (params)
-      for (auto& [name, t] : params()) to.names[&t.impl()] = name;
+    if (module)
+      for (auto& [name, t] : module->named_parameters()) to.names[&t.impl()] = name;
     bool grad_mode = grad_enabled();
     std::shared_ptr<CompiledGraph> last;
     std::vector<std::string> texts;
@@ -237,13 +244,14 @@ struct CompiledCore::State {
   }
 };
 
-CompiledCore::CompiledCore(TracedFn fn, CompileOptions options, NamedParams params) : s_(std::make_unique<State>()) {
+CompiledCore::CompiledCore(TracedFn fn, CompileOptions options, const nn::Module* module)
+    : s_(std::make_unique<State>()) {
   if (options.name.empty()) options.name = "compiled function " + std::to_string(++function_counter);
   KILN_CHECK(options.recompile_limit >= 1, "compile: recompile_limit must be >= 1, got ", options.recompile_limit);
   s_->backend = &backend(options.backend);
   s_->fn = std::move(fn);
   s_->options = std::move(options);
-  s_->params = std::move(params);
+  s_->module = module;
 }
 
 CompiledCore::~CompiledCore() = default;
@@ -253,13 +261,12 @@ const CompileOptions& CompiledCore::options() const { return s_->options; }
 TensorList CompiledCore::call(const TensorList& ts, const std::vector<AttrValue>& st) {
   State& s = *s_;
   if (Tracer::current()) return s.fn(ts, st);  // called while tracing another function: inline it
-  auto params = s.current_params();
-  if (auto e = s.find(ts, st, params)) {
+  if (auto e = s.find(ts, st)) {
     ++s.cache_hits;
     return s.run(*e, ts, st);
   }
   std::unique_lock<std::mutex> tracing(s.trace_mu);
-  if (auto e = s.find(ts, st, params)) {  // another thread traced it meanwhile
+  if (auto e = s.find(ts, st)) {  // another thread traced it meanwhile
     tracing.unlock();
     ++s.cache_hits;
     return s.run(*e, ts, st);
@@ -268,7 +275,7 @@ TensorList CompiledCore::call(const TensorList& ts, const std::vector<AttrValue>
   {
     std::shared_lock lock(s.entries_mu);
     if (!s.entries.empty()) {
-      s.matches(*s.entries.back(), ts, st, params, &reason);
+      s.matches(*s.entries.back(), ts, st, &reason);
       if (s.options.dynamic != false)
         for (auto dim : s.entries.back()->guards.size_changes(ts)) s.auto_dynamic.insert(dim);
     }
@@ -292,7 +299,8 @@ TensorList CompiledCore::call(const TensorList& ts, const std::vector<AttrValue>
     s.stats.recompile_reasons.push_back(reason);
     log_line(LogChannel::recompiles, s.options.name + ": recompiling: " + reason);
   }
-  auto entry = std::make_shared<Entry>(Entry{GuardSet({}, {}, {}, true, {}), {}, false, nullptr, nullptr, {}, {}, params});
+  auto entry = std::make_shared<Entry>(
+      Entry{GuardSet({}, {}, {}, true, {}), {}, false, nullptr, nullptr, {}, {}, s.current_params()});
   TensorList out = s.trace(ts, st, s.dynamic_dims(ts), entry.get());
   std::unique_lock lock(s.entries_mu);
   s.entries.push_back(std::move(entry));
@@ -300,7 +308,7 @@ TensorList CompiledCore::call(const TensorList& ts, const std::vector<AttrValue>
 }
 
 ExplainReport CompiledCore::explain(const TensorList& ts, const std::vector<AttrValue>& st) const {
-  CompiledCore fresh(s_->fn, s_->options, s_->params);
+  CompiledCore fresh(s_->fn, s_->options, s_->module);
   fresh.s_->record_graphs = true;
   fresh.call(ts, st);
   std::lock_guard<std::mutex> lock(fresh.s_->stats_mu);
@@ -349,7 +357,7 @@ void mark_static(const Tensor& t, int64_t dim) {
 CompiledFunction<Tensor(const Tensor&)> compile(nn::Module& module, CompileOptions options) {
   nn::Module* m = &module;
   return CompiledFunction<Tensor(const Tensor&)>([m](const Tensor& x) { return m->forward(x); }, std::move(options),
-                                                 [m] { return m->named_parameters(); });
+                                                 m);
 }
 
 std::string ExplainReport::text() const {

@@ -44,7 +44,7 @@ int fold_views(Graph& g) {
   int folded = 0;
   for (Node& node : g.nodes) {
     for (int& v : node.inputs) v = repl[v];
-    if (node.op->schedule_class != ScheduleClass::view || node.op->random) continue;
+    if (node.op->schedule_class != ScheduleClass::view) continue;
     bool changed = skip_reshape(g, node);
     if (same_layout(g, g.values[node.inputs[0]], g.values[node.outputs[0]])) {
       repl[node.outputs[0]] = node.inputs[0];

@@ -22,6 +22,11 @@ std::vector<Tensor> Module::parameters() const {
   return out;
 }
 
+void Module::for_each_parameter(const std::function<void(const Tensor&)>& fn) const {
+  for (const auto& [name, t] : params_) fn(*t);
+  for (const auto& [prefix, child] : children_) child->for_each_parameter(fn);
+}
+
 void Module::train(bool on) {
   training_ = on;
   for (auto& [name, child] : children_) child->train(on);

@@ -6,6 +6,7 @@
 //   Tensor y = mlp.forward(x);
 //   optim::SGD opt(mlp.parameters(), {.lr = 0.1});
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -25,6 +26,9 @@ class Module {
 
   std::vector<std::pair<std::string, Tensor>> named_parameters() const;
   std::vector<Tensor> parameters() const;
+  // Calls fn on every parameter in named_parameters() order, without building names (cheap
+  // enough to run on every call of a compiled module, which checks the parameters' identity).
+  void for_each_parameter(const std::function<void(const Tensor&)>& fn) const;
   void train(bool on = true);
   void eval() { train(false); }
   bool is_training() const { return training_; }
