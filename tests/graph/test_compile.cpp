@@ -307,3 +307,41 @@ BOOST_AUTO_TEST_CASE(a_compiled_function_inside_another_is_inlined) {
   BOOST_TEST(r.op_count == 5);  // exp, full, mul, full, add
   BOOST_TEST(inner.stats().compiles == 0);
 }
+
+BOOST_AUTO_TEST_CASE(mark_static_and_dynamic_false_keep_sizes_static) {
+  auto f = compile([](const Tensor& x) { return x * 2.0; });
+  Tensor a = random_tensor({4, 3}, f32, 1);
+  mark_static(a, 0);
+  f(a);
+  Tensor b = random_tensor({5, 3}, f32, 2);
+  mark_static(b, 0);
+  f(b);  // a size change, but dim 0 is marked static: the new graph is static again
+  Tensor c = random_tensor({6, 3}, f32, 3);
+  mark_static(c, 0);
+  check_same(f(c), c * 2.0, "third size");
+  BOOST_TEST(f.stats().recompiles == 2);
+  auto g = compile([](const Tensor& x) { return x * 2.0; }, {.dynamic = false});
+  for (int64_t n : {2, 3, 4}) g(random_tensor({n}, f32, uint64_t(n)));
+  BOOST_TEST(g.stats().recompiles == 2);
+}
+
+BOOST_AUTO_TEST_CASE(every_kind_of_host_read_breaks) {
+  auto f = compile([](const Tensor& x) {
+    Tensor a = x + 1.0;
+    std::string printed = a.str();  // printing values
+    Tensor b = a * 2.0;
+    std::vector<float> v = b.to_vector<float>();
+    Tensor c = b - 1.0;
+    Tensor d = zeros({3});
+    d.copy_(c);  // an in-place write of a traced value
+    return d * float(v.size()) + float(printed.size() > 0);
+  });
+  Tensor x = random_tensor({3}, f32, 1);
+  check_same(f(x), ((x + 1.0) * 2.0 - 1.0) * 3.0 + 1.0, "three breaks");
+  ExplainReport r = explain(f, x);
+  BOOST_TEST_REQUIRE(r.breaks.size() == 3u);
+  BOOST_TEST(r.breaks[0].reason.find("str()") == 0);
+  BOOST_TEST(r.breaks[1].reason.find("to_vector()") == 0);
+  BOOST_TEST(r.breaks[2].reason.find("copy_()") == 0);
+  for (const GraphBreak& b : r.breaks) BOOST_TEST(b.file == "test_compile.cpp");
+}
