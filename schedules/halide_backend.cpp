@@ -1,0 +1,173 @@
+// The "halide" backend: a graph becomes a sequence of steps, each either a region of lowerable
+// nodes compiled into one JIT Halide pipeline, or one node that runs through its eager kernel
+// (matmul, random draws, gathers whose indices are checked on the host). Regions are maximal runs
+// of lowerable nodes in graph order; a value crosses between steps as a tensor.
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
+
+#include "dsl/dispatch.h"
+#include "dsl/error.h"
+#include "graph/backend.h"
+#include "graph/logs.h"
+#include "schedules/cpu_schedule.h"
+#include "schedules/lower_region.h"
+
+namespace kiln {
+
+namespace {
+
+struct Step {
+  int node = -1;  // an eager node, or -1 for a region
+  Region region;
+  LoweredRegion lowered;
+  Halide::Pipeline pipeline;
+};
+
+// A tensor as a Halide buffer over the same memory (Halide's dims are innermost first).
+Halide::Buffer<> as_buffer(const Tensor& t) {
+  const TensorImpl& ti = t.impl();
+  int rank = int(ti.shape.size());
+  std::vector<halide_dimension_t> dims(static_cast<size_t>(rank));
+  for (int d = 0; d < rank; ++d) {
+    KILN_CHECK(ti.shape[d] <= INT32_MAX && std::abs(ti.strides[d]) <= INT32_MAX, "halide backend: tensor of shape ",
+               to_string(ti.shape), " is too large for Halide's 32-bit indexing");
+    dims[size_t(rank - 1 - d)] = {0, int32_t(ti.shape[d]), int32_t(ti.strides[d]), 0};
+  }
+  return Halide::Buffer<>(halide_type(ti.dtype), t.data_ptr(), rank, dims.data());
+}
+
+class HalideGraph final : public CompiledGraph {
+ public:
+  HalideGraph(std::shared_ptr<const Graph> g, std::vector<Step> steps) : g_(std::move(g)), steps_(std::move(steps)) {}
+
+  TensorList run(const TensorList& inputs) const override {
+    const Graph& g = *g_;
+    std::vector<Tensor> values(g.values.size());
+    std::map<int, int64_t> symbols;  // root symbol -> size, read off the inputs
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      int v = g.inputs[i].value;
+      values[size_t(v)] = inputs[i];
+      const SymShape& sym = g.values[size_t(v)].sym;
+      for (size_t d = 0; d < sym.size(); ++d) {
+        SymDim c = g.shape_env->canonical(sym[d]);
+        if (c.syms.size() == 1 && c.coeff == 1 && !c.opaque) symbols[c.syms[0]] = inputs[i].impl().shape[d];
+      }
+    }
+    auto size_of = [&](const SymDim& raw) {
+      SymDim c = g.shape_env->canonical(raw);
+      int64_t n = c.coeff;
+      for (int s : c.syms) {
+        auto it = symbols.find(s);
+        KILN_CHECK(it != symbols.end(), "halide backend: symbol s", s, " is not the size of any input");
+        n *= it->second;
+      }
+      return n;
+    };
+    for (const Step& s : steps_) {
+      if (s.node >= 0) {
+        const Node& n = g.nodes[size_t(s.node)];
+        TensorList args;
+        for (int v : n.inputs) args.push_back(values[size_t(v)]);
+        TensorList outs = dispatch(*n.op, args, n.attrs);
+        for (size_t k = 0; k < n.outputs.size(); ++k) values[size_t(n.outputs[k])] = outs[k];
+        continue;
+      }
+      Halide::ParamMap params;
+      for (size_t k = 0; k < s.region.inputs.size(); ++k)
+        params.set(s.lowered.inputs[k], as_buffer(values[size_t(s.region.inputs[k])]));
+      for (const auto& [sym, p] : s.lowered.symbols) params.set(p, int32_t(symbols.at(sym)));
+      std::vector<Halide::Buffer<>> outs;
+      for (int v : s.region.outputs) {
+        const Value& val = g.values[size_t(v)];
+        Shape shape;
+        for (const SymDim& d : val.sym) shape.push_back(size_of(d));
+        values[size_t(v)] = Tensor::empty(shape, {val.meta.dtype, val.meta.device});
+        outs.push_back(as_buffer(values[size_t(v)]));
+      }
+      Halide::Realization real(outs);
+      Halide::Pipeline pipeline = s.pipeline;  // a handle: realize() is not const
+      pipeline.realize(real, Halide::get_jit_target_from_environment(), params);
+    }
+    TensorList out;
+    for (int v : g.outputs) out.push_back(values[size_t(v)]);
+    return out;
+  }
+
+ private:
+  std::shared_ptr<const Graph> g_;
+  std::vector<Step> steps_;
+};
+
+// Splits the graph into steps: maximal runs of lowerable nodes, and the others one by one.
+std::vector<Step> plan_steps(const Graph& g) {
+  std::vector<Step> steps;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!lowerable(g, g.nodes[i])) {
+      steps.push_back({int(i), {}, {}, {}});
+      continue;
+    }
+    if (steps.empty() || steps.back().node >= 0) steps.push_back({});
+    steps.back().region.nodes.push_back(int(i));
+  }
+  // Each region's inputs (values it reads but does not make) and outputs (values read later or
+  // returned).
+  std::vector<int> last_use(g.values.size(), -1);
+  std::set<int> graph_outputs(g.outputs.begin(), g.outputs.end());
+  for (size_t si = 0; si < steps.size(); ++si) {
+    auto nodes = steps[si].node >= 0 ? std::vector<int>{steps[si].node} : steps[si].region.nodes;
+    for (int n : nodes)
+      for (int v : g.nodes[size_t(n)].inputs) last_use[size_t(v)] = int(si);
+  }
+  for (size_t si = 0; si < steps.size(); ++si) {
+    Region& r = steps[si].region;
+    if (steps[si].node >= 0) continue;
+    std::set<int> made;
+    for (int n : r.nodes)
+      for (int v : g.nodes[size_t(n)].outputs) made.insert(v);
+    for (int n : r.nodes)
+      for (int v : g.nodes[size_t(n)].inputs)
+        if (!made.count(v) && std::find(r.inputs.begin(), r.inputs.end(), v) == r.inputs.end()) r.inputs.push_back(v);
+    for (int v : made)
+      if (graph_outputs.count(v) || last_use[size_t(v)] > int(si)) r.outputs.push_back(v);
+  }
+  return steps;
+}
+
+class HalideBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "halide"; }
+
+  std::shared_ptr<CompiledGraph> compile(std::shared_ptr<const Graph> g) override {
+    std::vector<Step> steps = plan_steps(*g);
+    for (Step& s : steps) {
+      if (s.node >= 0 || s.region.outputs.empty()) continue;
+      s.lowered = lower_region(*g, s.region);
+      schedule_cpu(*g, s.region, s.lowered);
+      s.pipeline = Halide::Pipeline(s.lowered.outputs);
+      auto t0 = std::chrono::steady_clock::now();
+      s.pipeline.compile_jit(Halide::get_jit_target_from_environment());
+      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      log_line(LogChannel::output_code, "halide: region of " + std::to_string(s.region.nodes.size()) + " ops, " +
+                                            std::to_string(s.region.outputs.size()) + " outputs, jit " +
+                                            std::to_string(int(ms)) + " ms");
+    }
+    steps.erase(std::remove_if(steps.begin(), steps.end(), [](const Step& s) {
+                  return s.node < 0 && s.region.outputs.empty();
+                }),
+                steps.end());
+    return std::make_shared<HalideGraph>(std::move(g), std::move(steps));
+  }
+};
+
+}  // namespace
+
+}  // namespace kiln
+
+// Referenced by the kiln target's link options, so the linker keeps this file and registers the
+// backend before main().
+extern "C" int kiln_halide_backend_registered = [] {
+  kiln::register_backend(std::make_shared<kiln::HalideBackend>());
+  return 1;
+}();

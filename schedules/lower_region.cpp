@@ -1,0 +1,295 @@
+#include "schedules/lower_region.h"
+
+#include <set>
+
+#include "dsl/error.h"
+
+namespace kiln {
+
+using namespace Halide;
+
+namespace {
+
+// Pointwise kernels compute f16/bf16 in f32 and bool in i32, like the eager kernels do.
+DType widened(DType t) {
+  if (t == DType::f16 || t == DType::bf16) return DType::f32;
+  if (t == DType::bool_) return DType::i32;
+  return t;
+}
+
+Expr convert(Expr stored, DType from, DType to) {
+  return from == to ? stored : store_value(load_value(stored, from), to);
+}
+
+bool is_pointwise(const Node& n) {
+  return n.op->pointwise && (n.op->family == KernelFamily::unary || n.op->family == KernelFamily::binary ||
+                             n.op->family == KernelFamily::where || n.op->family == KernelFamily::cast ||
+                             n.op->family == KernelFamily::copy);
+}
+
+class Lowering {
+ public:
+  Lowering(const Graph& g, const Region& r) : g_(g), r_(r) {}
+
+  LoweredRegion run() {
+    for (size_t k = 0; k < r_.inputs.size(); ++k) lower_input(r_.inputs[k], int(k));
+    std::map<int, int> uses;
+    for (int n : r_.nodes)
+      for (int v : g_.nodes[n].inputs) ++uses[v];
+    for (int n : r_.nodes) {
+      const Node& node = g_.nodes[n];
+      lower_node(node);
+      // A pointwise value read twice is computed once; others are inlined into their readers.
+      bool shared = is_pointwise(node) && node.op->family != KernelFamily::copy && uses[node.outputs[0]] > 1;
+      if (!is_pointwise(node) && node.op->schedule_class != ScheduleClass::view &&
+          node.op->schedule_class != ScheduleClass::creation)
+        out_.materialized.push_back(out_.values.at(node.outputs[0]).func);
+      else if (shared)
+        out_.materialized.push_back(out_.values.at(node.outputs[0]).func);
+    }
+    // Outputs are the values' own Funcs, except where two outputs share one or an output is an
+    // input: a pipeline needs distinct output Funcs, so those get a copy.
+    std::set<std::string> taken;
+    for (const ImageParam& p : out_.inputs) taken.insert(p.name() + "_f");
+    for (int v : r_.outputs) {
+      const HalideTensor& t = out_.values.at(v);
+      if (taken.insert(t.func.name()).second) {
+        out_.outputs.push_back(t.func);
+        continue;
+      }
+      std::vector<Var> vars = halide_vars(t.rank());
+      Func o("out_" + std::to_string(v));
+      o(vars) = t.func(vars);
+      out_.outputs.push_back(o);
+    }
+    return std::move(out_);
+  }
+
+ private:
+  Expr dim_expr(const SymDim& raw) {
+    SymDim d = g_.shape_env->canonical(raw);
+    KILN_CHECK(!d.opaque, "halide backend: dim ", d.str(), " has no formula");
+    Expr e = Expr(int32_t(d.coeff));
+    for (int s : d.syms) {
+      auto it = out_.symbols.find(s);
+      if (it == out_.symbols.end()) it = out_.symbols.emplace(s, Param<int32_t>("s" + std::to_string(s))).first;
+      e = Internal::is_const_one(e) ? Expr(it->second) : e * it->second;
+    }
+    return e;
+  }
+
+  std::vector<Expr> shape_of(int v) {
+    std::vector<Expr> s;
+    for (const SymDim& d : g_.values[v].sym) s.push_back(dim_expr(d));
+    return s;
+  }
+
+  bool is_one(int v, size_t d) const { return g_.values[v].sym[d] == SymDim::constant(1); }
+
+  void lower_input(int v, int k) {
+    const Value& val = g_.values[v];
+    int rank = int(val.meta.shape.size());
+    ImageParam p(halide_type(val.meta.dtype), rank, "in" + std::to_string(k));
+    if (rank > 0) p.dim(0).set_stride(Expr());
+    std::vector<Expr> shape = shape_of(v);
+    for (int d = 0; d < rank; ++d) {
+      int h = rank - 1 - d;
+      p.dim(h).set_min(0);
+      if (g_.values[v].sym[d].is_static()) p.dim(h).set_extent(shape[d]);
+    }
+    std::vector<Var> vars = halide_vars(rank);
+    Func f("in" + std::to_string(k) + "_f");
+    f(vars) = p(vars);
+    out_.inputs.push_back(p);
+    out_.values[v] = {f, shape, val.meta.dtype};
+  }
+
+  void lower_node(const Node& n) {
+    const OpDef& op = *n.op;
+    int v = n.outputs[0];
+    if (op.family == KernelFamily::copy) {
+      out_.values[v] = out_.values.at(n.inputs[0]);
+    } else if (is_pointwise(n)) {
+      lower_pointwise(n);
+    } else if (op.schedule_class == ScheduleClass::view) {
+      lower_view(n);
+    } else if (op.schedule_class == ScheduleClass::creation) {
+      lower_creation(n);
+    } else {
+      lower_define(n);
+    }
+  }
+
+  // Output value at `args` (innermost first), each input indexed with broadcasting.
+  void lower_pointwise(const Node& n) {
+    const OpDef& op = *n.op;
+    int v = n.outputs[0];
+    const Value& out = g_.values[v];
+    int R = int(out.meta.shape.size());
+    std::vector<TensorMeta> metas;
+    for (int i : n.inputs) metas.push_back(g_.values[i].meta);
+    DType ct = op.compute_dtype ? op.compute_dtype(metas) : out.meta.dtype;
+    DType kt = widened(ct);
+    std::vector<Var> vars = halide_vars(R);
+    std::vector<Expr> values;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      int iv = n.inputs[i];
+      const HalideTensor& x = out_.values.at(iv);
+      int r = x.rank();
+      std::vector<Expr> at;
+      for (int h = 0; h < r; ++h) {
+        size_t d = size_t(r - 1 - h), od = size_t(R - 1 - h);
+        at.push_back(is_one(iv, d) && !is_one(v, od) ? Expr(0) : Expr(vars[h]));
+      }
+      Expr stored = x.func(at);
+      bool cond = op.family == KernelFamily::where && i == 0;
+      values.push_back(cond ? load_value(stored, DType::bool_) : load_value(convert(stored, x.dtype, kt), kt));
+    }
+    DType kout = out.meta.dtype == ct ? kt : out.meta.dtype;
+    Func f(op.name + "_" + std::to_string(v));
+    f(vars) = convert(store_value(op.pointwise(values, n.attrs), kout), kout, out.meta.dtype);
+    out_.values[v] = {f, shape_of(v), out.meta.dtype};
+  }
+
+  void lower_creation(const Node& n) {
+    int v = n.outputs[0];
+    const Value& out = g_.values[v];
+    const Attrs& a = n.attrs;
+    int R = int(out.meta.shape.size());
+    std::vector<Var> vars = halide_vars(R);
+    Expr value;
+    if (n.op->name == "full") {
+      value = Expr(a.get<double>("value"));
+    } else {
+      Expr i = cast(Float(64), vars.at(0));
+      if (n.op->name == "arange") {
+        value = Expr(a.get<double>("start")) + i * Expr(a.get<double>("step"));
+      } else {  // linspace
+        double start = a.get<double>("start"), end = a.get<double>("end");
+        int64_t steps = a.get<int64_t>("steps");
+        double step = steps > 1 ? (end - start) / double(steps - 1) : 0;
+        value = select(vars[0] == int32_t(steps - 1) && steps > 1, Expr(end), Expr(start) + i * Expr(step));
+      }
+    }
+    Func f(n.op->name + "_" + std::to_string(v));
+    f(vars) = store_value(value, out.meta.dtype);
+    out_.values[v] = {f, shape_of(v), out.meta.dtype};
+  }
+
+  void lower_define(const Node& n) {
+    std::vector<HalideTensor> ins;
+    for (int iv : n.inputs) {
+      HalideTensor x = out_.values.at(iv);
+      DType w = (x.dtype == DType::f16 || x.dtype == DType::bf16) ? DType::f32 : x.dtype;
+      if (w != x.dtype) {
+        std::vector<Var> vars = halide_vars(x.rank());
+        Func c("widen_" + std::to_string(iv));
+        c(vars) = convert(x.func(vars), x.dtype, w);
+        x = {c, x.shape, w};
+      }
+      ins.push_back(x);
+    }
+    std::vector<HalideTensor> outs = n.op->define(ins, n.attrs);
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      int v = n.outputs[k];
+      DType want = g_.values[v].meta.dtype;
+      HalideTensor y = outs[k];
+      if (y.dtype != want) {
+        std::vector<Var> vars = halide_vars(y.rank());
+        Func c(n.op->name + "_cast_" + std::to_string(v));
+        c(vars) = convert(y.func(vars), y.dtype, want);
+        y.func = c;
+      }
+      out_.values[v] = {y.func, shape_of(v), want};
+    }
+  }
+
+  // Views: the output's coordinates mapped to the input's, as index arithmetic.
+  void lower_view(const Node& n) {
+    int in = n.inputs[0], v = n.outputs[0];
+    const HalideTensor& x = out_.values.at(in);
+    const Value& iv = g_.values[in];
+    const Value& ov = g_.values[v];
+    int r = int(iv.meta.shape.size()), R = int(ov.meta.shape.size());
+    std::vector<Var> vars = halide_vars(R);
+    std::vector<Expr> o(R);  // output index of kiln dim d
+    for (int d = 0; d < R; ++d) o[d] = vars[R - 1 - d];
+    std::vector<Expr> i(r);  // input index of kiln dim d
+    std::vector<Expr> in_shape = x.shape, out_shape = shape_of(v);
+    const std::string& op = n.op->name;
+    const Attrs& a = n.attrs;
+    if (op == "transpose" || op == "permute") {
+      std::vector<int> perm(r);
+      for (int d = 0; d < r; ++d) perm[d] = d;
+      if (op == "transpose" && r > 0)
+        std::swap(perm[wrap_dim("transpose", a.get<int64_t>("dim0"), r)], perm[wrap_dim("transpose", a.get<int64_t>("dim1"), r)]);
+      if (op == "permute")
+        for (int d = 0; d < r; ++d) perm[d] = wrap_dim("permute", a.get<std::vector<int64_t>>("dims")[d], r);
+      for (int d = 0; d < R; ++d) i[perm[d]] = o[d];
+    } else if (op == "unsqueeze") {
+      int64_t dim = a.get<int64_t>("dim");
+      int u = int(dim < 0 ? dim + r + 1 : dim);
+      for (int d = 0, k = 0; d < R; ++d)
+        if (d != u) i[k++] = o[d];
+    } else if (op == "squeeze") {
+      int only = a.has("dim") ? wrap_dim("squeeze", a.get<int64_t>("dim"), r) : -1;
+      for (int d = 0, k = 0; d < r; ++d) {
+        bool dropped = iv.meta.shape[d] == 1 && (only < 0 || only == d);
+        i[d] = dropped ? Expr(0) : o[k++];
+      }
+    } else if (op == "expand") {
+      int off = R - r;
+      for (int d = 0; d < r; ++d) i[d] = is_one(in, size_t(d)) && !is_one(v, size_t(d + off)) ? Expr(0) : o[d + off];
+    } else if (op == "slice") {
+      int d = wrap_dim("slice", a.get<int64_t>("dim"), r);
+      Expr n_ = in_shape[d];
+      Expr start = Expr(int32_t(a.get<int64_t>("start")));
+      start = clamp(select(start < 0, start + n_, start), 0, n_);
+      for (int k = 0; k < r; ++k) i[k] = o[k];
+      i[d] = start + o[d] * int32_t(a.get<int64_t>("step"));
+    } else {  // view, flatten, unflatten: the same elements in row-major order
+      Expr linear = 0;
+      for (int d = 0; d < R; ++d) linear = d == 0 ? o[0] : linear * out_shape[d] + o[d];
+      for (int d = r - 1; d >= 0; --d) {
+        i[d] = d == 0 ? linear : linear % in_shape[d];
+        if (d > 0) linear = linear / in_shape[d];
+      }
+    }
+    std::vector<Expr> at(r);
+    for (int d = 0; d < r; ++d) at[r - 1 - d] = i[d];
+    Func f(op + "_" + std::to_string(v));
+    f(vars) = x.func(at);
+    out_.values[v] = {f, out_shape, x.dtype};
+  }
+
+  const Graph& g_;
+  const Region& r_;
+  LoweredRegion out_;
+};
+
+}  // namespace
+
+bool lowerable(const Graph& g, const Node& n) {
+  const OpDef& op = *n.op;
+  if (op.random || op.family == KernelFamily::matmul) return false;  // eager kernels (for now)
+  // Their eager runners check indices and targets on the host; inside a pipeline a bad index
+  // would read out of bounds.
+  if (op.family == KernelFamily::embedding || op.family == KernelFamily::cross_entropy ||
+      op.family == KernelFamily::embedding_backward)
+    return false;
+  if (n.outputs.size() != 1) return false;
+  for (int v : n.outputs)
+    for (const SymDim& d : g.values[v].sym)
+      if (g.shape_env->canonical(d).opaque) return false;
+  for (int v : n.inputs)
+    for (const SymDim& d : g.values[v].sym)
+      if (g.shape_env->canonical(d).opaque) return false;
+  if (is_pointwise(n) || op.schedule_class == ScheduleClass::view) return true;
+  if (op.schedule_class == ScheduleClass::creation)
+    return op.name == "full" || op.name == "arange" || op.name == "linspace";
+  return bool(op.define);
+}
+
+LoweredRegion lower_region(const Graph& g, const Region& r) { return Lowering(g, r).run(); }
+
+}  // namespace kiln

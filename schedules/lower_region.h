@@ -1,0 +1,36 @@
+// Lowering: a region of a captured graph (a run of nodes) becomes one Halide pipeline, built from
+// the ops' own Halide definitions (dsl/ops/): a pointwise op is one Expr of its inputs' values, so
+// a chain of them is one expression; other ops build Funcs from their inputs' Funcs; views are
+// index arithmetic on their input's Func, never copies. Sizes are constants where the graph knows
+// them and scalar parameters (one per symbol) where it does not.
+#pragma once
+#include <Halide.h>
+
+#include <map>
+#include <vector>
+
+#include "dsl/halide_def.h"
+#include "graph/graph.h"
+
+namespace kiln {
+
+struct Region {
+  std::vector<int> nodes;    // node indices, in graph order
+  std::vector<int> inputs;   // value ids read from outside the region
+  std::vector<int> outputs;  // value ids needed outside the region (or graph outputs)
+};
+
+struct LoweredRegion {
+  std::vector<Halide::ImageParam> inputs;  // one per Region::inputs, strides free
+  std::map<int, Halide::Param<int32_t>> symbols;  // symbol root -> its size at run time
+  std::vector<Halide::Func> outputs;       // one per Region::outputs
+  std::vector<Halide::Func> materialized;  // outputs of non-pointwise nodes and shared values
+  std::map<int, HalideTensor> values;      // every value of the region, by id
+};
+
+// Whether the Halide lowering covers this node (others run through their eager kernels).
+bool lowerable(const Graph& g, const Node& n);
+
+LoweredRegion lower_region(const Graph& g, const Region& r);
+
+}  // namespace kiln

@@ -1,0 +1,109 @@
+// The "halide" backend against eager execution: fused pointwise chains with broadcasting and
+// dtype conversions, reductions, row ops, views as index arithmetic, creation ops, eager steps
+// (matmul, random) between regions, symbolic sizes, and every zoo model.
+#include "bench/zoo.h"
+#include "support/reference.h"
+
+using namespace kiln;
+using namespace kiln::test;
+
+namespace {
+
+CompileOptions halide() { return {.backend = "halide"}; }
+
+void check_same(const Tensor& got, const Tensor& want, const std::string& what) {
+  check_close(got, host_values(want), want.shape(), what);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(pointwise_chains_with_broadcasting_and_dtypes) {
+  auto fn = [](const Tensor& a, const Tensor& b, const Tensor& c) {
+    Tensor x = gelu(a * b + 1.5) - tanh(c);                 // [4, 5] * [5] + ..., c [4, 1]
+    Tensor y = where(gt(x, 0.0), exp(-x), sigmoid(x)) * 2.0;
+    return std::make_tuple(y, (y.to(f16) * 3.0).to(f32), relu(a).to(f64) + 1.0, lt(a, b));
+  };
+  auto f = compile(fn, halide());
+  for (int call = 0; call < 2; ++call) {
+    Tensor a = random_tensor({4, 5}, f32, 1 + call), b = random_tensor({5}, f32, 3 + call),
+           c = random_tensor({4, 1}, f32, 5 + call);
+    auto [y, z, w, m] = f(a, b, c);
+    auto [ey, ez, ew, em] = fn(a, b, c);
+    check_same(y, ey, "chain");
+    check_close(z, host_values(ez), {4, 5}, tolerance(f16), "through f16");
+    check_same(w, ew, "to f64");
+    check_same(m, em, "comparison");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(reductions_and_row_ops) {
+  Tensor w = random_tensor({16}, f32, 1), bias = random_tensor({16}, f32, 2);
+  auto fn = [&](const Tensor& x) {
+    Tensor h = layer_norm(x * 2.0, {16}, w, bias);
+    return std::vector<Tensor>{softmax(h, -1), log_softmax(h, 0), h.sum({1}), h.mean({0}, true),
+                               h.max({1}), h.var({1}), logsumexp(h, {1}), argmax(h, 1), h.sum()};
+  };
+  auto f = compile(fn, halide());
+  Tensor x = random_tensor({6, 16}, f32, 3);
+  std::vector<Tensor> got = f(x), want = fn(x);
+  for (size_t i = 0; i < want.size(); ++i) check_same(got[i], want[i], "output " + std::to_string(i));
+}
+
+BOOST_AUTO_TEST_CASE(views_are_index_arithmetic) {
+  auto fn = [](const Tensor& x) {
+    Tensor t = x.transpose(0, 2) * 1.0;                      // [4, 3, 2]
+    Tensor s = x.slice(2, 1, 4, 2) + 1.0;                    // [2, 3, 2]
+    Tensor r = x.reshape({6, -1}).unsqueeze(0).expand({3, 6, 4}) * 2.0;
+    Tensor p = x.permute({1, 2, 0}).flatten(1).unflatten(1, {2, 4}) - 1.0;
+    Tensor q = x.narrow(1, 1, 2).squeeze() * 3.0;  // nothing to squeeze: [2, 2, 4]
+    return std::vector<Tensor>{t, s, r, p, q, x.transpose(1, 2)};
+  };
+  auto f = compile(fn, halide());
+  Tensor x = random_tensor({2, 3, 4}, f32, 1);
+  std::vector<Tensor> got = f(x), want = fn(x);
+  for (size_t i = 0; i < want.size(); ++i) check_same(got[i], want[i], "view " + std::to_string(i));
+  Tensor xt = random_view({2, 3, 4}, f32, 2, "transposed");  // a strided input
+  got = f(xt);
+  want = fn(xt);
+  for (size_t i = 0; i < want.size(); ++i) check_same(got[i], want[i], "strided input, view " + std::to_string(i));
+}
+
+BOOST_AUTO_TEST_CASE(eager_steps_between_regions) {
+  Tensor w = random_tensor({8, 8}, f32, 1);
+  auto fn = [&](const Tensor& x) {
+    Tensor h = gelu(matmul(x * 0.5, w) + arange(8.0) * 0.1);
+    Tensor noise = rand_like(h);  // a random draw: runs eagerly, between two regions
+    return softmax(h + noise, -1) + full({8}, 2.0);
+  };
+  auto f = compile(fn, halide());
+  Tensor x = random_tensor({5, 8}, f32, 2);
+  manual_seed(3);
+  Tensor got = f(x);
+  manual_seed(3);
+  check_same(got, fn(x), "matmul and rand_like between regions");
+}
+
+BOOST_AUTO_TEST_CASE(symbolic_sizes_are_parameters) {
+  auto fn = [](const Tensor& x, const Tensor& y) { return softmax(x + y, -1).flatten() * 2.0; };
+  auto f = compile(fn, {.backend = "halide", .dynamic = true});
+  for (int64_t n : {3, 7, 12}) {
+    Tensor x = random_tensor({n, 5}, f32, uint64_t(n)), y = random_tensor({n, 5}, f32, uint64_t(n + 1));
+    check_same(f(x, y), fn(x, y), "n = " + std::to_string(n));
+  }
+  BOOST_TEST(f.stats().compiles == 1);
+}
+
+BOOST_AUTO_TEST_CASE(zoo_models_on_the_halide_backend) {
+  for (const std::string& name : zoo::zoo_names()) {
+    BOOST_TEST_CONTEXT("model " << name) {
+      manual_seed(1);
+      zoo::ZooModel m = zoo::make_zoo_model(name, zoo::ZooSize::test);
+      auto f = compile([&](std::vector<Tensor> xs) { return m.forward(xs); }, halide());
+      for (int call = 0; call < 2; ++call) {
+        TensorList in = m.make_inputs();
+        TensorList got = f(in), want = m.forward(in);
+        for (size_t i = 0; i < want.size(); ++i) check_same(got[i], want[i], name);
+      }
+    }
+  }
+}
