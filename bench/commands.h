@@ -12,6 +12,7 @@ struct BenchOptions {
   std::string json_path;  // --json FILE
   std::string filter;     // --filter SUBSTRING (ops whose name contains it)
   std::string self_path;  // this executable, for fresh-process measurements
+  std::string backend = "halide";  // bench models: the compile backend
 };
 
 struct DemoOptions {
@@ -24,6 +25,7 @@ int run_demo(const DemoOptions& opts);
 int run_bench_ops(const BenchOptions& opts);
 int run_first_op();
 int run_bench_compile(const BenchOptions& opts);
+int run_bench_models(const BenchOptions& opts);
 int run_explain(const std::string& name, const std::string& dump_dir);
 std::vector<std::string> explain_names();  // zoo models and the examples
 

@@ -20,6 +20,8 @@ commands:
         train a tiny GPT eagerly to reverse digit sequences; progress, summary, per-op profile
   bench ops [--device cpu] [--json FILE] [--filter NAME]
         median eager time per op: one element (host overhead) and a large tensor (throughput)
+  bench models [--device cpu] [--backend halide|eager] [--filter NAME] [--json FILE]
+        every zoo model eager against compiled: median ms, cold compile seconds, kernels per call
   bench compile [--json FILE]
         host overhead of one call of a compiled function (guards, lookup, graph run)
   explain NAME [--dump DIR]
@@ -79,6 +81,17 @@ int main(int argc, char** argv) {
         kiln::throw_error("kiln explain: name a model or example:", all);
       }
       return kiln::bench::run_explain(name, dump);
+    }
+    if (args[0] == "bench" && args.size() >= 2 && args[1] == "models") {
+      kiln::bench::BenchOptions o;
+      for (size_t i = 2; i < args.size(); ++i) {
+        if (args[i] == "--device") o.device = parse_device(value(i));
+        else if (args[i] == "--backend") o.backend = value(i);
+        else if (args[i] == "--filter") o.filter = value(i);
+        else if (args[i] == "--json") o.json_path = value(i);
+        else kiln::throw_error("kiln bench models: unknown option '", args[i], "'");
+      }
+      return kiln::bench::run_bench_models(o);
     }
     if (args[0] == "bench" && args.size() >= 2 && args[1] == "compile") {
       kiln::bench::BenchOptions o;

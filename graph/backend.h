@@ -19,6 +19,8 @@ class CompiledGraph {
   virtual ~CompiledGraph() = default;
   // Inputs in the graph's input order; returns its outputs. May be called from several threads.
   virtual TensorList run(const TensorList& inputs) const = 0;
+  // Kernel launches per run (pipelines plus eager kernels); views cost none.
+  virtual int kernel_count() const = 0;
 };
 
 class Backend {

@@ -52,6 +52,7 @@ struct CompileStats {
   int recompiles = 0;     // traces after the first, each for a failed guard
   int cache_hits = 0;     // calls served by a cached trace
   int eager_calls = 0;    // calls run eagerly past the recompile limit
+  int kernels = 0;        // kernel launches per run of the most recently compiled graph
   std::vector<std::string> recompile_reasons;  // "arg 0 dim 0: 32 -> 64"
   double trace_s = 0;     // time in tracing (the function's host code and shape rules)
   double compile_s = 0;   // time in the backend's compile

@@ -116,6 +116,7 @@ struct CompiledCore::State {
     {
       std::lock_guard<std::mutex> s(stats_mu);
       stats.compile_s += seconds_since(t0);
+      stats.kernels = c->kernel_count();
     }
     graphs[h] = c;
     return c;

@@ -13,6 +13,12 @@ class EagerGraph final : public CompiledGraph {
  public:
   explicit EagerGraph(std::shared_ptr<const Graph> g) : g_(std::move(g)) {}
 
+  int kernel_count() const override {
+    int n = 0;
+    for (const Node& node : g_->nodes) n += node.op->schedule_class != ScheduleClass::view;
+    return n;
+  }
+
   TensorList run(const TensorList& inputs) const override {
     const Graph& g = *g_;
     KILN_CHECK(inputs.size() == g.inputs.size(), "eager backend: graph has ", g.inputs.size(), " inputs, got ",

@@ -42,6 +42,12 @@ class HalideGraph final : public CompiledGraph {
  public:
   HalideGraph(std::shared_ptr<const Graph> g, std::vector<Step> steps) : g_(std::move(g)), steps_(std::move(steps)) {}
 
+  int kernel_count() const override {
+    int n = 0;
+    for (const Step& s : steps_) n += s.node < 0 || g_->nodes[size_t(s.node)].op->schedule_class != ScheduleClass::view;
+    return n;
+  }
+
   TensorList run(const TensorList& inputs) const override {
     const Graph& g = *g_;
     std::vector<Tensor> values(g.values.size());
@@ -100,11 +106,34 @@ class HalideGraph final : public CompiledGraph {
   std::vector<Step> steps_;
 };
 
-// Splits the graph into steps: maximal runs of lowerable nodes, and the others one by one.
+// Which nodes go into pipelines. A view joins one only when every reader of it is in a pipeline
+// too; a view read by an eager kernel (a transposed weight into matmul) or returned stays a
+// view, so no pipeline copies it.
+std::vector<bool> lowered_nodes(const Graph& g) {
+  std::vector<bool> lower(g.nodes.size());
+  std::vector<std::vector<int>> readers(g.values.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    lower[i] = lowerable(g, g.nodes[i]);
+    for (int v : g.nodes[i].inputs) readers[size_t(v)].push_back(int(i));
+  }
+  std::set<int> outputs(g.outputs.begin(), g.outputs.end());
+  for (size_t i = g.nodes.size(); i-- > 0;) {
+    const Node& n = g.nodes[i];
+    if (!lower[i] || n.op->schedule_class != ScheduleClass::view) continue;
+    int v = n.outputs[0];
+    bool eager_reader = outputs.count(v) > 0;
+    for (int r : readers[size_t(v)]) eager_reader = eager_reader || !lower[size_t(r)];
+    if (eager_reader) lower[i] = false;
+  }
+  return lower;
+}
+
+// Splits the graph into steps: maximal runs of lowered nodes, and the others one by one.
 std::vector<Step> plan_steps(const Graph& g) {
   std::vector<Step> steps;
+  std::vector<bool> lower = lowered_nodes(g);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
-    if (!lowerable(g, g.nodes[i])) {
+    if (!lower[i]) {
       steps.push_back({int(i), {}, {}, {}});
       continue;
     }

@@ -1,0 +1,259 @@
+// Differential fuzzing of kiln::compile: random programs of Tensor ops (support/fuzz_program.h)
+// must give the same results compiled and eagerly, on fresh random inputs, within each dtype's
+// tolerance; the second call must hit the cache, and in dynamic programs a second batch size must
+// reuse the graph. On a difference the test prints the seed and the program as C++.
+//
+// KILN_FUZZ_BACKEND picks the backend (default "eager"; "fuzz_decomposed" is the eager backend
+// after every decomposition), KILN_FUZZ_PROGRAMS / KILN_FUZZ_FIRST_SEED the seeds, e.g.
+//   KILN_FUZZ_PROGRAMS=20000 build/bin/test_graph_fuzz_compile
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <set>
+#include <sstream>
+
+#include "graph/backend.h"
+#include "graph/passes.h"
+#include "support/fuzz_program.h"
+#include "support/reference.h"
+
+// kiln_test_support lists its sources in tests/CMakeLists.txt; the generator is compiled here.
+#include "support/fuzz_program.cpp"
+
+using namespace kiln;
+using namespace kiln::test;
+
+namespace {
+
+std::string env_string(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+uint64_t env_count(const char* name, uint64_t fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::strtoull(v, nullptr, 10) : fallback;
+}
+
+// The eager backend after every decomposition kiln knows: fuzzes decompose() too.
+class DecomposedBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "fuzz_decomposed"; }
+  std::set<std::string> decompositions() const override {
+    std::vector<std::string> all = default_decompositions();
+    return {all.begin(), all.end()};
+  }
+  std::shared_ptr<CompiledGraph> compile(std::shared_ptr<const Graph> g) override {
+    return backend("eager").compile(std::move(g));
+  }
+};
+
+// The eager backend with wrong float results (x * 1.05 + 0.05): the fuzzer must notice.
+class SabotagedGraph final : public CompiledGraph {
+ public:
+  explicit SabotagedGraph(std::shared_ptr<CompiledGraph> g) : g_(std::move(g)) {}
+  TensorList run(const TensorList& inputs) const override {
+    TensorList out = g_->run(inputs);
+    for (Tensor& t : out)
+      if (is_floating(t.dtype())) t = t * 1.05 + 0.05;
+    return out;
+  }
+  int kernel_count() const override { return g_->kernel_count(); }
+
+ private:
+  std::shared_ptr<CompiledGraph> g_;
+};
+class SabotagedBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "fuzz_sabotaged"; }
+  std::shared_ptr<CompiledGraph> compile(std::shared_ptr<const Graph> g) override {
+    return std::make_shared<SabotagedGraph>(backend("eager").compile(std::move(g)));
+  }
+};
+
+void register_test_backends() {
+  static bool done = [] {
+    register_backend(std::make_shared<DecomposedBackend>());
+    register_backend(std::make_shared<SabotagedBackend>());
+    return true;
+  }();
+  (void)done;
+}
+
+// The tolerance of one output: its precision's (the least precise float dtype it went through);
+// integers and bool are exact. `widen`, for backends that reorder or fuse float math (anything but
+// "eager", which runs the very kernels eager code runs), grows it with the chain length and
+// measures the absolute part against the output's largest element (cancellation).
+Tolerance output_tolerance(const FuzzOutput& o, const Tensor& want, bool widen) {
+  if (!is_floating(o.dtype)) return {0, 0};
+  Tolerance t = tolerance(o.precision);
+  if (!widen) return t;
+  double k = 1 + std::sqrt(double(o.depth)), scale = 0;
+  for (double x : host_values(want)) scale = std::max(scale, std::abs(x));
+  return {t.rtol * k, std::max(t.atol, t.rtol * scale) * k};
+}
+
+// "" when `got` has want's shape and dtype and every element is within `tol` (check_close's rule);
+// otherwise what differs. A string rather than Boost assertions, so that a test can show that it
+// fails.
+std::string mismatch(const Tensor& got, const Tensor& want, Tolerance tol) {
+  std::ostringstream os;
+  if (got.shape() != want.shape() || got.dtype() != want.dtype()) {
+    os << "got " << got.dtype() << " " << to_string(got.shape()) << ", want " << want.dtype() << " "
+       << to_string(want.shape());
+    return os.str();
+  }
+  std::vector<double> g = host_values(got), w = host_values(want);
+  int bad = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    double err = std::abs(g[i] - w[i]);
+    bool ok = err <= tol.atol + tol.rtol * std::abs(w[i]) || (std::isnan(g[i]) && std::isnan(w[i])) || g[i] == w[i];
+    if (!ok && bad++ < 4) os << (bad > 1 ? "; " : "") << "element " << i << ": got " << g[i] << ", want " << w[i];
+  }
+  if (bad) os << " (" << bad << " of " << g.size() << " out of tolerance: rtol " << tol.rtol << ", atol " << tol.atol << ")";
+  return os.str();
+}
+
+// The first difference between compiled and eager runs of `p`, or "" when they agree. Two calls on
+// different inputs: the second must hit the cache. With `batch2` > 0 (dynamic programs), dim 0 of
+// every input of the first call is marked dynamic and the second call has that batch size.
+std::string run_and_compare(const FuzzProgram& p, const std::string& backend_name, int64_t batch2, bool widen) {
+  std::vector<TensorList> inputs{make_inputs(p, 2 * p.seed + 1), make_inputs(p, 2 * p.seed + 2, batch2)};
+  if (batch2 > 0)
+    for (const Tensor& x : inputs[0]) mark_dynamic(x, 0);
+  auto f = compile([&p](std::vector<Tensor> xs) { return run_program(p, xs); },
+                   {.backend = backend_name, .name = "fuzz program " + std::to_string(p.seed)});
+  for (int call = 0; call < 2; ++call) {
+    std::string at = "call " + std::to_string(call + 1);
+    int64_t batch = call == 1 && batch2 > 0 ? batch2 : p.batch;
+    TensorList want, got;
+    try {
+      manual_seed(p.seed + uint64_t(call));
+      want = run_program(p, inputs[size_t(call)]);
+    } catch (const std::exception& e) {
+      return at + ": the eager run threw (a generator bug): " + e.what();
+    }
+    for (size_t i = 0; i < want.size(); ++i) {  // the generator's model of the program
+      const FuzzOutput& o = p.outputs[i];
+      std::ostringstream os;
+      if (want[i].dtype() != o.dtype || want[i].shape() != expected_shape(p, i, batch))
+        os << "eager output " << i << " is " << want[i].dtype() << " " << to_string(want[i].shape())
+           << ", the generator expected " << o.dtype << " " << to_string(expected_shape(p, i, batch));
+      for (double x : host_values(want[i]))
+        if (!std::isfinite(x)) {
+          os << "eager output " << i << " holds " << x;
+          break;
+        }
+      if (!os.str().empty()) return at + ": " + os.str() + " (a generator bug)";
+    }
+    try {
+      manual_seed(p.seed + uint64_t(call));
+      got = f(inputs[size_t(call)]);
+    } catch (const std::exception& e) {
+      return at + ": the compiled call threw: " + e.what();
+    }
+    if (got.size() != want.size())
+      return at + ": " + std::to_string(got.size()) + " outputs, want " + std::to_string(want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      std::string d = mismatch(got[i], want[i], output_tolerance(p.outputs[i], want[i], widen));
+      if (!d.empty()) return at + ", output " + std::to_string(i) + " (v" + std::to_string(p.outputs[i].value) + "): " + d;
+    }
+  }
+  CompileStats s = f.stats();
+  if (s.compiles != 1 || s.recompiles != 0 || s.cache_hits != 1) {
+    std::string why = "expected 1 compile and 1 cache hit, got " + std::to_string(s.compiles) + " compiles, " +
+                      std::to_string(s.cache_hits) + " cache hits, " + std::to_string(s.recompiles) + " recompiles";
+    for (const std::string& r : s.recompile_reasons) why += " [" + r + "]";
+    return why;
+  }
+  return "";
+}
+
+// Runs `count` programs from `first_seed` and reports each difference (the first five with their
+// program). Returns the steps generated per op.
+std::array<int, kNumFuzzOps> fuzz(uint64_t first_seed, uint64_t count, const FuzzConfig& config,
+                                  const std::string& backend_name, bool widen) {
+  std::array<int, kNumFuzzOps> ops{};
+  int failures = 0;
+  for (uint64_t seed = first_seed; seed < first_seed + count; ++seed) {
+    FuzzProgram p = generate_program(seed, config);
+    for (const FuzzStep& s : p.steps) ++ops[size_t(s.op)];
+    int64_t batch2 = p.dynamic ? p.batch + 1 + int64_t(seed % 3) : 0;
+    std::string diff = run_and_compare(p, backend_name, batch2, widen);
+    if (diff.empty()) continue;
+    if (failures++ < 5)
+      BOOST_ERROR("seed " << seed << ", backend " << backend_name << (p.dynamic ? ", dynamic" : "") << ": " << diff
+                          << "\n" << program_to_cpp(p));
+    else
+      BOOST_ERROR("seed " << seed << ", backend " << backend_name << ": " << diff);
+  }
+  return ops;
+}
+
+std::string coverage(const std::array<int, kNumFuzzOps>& ops) {
+  std::string s;
+  for (int i = 0; i < kNumFuzzOps; ++i) s += std::string(i ? ", " : "") + std::string(fuzz_op_name(FuzzOp(i))) + " " + std::to_string(ops[size_t(i)]);
+  return s;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(compiled_programs_match_eager) {
+  register_test_backends();
+  std::string b = env_string("KILN_FUZZ_BACKEND", "eager");
+  uint64_t count = env_count("KILN_FUZZ_PROGRAMS", 400), first = env_count("KILN_FUZZ_FIRST_SEED", 0);
+  std::array<int, kNumFuzzOps> ops = fuzz(first, count, {}, b, b != "eager");
+  BOOST_TEST_MESSAGE(count << " programs on backend " << b << "; steps per op: " << coverage(ops));
+  if (count >= 200)  // a generator that silently stopped emitting an op would test nothing there
+    for (int i = 0; i < kNumFuzzOps; ++i) BOOST_TEST(ops[size_t(i)] > 0, fuzz_op_name(FuzzOp(i)) << " never generated");
+}
+
+BOOST_AUTO_TEST_CASE(dynamic_batch_programs_match_eager_without_recompiling) {
+  register_test_backends();
+  std::string b = env_string("KILN_FUZZ_BACKEND", "eager");
+  uint64_t count = env_count("KILN_FUZZ_PROGRAMS", 400) / 2, first = env_count("KILN_FUZZ_FIRST_SEED", 0);
+  std::array<int, kNumFuzzOps> ops = fuzz(1'000'000 + first, count, {.dynamic = true}, b, b != "eager");
+  BOOST_TEST_MESSAGE(count << " dynamic programs on backend " << b << "; steps per op: " << coverage(ops));
+}
+
+BOOST_AUTO_TEST_CASE(decomposed_programs_match_eager) {
+  register_test_backends();
+  uint64_t count = env_count("KILN_FUZZ_PROGRAMS", 400) / 4, first = env_count("KILN_FUZZ_FIRST_SEED", 0);
+  fuzz(2'000'000 + first, count, {}, "fuzz_decomposed", true);
+}
+
+BOOST_AUTO_TEST_CASE(the_check_fails_on_wrong_results) {
+  register_test_backends();
+  // The comparison: a program's f32 output against itself passes; with one element moved by 1% of
+  // the largest one, or another dtype or shape, it fails, even at the widest tolerance used.
+  FuzzProgram p;
+  for (uint64_t seed = 0; p.outputs.empty() || p.outputs[0].precision != DType::f32 || !is_floating(p.outputs[0].dtype); ++seed)
+    p = generate_program(seed, {.random_ops = false});
+  Tensor want = run_program(p, make_inputs(p, 1))[0];
+  Tolerance tol = output_tolerance(p.outputs[0], want, true);
+  BOOST_TEST(mismatch(want, want, tol).empty());
+  std::vector<double> v = host_values(want);
+  double scale = 0;
+  for (double x : v) scale = std::max(scale, std::abs(x));
+  v[v.size() / 2] += 0.01 * std::max(scale, 1.0);
+  Tensor bad = Tensor::empty(want.shape(), {want.dtype()});
+  for (size_t i = 0; i < v.size(); ++i) store_from_double(bad.data_ptr(), bad.dtype(), int64_t(i), v[i]);
+  BOOST_TEST(!mismatch(bad, want, tol).empty());
+  BOOST_TEST(!mismatch(cast(want, want.dtype() == f64 ? f32 : f64), want, tol).empty());
+  BOOST_TEST(!mismatch(unsqueeze(want, 0), want, tol).empty());
+  Tensor ints = random_tensor({3, 4}, i32, 5);
+  BOOST_TEST(mismatch(ints, ints, {0, 0}).empty());
+  BOOST_TEST(!mismatch(ints + 1, ints, {0, 0}).empty());
+
+  // End to end: a backend whose float results are 5% off fails every program with a float output.
+  int checked = 0;
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    FuzzProgram q = generate_program(seed, {});
+    bool has_float = false;
+    for (const FuzzOutput& o : q.outputs) has_float = has_float || is_floating(o.dtype);
+    if (!has_float) continue;
+    ++checked;
+    BOOST_TEST(!run_and_compare(q, "fuzz_sabotaged", 0, false).empty(), "seed " << seed);
+    BOOST_TEST(run_and_compare(q, "eager", 0, false).empty(), "seed " << seed);
+  }
+  BOOST_TEST(checked >= 10);
+}
