@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "dsl/error.h"
+
 namespace kiln {
 
 using namespace Halide;
@@ -10,7 +12,9 @@ using namespace Halide;
 namespace {
 
 constexpr int64_t kParallelMinElements = 1 << 15;
-constexpr int kChunk = 1 << 13;  // elements per parallel task of a 1-D Func
+constexpr int64_t kElementsPerTask = 1 << 16;  // a task of Halide's thread pool costs microseconds
+
+int vector_lanes(const Func& f) { return get_jit_target_from_environment().natural_vector_size(f.output_types()[0]); }
 
 std::vector<Var> pure_vars(const Func& f) {
   std::vector<Var> v;
@@ -18,19 +22,59 @@ std::vector<Var> pure_vars(const Func& f) {
   return v;
 }
 
-void schedule_root(Func f, const Shape& shape) {
-  std::vector<Var> v = pure_vars(f);
-  int R = int(v.size());
-  if (R == 0) return;
-  int vec = get_jit_target_from_environment().natural_vector_size(f.output_types()[0]);
-  if (shape.back() >= vec) f.vectorize(v[0], vec, TailStrategy::GuardWithIf);
-  if (numel(shape) < kParallelMinElements) return;
-  if (R >= 2) {
-    f.parallel(v[R - 1]);
-  } else {
-    Var o("o"), i("i");
-    f.split(v[0], o, i, kChunk, TailStrategy::GuardWithIf).parallel(o);
+// How the reductions inside an op's definition walk memory.
+enum class Reduces { nothing, rows, columns };
+
+Reduces reduction_kind(const Graph& g, int value) {
+  int p = g.values[size_t(value)].producer;
+  if (p < 0) return Reduces::nothing;
+  const Node& n = g.nodes[size_t(p)];
+  if (n.inputs.empty()) return Reduces::nothing;
+  int rank = int(g.values[size_t(n.inputs.at(0))].meta.shape.size());
+  if (rank == 0) return Reduces::rows;
+  switch (n.op->schedule_class) {
+    case ScheduleClass::normalization:
+      if (n.attrs.has("dim")) return wrap_dim(n.op->name, n.attrs.get<int64_t>("dim"), rank) == rank - 1 ? Reduces::rows : Reduces::columns;
+      return Reduces::rows;  // layer_norm, cross_entropy: along the last dims
+    case ScheduleClass::reduction: {
+      const auto& dims = n.attrs.get<std::vector<int64_t>>("dims");
+      if (dims.empty()) return Reduces::rows;
+      for (int64_t d : dims)
+        if (wrap_dim(n.op->name, d, rank) == rank - 1) return Reduces::rows;
+      return Reduces::columns;
+    }
+    default: return Reduces::nothing;
   }
+}
+
+// A row reduction: split into vector partial results (many independent accumulators instead of
+// one chain), combined at the end. Reductions Halide cannot prove associative stay serial.
+void vector_partials(Func f) {
+  if (f.rvars().size() != 1 || f.num_update_definitions() != 1) return;
+  int lanes = 4 * vector_lanes(f);
+  try {
+    RVar ro("ro"), ri("ri");
+    Var u("u");
+    Func partials = f.update().split(f.rvars()[0], ro, ri, lanes, TailStrategy::GuardWithIf).rfactor(ri, u);
+    // Per row (f's innermost var), so the partials are one dense vector, not a strided slab.
+    partials.compute_at(f, f.args().empty() ? Var::outermost() : f.args()[0]).vectorize(u, lanes);
+    partials.update().vectorize(u, lanes);
+  } catch (const CompileError&) {
+  }
+}
+
+// A column reduction: the reduction loop outside, the innermost kept dim vectorized inside it,
+// so every step reads dense vectors.
+void vector_columns(Func f) {
+  std::vector<Var> v = pure_vars(f);
+  if (v.empty()) return;
+  int lanes = vector_lanes(f);
+  std::vector<VarOrRVar> order{v[0]};
+  for (const RVar& r : f.rvars()) order.push_back(r);
+  for (size_t i = 1; i < v.size(); ++i) order.push_back(v[i]);
+  f.vectorize(v[0], lanes, TailStrategy::GuardWithIf);
+  for (int u = 0; u < f.num_update_definitions(); ++u)
+    f.update(u).reorder(order).vectorize(v[0], lanes, TailStrategy::GuardWithIf);
 }
 
 // The Funcs f calls, directly or through inlined Funcs, stopping at the ones in `stop`.
@@ -48,6 +92,44 @@ std::vector<Func> calls_until(const Func& f, const std::set<std::string>& stop) 
     }
   }
   return out;
+}
+
+// A materialized Func: tasks of whole outer rows (at least kElementsPerTask elements each) in
+// parallel when it is large, its innermost dim vectorized; the reductions of its definition are
+// computed per outer row (row and column reductions) or per tile of columns (1-D results).
+void schedule_root(Func f, const Shape& shape, Reduces reduces, const std::vector<Func>& inner) {
+  f.compute_root();
+  std::vector<Var> v = pure_vars(f);
+  int R = int(v.size());
+  if (R == 0) {
+    for (Func g : inner) {
+      g.compute_root();
+      if (reduces == Reduces::rows) vector_partials(g);
+    }
+    return;
+  }
+  int lanes = vector_lanes(f);
+  bool big = numel(shape) >= kParallelMinElements;
+  Var to("to"), t("t");
+  if (R >= 2) {
+    int64_t row = numel(shape) / std::max<int64_t>(shape[0], 1);
+    int64_t rows_per_task = std::max<int64_t>(1, kElementsPerTask / std::max<int64_t>(row, 1));
+    f.split(v[R - 1], to, t, int(std::min<int64_t>(rows_per_task, INT32_MAX)), TailStrategy::GuardWithIf);
+    if (big && shape[0] > rows_per_task) f.parallel(to);
+  } else {
+    int64_t tile = reduces == Reduces::columns ? 16 * lanes : kElementsPerTask;
+    f.split(v[0], to, t, int(tile), TailStrategy::GuardWithIf);
+    if (big || reduces == Reduces::columns) f.parallel(to);
+  }
+  if (shape.back() >= lanes) {
+    if (R >= 2) f.vectorize(v[0], lanes, TailStrategy::GuardWithIf);
+    else f.vectorize(t, lanes, TailStrategy::GuardWithIf);
+  }
+  for (Func g : inner) {
+    g.compute_at(f, R >= 2 ? t : to);
+    if (reduces == Reduces::rows) vector_partials(g);
+    else if (reduces == Reduces::columns) vector_columns(g);
+  }
 }
 
 }  // namespace
@@ -69,14 +151,10 @@ void schedule_cpu(const Graph& g, const Region& r, LoweredRegion& lowered) {
   for (const ImageParam& p : lowered.inputs) stop.insert(p.name());
 
   for (auto& [f, v] : roots) {
-    f.compute_root();
-    schedule_root(f, g.values[v].meta.shape);
-    std::vector<Var> args = pure_vars(f);
-    for (Func inner : calls_until(f, stop)) {
-      if (!inner.has_update_definition()) continue;  // pure Funcs stay inlined
-      if (args.empty()) inner.compute_root();
-      else inner.compute_at(f, args.back());
-    }
+    std::vector<Func> inner;  // the reductions of its definition; pure Funcs stay inlined
+    for (Func c : calls_until(f, stop))
+      if (c.has_update_definition()) inner.push_back(c);
+    schedule_root(f, g.values[size_t(v)].meta.shape, reduction_kind(g, v), inner);
   }
 }
 

@@ -3,12 +3,15 @@
 // (matmul, random draws, gathers whose indices are checked on the host). Regions are maximal runs
 // of lowerable nodes in graph order; a value crosses between steps as a tensor.
 #include <algorithm>
+#include <atomic>
+#include <filesystem>
 #include <chrono>
 #include <map>
 #include <set>
 
 #include "dsl/dispatch.h"
 #include "dsl/error.h"
+#include "dsl/storage.h"
 #include "graph/backend.h"
 #include "graph/logs.h"
 #include "schedules/cpu_schedule.h"
@@ -71,7 +74,22 @@ class HalideGraph final : public CompiledGraph {
       }
       return n;
     };
+    bool perf = log_enabled(LogChannel::perf);
     for (const Step& s : steps_) {
+      auto t0 = std::chrono::steady_clock::now();
+      struct Report {  // KILN_LOGS=perf: one line per step
+        bool on;
+        const Step& s;
+        const Graph& g;
+        std::chrono::steady_clock::time_point t0;
+        ~Report() {
+          if (!on) return;
+          double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+          std::string what = s.node >= 0 ? "eager " + g.nodes[size_t(s.node)].op->name
+                                         : "pipeline of " + std::to_string(s.region.nodes.size()) + " ops";
+          log_line(LogChannel::perf, "halide backend: " + what + ": " + std::to_string(int(us)) + " us");
+        }
+      } report{perf, s, g, t0};
       if (s.node >= 0) {
         const Node& n = g.nodes[size_t(s.node)];
         TensorList args;
@@ -164,6 +182,33 @@ std::vector<Step> plan_steps(const Graph& g) {
   return steps;
 }
 
+// Halide's own allocations (materialized intermediates) come from kiln's caching allocator:
+// fresh multi-megabyte blocks on every call would page-fault each time. The block's size sits in
+// a 64-byte header, since Halide frees by pointer only.
+constexpr size_t kHeader = 64;
+void* pipeline_malloc(void*, size_t n) {
+  auto* p = static_cast<uint8_t*>(allocator_for(Device::cpu()).allocate(n + kHeader));
+  *reinterpret_cast<size_t*>(p) = n + kHeader;
+  return p + kHeader;
+}
+void pipeline_free(void*, void* ptr) {
+  uint8_t* p = static_cast<uint8_t*>(ptr) - kHeader;
+  allocator_for(Device::cpu()).release(p, *reinterpret_cast<size_t*>(p));
+}
+
+// With KILN_DEBUG_DIR set, each pipeline's lowered statement (loop nests, allocations, vectors).
+void dump_stmt(Step& s) {
+  std::string dir = debug_dir();
+  if (dir.empty()) return;
+  static std::atomic<int> counter{0};
+  std::vector<Halide::Argument> args;
+  for (const Halide::ImageParam& p : s.lowered.inputs) args.push_back(p);
+  for (const auto& [sym, p] : s.lowered.symbols) args.push_back(p);
+  std::filesystem::create_directories(dir);
+  s.pipeline.compile_to_lowered_stmt(dir + "/halide_region_" + std::to_string(++counter) + ".stmt", args,
+                                     Halide::Text, Halide::get_jit_target_from_environment());
+}
+
 class HalideBackend final : public Backend {
  public:
   std::string_view name() const override { return "halide"; }
@@ -175,6 +220,8 @@ class HalideBackend final : public Backend {
       s.lowered = lower_region(*g, s.region);
       schedule_cpu(*g, s.region, s.lowered);
       s.pipeline = Halide::Pipeline(s.lowered.outputs);
+      s.pipeline.set_custom_allocator(&pipeline_malloc, &pipeline_free);
+      dump_stmt(s);
       auto t0 = std::chrono::steady_clock::now();
       s.pipeline.compile_jit(Halide::get_jit_target_from_environment());
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

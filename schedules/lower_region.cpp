@@ -90,7 +90,9 @@ class Lowering {
     const Value& val = g_.values[v];
     int rank = int(val.meta.shape.size());
     ImageParam p(halide_type(val.meta.dtype), rank, "in" + std::to_string(k));
-    if (rank > 0) p.dim(0).set_stride(Expr());
+    // A dense innermost dim (as traced; guards and the eager kernels keep it so) gets dense vector
+    // loads; any other layout is read through its strides.
+    if (rank > 0) p.dim(0).set_stride(val.strides.back() == 1 && val.meta.shape.back() != 1 ? Expr(1) : Expr());
     std::vector<Expr> shape = shape_of(v);
     for (int d = 0; d < rank; ++d) {
       int h = rank - 1 - d;

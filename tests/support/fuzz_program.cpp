@@ -689,8 +689,11 @@ class Generator {
     if (a < 0) return false;
     const Value& x = val(a);
     int64_t d = uniform(0, x.rank() - 1);
+    // Along a batch dim only copies of x: kiln keeps a sum of sizes symbolic only when it is a
+    // multiple of one symbol, and the batch dims of different inputs are different symbols.
+    bool batch_dim = !is_static(x.shape[size_t(d)]);
     auto fits = [&](const Value& y) {
-      if (!y.numeric() || y.rank() != x.rank()) return false;
+      if (!y.numeric() || y.rank() != x.rank() || (batch_dim && &y != &x)) return false;
       for (int64_t i = 0; i < x.rank(); ++i)
         if (i == d ? y.shape[size_t(i)].batch_power != x.shape[size_t(i)].batch_power
                    : !same_dim(y.shape[size_t(i)], x.shape[size_t(i)]))
