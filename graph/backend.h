@@ -27,6 +27,8 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
+  // Whether its runs record autograd (a graph that needs it goes to "eager" otherwise).
+  virtual bool supports_autograd() const { return false; }
   // The composite ops this backend wants decomposed into primitives before compile().
   virtual std::set<std::string> decompositions() const { return {}; }
   virtual std::shared_ptr<CompiledGraph> compile(std::shared_ptr<const Graph> g) = 0;

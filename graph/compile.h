@@ -38,7 +38,9 @@ namespace kiln {
 
 
 struct CompileOptions {
-  std::string backend = "eager";
+  // "eager" (the reference: ops one by one) or "halide" (fused pipelines, JIT); empty: the
+  // KILN_BACKEND environment variable, else "eager".
+  std::string backend = {};
   bool fullgraph = false;    // a graph break raises kiln::Error instead
   int recompile_limit = 8;   // graphs per function; past it the function runs eagerly (one warning)
   // Dynamic shapes: unset = automatic (first compile static, sizes that change become symbolic);

@@ -24,7 +24,12 @@ void after(const std::string& label, const char* step, int changed, const Graph&
 
 }  // namespace
 
-std::shared_ptr<CompiledGraph> compile_graph(const Graph& captured, Backend& backend, const std::string& label) {
+std::shared_ptr<CompiledGraph> compile_graph(const Graph& captured, Backend& chosen, const std::string& label) {
+  // Until compiled graphs carry their own backward, one that autograd must record runs op by op.
+  Backend& backend = captured.needs_autograd() && !chosen.supports_autograd() ? kiln::backend("eager") : chosen;
+  if (&backend != &chosen)
+    log_line(LogChannel::graph, label + ": inputs require grad: the " + std::string(chosen.name()) +
+                                    " backend does not record autograd yet, so this graph runs on \"eager\"");
   log_line(LogChannel::graph, label + ": captured " + std::to_string(captured.op_count()) + " ops\n" + captured.text());
   debug_dump(file_name(label) + ".captured", "txt", captured.text());
   debug_dump(file_name(label) + ".captured", "dot", captured.dot());

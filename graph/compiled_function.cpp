@@ -4,6 +4,7 @@
 // run the function eagerly. An entry without graph breaks runs its one graph without calling the
 // function; an entry with breaks re-traces the host code and finds each graph by structural hash.
 #include <atomic>
+#include <cstdlib>
 #include <chrono>
 #include <iostream>
 #include <map>
@@ -249,6 +250,10 @@ CompiledCore::CompiledCore(TracedFn fn, CompileOptions options, const nn::Module
     : s_(std::make_unique<State>()) {
   if (options.name.empty()) options.name = "compiled function " + std::to_string(++function_counter);
   KILN_CHECK(options.recompile_limit >= 1, "compile: recompile_limit must be >= 1, got ", options.recompile_limit);
+  if (options.backend.empty()) {
+    const char* env = std::getenv("KILN_BACKEND");
+    options.backend = env && *env ? env : "eager";
+  }
   s_->backend = &backend(options.backend);
   s_->fn = std::move(fn);
   s_->options = std::move(options);

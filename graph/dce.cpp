@@ -37,7 +37,7 @@ int eliminate_dead_code(Graph& g) {
   std::vector<int> id(g.values.size(), -1);
   for (const GraphInput& in : g.inputs) {
     const Value& v = g.values[in.value];
-    id[in.value] = out.add_input(in.kind, in.index, in.name, v.meta, v.sym, v.strides, v.offset);
+    id[in.value] = out.add_input(in.kind, in.index, in.name, v.meta, v.sym, v.strides, v.offset, in.requires_grad);
   }
   int removed = 0;
   for (size_t n = 0; n < g.nodes.size(); ++n) {
@@ -51,6 +51,7 @@ int eliminate_dead_code(Graph& g) {
     std::vector<Value> outs;
     for (int v : node.outputs) outs.push_back(g.values[v]);
     std::vector<int> made = out.add_node(*node.op, node.attrs, ins, std::move(outs));
+    out.nodes.back().grad_enabled = node.grad_enabled;
     for (size_t k = 0; k < made.size(); ++k) id[node.outputs[k]] = made[k];
   }
   for (int v : g.outputs) out.outputs.push_back(id[v]);

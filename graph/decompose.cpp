@@ -130,7 +130,7 @@ int decompose(Graph& g, const std::set<std::string>& ops) {
   std::vector<int> id(g.values.size(), -1);
   for (const GraphInput& in : g.inputs) {
     const Value& v = g.values[in.value];
-    id[in.value] = out.add_input(in.kind, in.index, in.name, v.meta, v.sym, v.strides, v.offset);
+    id[in.value] = out.add_input(in.kind, in.index, in.name, v.meta, v.sym, v.strides, v.offset, in.requires_grad);
   }
   int decomposed = 0;
   for (const Node& node : g.nodes) {
@@ -144,6 +144,7 @@ int decompose(Graph& g, const std::set<std::string>& ops) {
       int y = rule->second(e, node, ins);
       if (y >= 0) {
         y = e.cast(y, want.dtype);
+        for (size_t k = mark; k < out.nodes.size(); ++k) out.nodes[k].grad_enabled = node.grad_enabled;
         KILN_CHECK(out.values[y].meta.shape == want.shape, "decompose: ", node.op->name, " gave shape ",
                    to_string(out.values[y].meta.shape), ", expected ", to_string(want.shape));
         id[node.outputs[0]] = y;
@@ -155,6 +156,7 @@ int decompose(Graph& g, const std::set<std::string>& ops) {
     std::vector<Value> outs;
     for (int v : node.outputs) outs.push_back(g.values[v]);
     std::vector<int> made = out.add_node(*node.op, node.attrs, ins, std::move(outs));
+    out.nodes.back().grad_enabled = node.grad_enabled;
     for (size_t k = 0; k < made.size(); ++k) id[node.outputs[k]] = made[k];
   }
   for (int v : g.outputs) out.outputs.push_back(id[v]);

@@ -2,6 +2,7 @@
 #include <mutex>
 
 #include "dsl/error.h"
+#include "autograd/grad_mode.h"
 #include "dsl/dispatch.h"
 #include "graph/backend.h"
 
@@ -29,7 +30,20 @@ class EagerGraph final : public CompiledGraph {
     for (const Node& n : g.nodes) {
       args.clear();
       for (int v : n.inputs) args.push_back(values[size_t(v)]);
-      TensorList outs = dispatch(*n.op, args, n.attrs);
+      TensorList outs;
+      if (n.grad_enabled == grad_enabled()) {
+        outs = dispatch(*n.op, args, n.attrs);
+      } else {  // the op ran under a different grad mode in the function
+        bool was = grad_enabled();
+        set_grad_enabled(n.grad_enabled);
+        try {
+          outs = dispatch(*n.op, args, n.attrs);
+        } catch (...) {
+          set_grad_enabled(was);
+          throw;
+        }
+        set_grad_enabled(was);
+      }
       for (size_t k = 0; k < n.outputs.size(); ++k) values[size_t(n.outputs[k])] = std::move(outs[k]);
     }
     TensorList out;
@@ -45,6 +59,7 @@ class EagerGraph final : public CompiledGraph {
 class EagerBackend final : public Backend {
  public:
   std::string_view name() const override { return "eager"; }
+  bool supports_autograd() const override { return true; }
   std::shared_ptr<CompiledGraph> compile(std::shared_ptr<const Graph> g) override {
     return std::make_shared<EagerGraph>(std::move(g));
   }

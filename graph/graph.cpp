@@ -65,9 +65,9 @@ std::string value_type_str(const Value& v) {
 }
 
 int Graph::add_input(InputKind kind, int index, std::string nm, const TensorMeta& meta, const SymShape& sym,
-                     const Strides& strides, int64_t offset) {
+                     const Strides& strides, int64_t offset, bool requires_grad) {
   values.push_back({meta, sym, strides, offset, -1, 0});
-  inputs.push_back({int(values.size()) - 1, kind, index, std::move(nm)});
+  inputs.push_back({int(values.size()) - 1, kind, index, std::move(nm), requires_grad});
   return int(values.size()) - 1;
 }
 
@@ -83,6 +83,13 @@ std::vector<int> Graph::add_node(const OpDef& op, const Attrs& attrs, const std:
   }
   nodes.push_back(std::move(n));
   return nodes.back().outputs;
+}
+
+bool Graph::needs_autograd() const {
+  bool input = false, op = false;
+  for (const GraphInput& in : inputs) input = input || in.requires_grad;
+  for (const Node& n : nodes) op = op || n.grad_enabled;
+  return input && op;
 }
 
 uint64_t Graph::structural_hash() const {
@@ -104,11 +111,13 @@ uint64_t Graph::structural_hash() const {
   for (const GraphInput& in : inputs) {
     h = mix(h, uint64_t(in.kind));
     h = mix(h, uint64_t(in.index));
+    h = mix(h, uint64_t(in.requires_grad));
     hash_value(in.value);
   }
   for (const Node& n : nodes) {
     h = mix(h, n.op->name);
     h = mix(h, n.attrs);
+    h = mix(h, uint64_t(n.grad_enabled));
     for (int v : n.inputs) h = mix(h, uint64_t(order[v]));
     for (int v : n.outputs) hash_value(v);
   }
@@ -121,14 +130,14 @@ std::string Graph::text() const {
   os << "graph(" << inputs.size() << " inputs, " << nodes.size() << " ops, " << outputs.size() << " outputs)\n";
   for (const GraphInput& in : inputs)
     os << "  " << value_name(in.value) << ": " << value_type_str(values[in.value]) << " = input " << name(in.kind)
-       << ' ' << in.index << " \"" << in.name << "\"\n";
+       << ' ' << in.index << " \"" << in.name << "\"" << (in.requires_grad ? " requires_grad" : "") << '\n';
   for (const Node& n : nodes) {
     os << "  ";
     for (size_t k = 0; k < n.outputs.size(); ++k)
       os << (k ? ", " : "") << value_name(n.outputs[k]) << ": " << value_type_str(values[n.outputs[k]]);
     os << " = " << n.op->name << '(';
     for (size_t i = 0; i < n.inputs.size(); ++i) os << (i ? ", " : "") << value_name(n.inputs[i]);
-    os << attr_text(n.attrs, !n.inputs.empty()) << ")\n";
+    os << attr_text(n.attrs, !n.inputs.empty()) << ")" << (n.grad_enabled ? "" : "  # no grad") << '\n';
   }
   os << "  return (";
   for (size_t i = 0; i < outputs.size(); ++i) os << (i ? ", " : "") << value_name(outputs[i]);

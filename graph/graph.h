@@ -41,6 +41,7 @@ struct GraphInput {
   InputKind kind = InputKind::argument;
   int index = 0;     // argument: position among the tensor arguments; captured/carried: binding slot
   std::string name;  // "x", "arg1", "qkv.weight"
+  bool requires_grad = false;
 };
 
 struct Node {
@@ -48,6 +49,7 @@ struct Node {
   Attrs attrs;
   std::vector<int> inputs;   // value ids
   std::vector<int> outputs;  // value ids
+  bool grad_enabled = true;  // the grad mode the op was called in (a NoGradGuard inside the function)
 };
 
 class Graph {
@@ -60,12 +62,14 @@ class Graph {
   std::shared_ptr<ShapeEnv> shape_env = std::make_shared<ShapeEnv>();
 
   int add_input(InputKind kind, int index, std::string name, const TensorMeta& meta, const SymShape& sym,
-                const Strides& strides, int64_t offset = 0);
+                const Strides& strides, int64_t offset = 0, bool requires_grad = false);
   // Appends a node; returns the ids of its output values (described by `outs`).
   std::vector<int> add_node(const OpDef& op, const Attrs& attrs, const std::vector<int>& inputs,
                             std::vector<Value> outs);
 
   int op_count() const { return int(nodes.size()); }
+  // Autograd must record this graph's ops: an input requires grad and an op runs with grad on.
+  bool needs_autograd() const;
   // A hash of the structure: ops, attributes, wiring, input kinds, dtypes, devices, layouts and
   // symbolic shapes (static dims by value, symbols by identity). Equal hashes: same graph.
   uint64_t structural_hash() const;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "autograd/grad_mode.h"
 #include "dsl/error.h"
 #include "dsl/trace_hooks.h"
 #include "graph/logs.h"
@@ -93,7 +94,7 @@ TensorList Tracer::bind_arguments(const TensorList& args, const std::vector<std:
     }
     arg_shapes_.push_back(sym);
     int v = seg_.graph->add_input(InputKind::argument, int(i), "arg" + std::to_string(i),
-                                  {ai.shape, ai.dtype, a.device()}, sym, ai.strides, ai.offset);
+                                  {ai.shape, ai.dtype, a.device()}, sym, ai.strides, ai.offset, a.requires_grad());
     seg_.bound.push_back(a);
     Tensor s = make_symbolic(v, no_data(a.device()), false);
     s.impl().autograd = ai.autograd;  // requires_grad() reads the same inside the function
@@ -121,7 +122,8 @@ int Tracer::value_of(const Tensor& t) {
   }
   int v = seg_.graph->add_input(carried ? InputKind::carried : InputKind::captured, slot, nm,
                                 {impl->shape, impl->dtype, t.device()},
-                                carried ? real->second : static_shape(impl->shape), impl->strides, impl->offset);
+                                carried ? real->second : static_shape(impl->shape), impl->strides, impl->offset,
+                                t.requires_grad());
   seg_.bound.push_back(t);
   seg_.input_of[impl] = v;
   return v;
@@ -156,6 +158,7 @@ TensorList Tracer::call(const OpDef& def, const TensorList& inputs, const Attrs&
     outs.push_back(std::move(o));
   }
   std::vector<int> ids = g.add_node(def, attrs, ins, std::move(outs));
+  g.nodes.back().grad_enabled = grad_enabled();
   ++ops_traced_;
   TensorList result;
   for (int id : ids)

@@ -345,3 +345,23 @@ BOOST_AUTO_TEST_CASE(every_kind_of_host_read_breaks) {
   BOOST_TEST(r.breaks[2].reason.find("copy_()") == 0);
   for (const GraphBreak& b : r.breaks) BOOST_TEST(b.file == "test_compile.cpp");
 }
+
+BOOST_AUTO_TEST_CASE(grad_mode_inside_the_function_is_kept) {
+  auto fn = [](const Tensor& x) {
+    Tensor a = x * 2.0;
+    Tensor b;
+    {
+      NoGradGuard no_grad;  // recorded per op: the replay must not record b either
+      b = exp(x);
+    }
+    return (a + b).sum();
+  };
+  auto f = compile(fn);
+  Tensor x = random_tensor({4}, f32, 1).requires_grad_();
+  for (int call = 0; call < 2; ++call) {
+    x.set_grad(Tensor());
+    f(x).backward();
+    check_close(x.grad(), std::vector<double>(4, 2.0), {4}, "d/dx of 2x + no-grad exp(x)");
+  }
+  BOOST_TEST(explain(f, x).graphs.at(0).find("# no grad") != std::string::npos);
+}
