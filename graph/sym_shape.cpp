@@ -88,6 +88,14 @@ int64_t ShapeEnv::hint(const SymDim& d) const {
   return v;
 }
 
+int64_t ShapeEnv::probe(const SymDim& raw, int64_t hint_value) const {
+  SymDim c = canonical(raw);
+  if (c.opaque) return hint_value;
+  int64_t v = c.coeff;
+  for (int s : c.syms) v *= probe_of(s);
+  return v;
+}
+
 void ShapeEnv::specialize(const SymDim& d, const std::string& why) {
   for (int s : d.syms) {
     int r = root(s);
@@ -125,13 +133,7 @@ std::vector<TensorMeta> ShapeEnv::infer(const OpDef& op, const std::vector<Tenso
   auto probe_metas = [&] {
     std::vector<TensorMeta> p = metas;
     for (size_t i = 0; i < p.size(); ++i)
-      for (size_t d = 0; d < syms[i].size(); ++d) {
-        SymDim c = canonical(syms[i][d]);
-        if (c.opaque) continue;  // an opaque dim keeps its hint: its formula is unknown
-        int64_t v = c.coeff;
-        for (int s : c.syms) v *= probe_of(s);
-        p[i].shape[d] = v;
-      }
+      for (size_t d = 0; d < syms[i].size(); ++d) p[i].shape[d] = probe(syms[i][d], p[i].shape[d]);
     return p;
   };
   std::vector<TensorMeta> probed;

@@ -96,11 +96,39 @@ TensorList Tracer::bind_arguments(const TensorList& args, const std::vector<std:
     int v = seg_.graph->add_input(InputKind::argument, int(i), "arg" + std::to_string(i),
                                   {ai.shape, ai.dtype, a.device()}, sym, ai.strides, ai.offset, a.requires_grad());
     seg_.bound.push_back(a);
+    note_input_probe(v);
     Tensor s = make_symbolic(v, no_data(a.device()), false);
     s.impl().autograd = ai.autograd;  // requires_grad() reads the same inside the function
     out.push_back(s);
   }
   return out;
+}
+
+// An input's layout at the probe sizes: dense in the same stride order as traced (guards keep
+// inputs with symbolic sizes dense), or as traced when its sizes are static.
+ViewMeta Tracer::probe_layout_of_input(const Value& v) const {
+  ViewMeta p{{}, {}, v.offset};
+  bool dynamic = false;
+  for (size_t d = 0; d < v.sym.size(); ++d) {
+    p.shape.push_back(env_->probe(v.sym[d], v.meta.shape[d]));
+    dynamic = dynamic || p.shape.back() != v.meta.shape[d];
+  }
+  if (!dynamic) return {v.meta.shape, v.strides, v.offset};
+  std::vector<size_t> order(v.strides.size());
+  for (size_t d = 0; d < order.size(); ++d) order[d] = d;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v.strides[a] > v.strides[b]; });
+  p.strides.assign(v.strides.size(), 0);
+  int64_t step = 1;
+  for (size_t k = order.size(); k-- > 0;) {
+    p.strides[order[k]] = step;
+    step *= p.shape[order[k]];
+  }
+  return p;
+}
+
+void Tracer::note_input_probe(int v) {
+  if (seg_.probe_layout.size() <= size_t(v)) seg_.probe_layout.resize(size_t(v) + 1);
+  seg_.probe_layout[size_t(v)] = probe_layout_of_input(seg_.graph->values[size_t(v)]);
 }
 
 SymShape Tracer::argument_shape(int i) const { return env_->canonical(arg_shapes_.at(i)); }
@@ -126,6 +154,7 @@ int Tracer::value_of(const Tensor& t) {
                                 t.requires_grad());
   seg_.bound.push_back(t);
   seg_.input_of[impl] = v;
+  note_input_probe(v);
   return v;
 }
 
@@ -157,7 +186,34 @@ TensorList Tracer::call(const OpDef& def, const TensorList& inputs, const Attrs&
     }
     outs.push_back(std::move(o));
   }
+  // A view checked at the probe sizes as well: where its layout rule only holds at the traced
+  // sizes (merging dims whose strides line up only there), those sizes are guarded.
+  std::vector<ViewMeta> probes;
+  bool dynamic = false;
+  for (const SymShape& s : syms)
+    for (const SymDim& d : s) dynamic = dynamic || !env_->canonical(d).is_static();
+  for (size_t k = 0; k < outs.size(); ++k) {
+    ViewMeta p{{}, {}, 0};
+    for (size_t d = 0; d < outs[k].sym.size(); ++d) p.shape.push_back(env_->probe(outs[k].sym[d], outs[k].meta.shape[d]));
+    p.strides = contiguous_strides(p.shape);
+    if (same_layout && dynamic) {
+      const ViewMeta& pin = seg_.probe_layout[size_t(ins[0])];
+      try {
+        p = def.view ? def.view(pin, attrs) : pin;
+      } catch (const Error&) {
+        for (const SymDim& d : syms[0]) env_->specialize(d, def.name + "'s layout rule holds only at the traced sizes");
+        p = {outs[k].meta.shape, outs[k].strides, outs[k].offset};
+      }
+    } else if (same_layout) {
+      p = {outs[k].meta.shape, outs[k].strides, outs[k].offset};
+    }
+    probes.push_back(std::move(p));
+  }
   std::vector<int> ids = g.add_node(def, attrs, ins, std::move(outs));
+  for (size_t k = 0; k < ids.size(); ++k) {
+    if (seg_.probe_layout.size() <= size_t(ids[k])) seg_.probe_layout.resize(size_t(ids[k]) + 1);
+    seg_.probe_layout[size_t(ids[k])] = std::move(probes[k]);
+  }
   g.nodes.back().grad_enabled = grad_enabled();
   ++ops_traced_;
   TensorList result;

@@ -83,7 +83,12 @@ class Tracer final : public DispatchMode {
     TensorList bound;                                    // real tensors for the graph inputs
     std::unordered_map<const TensorImpl*, int> input_of;  // real tensor -> input value
     std::vector<std::weak_ptr<TensorImpl>> symbolic;      // every symbolic tensor made in it
+    // Each value's layout at the probe sizes (see ShapeEnv): a view that is valid at the traced
+    // sizes but not at others must not be trusted for all of them.
+    std::vector<ViewMeta> probe_layout;
   };
+  ViewMeta probe_layout_of_input(const Value& v) const;
+  void note_input_probe(int value);
   int value_of(const Tensor& t);
   Tensor make_symbolic(int value, const std::shared_ptr<Storage>& storage, bool detached);
   void new_segment();
