@@ -14,7 +14,7 @@ int run_bench_models(const BenchOptions& opts) {
   KILN_CHECK(opts.device.is_cpu(), "kiln bench models: only --device cpu is available in this build");
   NoGradGuard no_grad;
   Json models = Json::array();
-  std::printf("backend %s, device cpu\n%-18s %10s %12s %8s %14s %8s\n", opts.backend.c_str(), "model", "eager ms",
+  std::printf("backend %s, scheduler %s, device cpu\n%-18s %10s %12s %8s %14s %8s\n", opts.backend.c_str(), opts.scheduler.c_str(), "model", "eager ms",
               "compiled ms", "ratio", "compile cold s", "kernels");
   for (const std::string& name : zoo::zoo_names()) {
     if (!opts.filter.empty() && name.find(opts.filter) == std::string::npos) continue;
@@ -22,7 +22,7 @@ int run_bench_models(const BenchOptions& opts) {
     zoo::ZooModel m = zoo::make_zoo_model(name, zoo::ZooSize::bench);
     TensorList in = m.make_inputs();
     CompiledFunction<std::vector<Tensor>(std::vector<Tensor>)> f(
-        [&](std::vector<Tensor> xs) { return m.forward(xs); }, {.backend = opts.backend, .name = name},
+        [&](std::vector<Tensor> xs) { return m.forward(xs); }, {.backend = opts.backend, .scheduler = opts.scheduler, .name = name},
         m.module.get());
     double t0 = now_seconds();
     f(in);
@@ -47,6 +47,7 @@ int run_bench_models(const BenchOptions& opts) {
     report.set("suite", "models");
     report.set("device", "cpu");
     report.set("backend", opts.backend);
+    report.set("scheduler", opts.scheduler);
     report.set("models", models);
     write_file_atomic(opts.json_path, report.dump());
     std::printf("wrote %s\n", opts.json_path.c_str());

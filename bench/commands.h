@@ -13,6 +13,7 @@ struct BenchOptions {
   std::string filter;     // --filter SUBSTRING (ops whose name contains it)
   std::string self_path;  // this executable, for fresh-process measurements
   std::string backend = "halide";  // bench models: the compile backend
+  std::string scheduler = "kiln";  // bench models: the halide backend's scheduler
 };
 
 struct DemoOptions {

@@ -20,7 +20,8 @@ commands:
         train a tiny GPT eagerly to reverse digit sequences; progress, summary, per-op profile
   bench ops [--device cpu] [--json FILE] [--filter NAME]
         median eager time per op: one element (host overhead) and a large tensor (throughput)
-  bench models [--device cpu] [--backend halide|eager] [--filter NAME] [--json FILE]
+  bench models [--device cpu] [--backend halide|eager] [--scheduler kiln|mullapudi2016|adams2019|li2018]
+               [--filter NAME] [--json FILE]
         every zoo model eager against compiled: median ms, cold compile seconds, kernels per call
   bench compile [--json FILE]
         host overhead of one call of a compiled function (guards, lookup, graph run)
@@ -87,6 +88,7 @@ int main(int argc, char** argv) {
       for (size_t i = 2; i < args.size(); ++i) {
         if (args[i] == "--device") o.device = parse_device(value(i));
         else if (args[i] == "--backend") o.backend = value(i);
+        else if (args[i] == "--scheduler") o.scheduler = value(i);
         else if (args[i] == "--filter") o.filter = value(i);
         else if (args[i] == "--json") o.json_path = value(i);
         else kiln::throw_error("kiln bench models: unknown option '", args[i], "'");

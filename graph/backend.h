@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dsl/error.h"
 #include "dsl/tensor.h"
 #include "graph/graph.h"
 
@@ -23,15 +24,25 @@ class CompiledGraph {
   virtual int kernel_count() const = 0;
 };
 
+// What a compiled function asks of its backend beyond the graph.
+struct BackendOptions {
+  std::string scheduler = "kiln";  // the halide backend: "kiln", or one of Halide's autoschedulers
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
+  // Raises kiln::Error for options this backend cannot honour (an unknown scheduler).
+  virtual void check(const BackendOptions& options) const {
+    if (options.scheduler != "kiln")
+      throw_error("compile: the ", name(), " backend has no scheduler '", options.scheduler, "' (only \"kiln\")");
+  }
   // Whether its runs record autograd (a graph that needs it goes to "eager" otherwise).
   virtual bool supports_autograd() const { return false; }
   // The composite ops this backend wants decomposed into primitives before compile().
   virtual std::set<std::string> decompositions() const { return {}; }
-  virtual std::shared_ptr<CompiledGraph> compile(std::shared_ptr<const Graph> g) = 0;
+  virtual std::shared_ptr<CompiledGraph> compile(std::shared_ptr<const Graph> g, const BackendOptions& options) = 0;
 };
 
 void register_backend(std::shared_ptr<Backend> b);

@@ -41,6 +41,9 @@ struct CompileOptions {
   // "eager" (the reference: ops one by one) or "halide" (fused pipelines, JIT); empty: the
   // KILN_BACKEND environment variable, else "eager".
   std::string backend = {};
+  // The halide backend's scheduler: "kiln" (its own), or Halide's "mullapudi2016", "adams2019",
+  // "li2018" for comparison.
+  std::string scheduler = "kiln";
   bool fullgraph = false;    // a graph break raises kiln::Error instead
   int recompile_limit = 8;   // graphs per function; past it the function runs eagerly (one warning)
   // Dynamic shapes: unset = automatic (first compile static, sizes that change become symbolic);

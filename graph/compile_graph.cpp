@@ -24,7 +24,8 @@ void after(const std::string& label, const char* step, int changed, const Graph&
 
 }  // namespace
 
-std::shared_ptr<CompiledGraph> compile_graph(const Graph& captured, Backend& chosen, const std::string& label) {
+std::shared_ptr<CompiledGraph> compile_graph(const Graph& captured, Backend& chosen, const BackendOptions& options,
+                                             const std::string& label) {
   // Until compiled graphs carry their own backward, one that autograd must record runs op by op.
   Backend& backend = captured.needs_autograd() && !chosen.supports_autograd() ? kiln::backend("eager") : chosen;
   if (&backend != &chosen)
@@ -44,7 +45,7 @@ std::shared_ptr<CompiledGraph> compile_graph(const Graph& captured, Backend& cho
   log_line(LogChannel::graph, label + ": optimized, " + std::to_string(g->op_count()) + " ops\n" + g->text());
   debug_dump(file_name(label) + ".optimized", "txt", g->text());
   debug_dump(file_name(label) + ".optimized", "dot", g->dot());
-  return backend.compile(g);
+  return backend.compile(g, options);
 }
 
 }  // namespace kiln

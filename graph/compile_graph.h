@@ -12,6 +12,7 @@
 namespace kiln {
 
 // `label` names the graph in logs and dump files ("mlp graph 1").
-std::shared_ptr<CompiledGraph> compile_graph(const Graph& captured, Backend& backend, const std::string& label);
+std::shared_ptr<CompiledGraph> compile_graph(const Graph& captured, Backend& backend, const BackendOptions& options,
+                                             const std::string& label);
 
 }  // namespace kiln

@@ -113,7 +113,8 @@ struct CompiledCore::State {
     if (it != graphs.end()) return it->second;
     int n = ++compiles;
     auto t0 = std::chrono::steady_clock::now();
-    std::shared_ptr<CompiledGraph> c = compile_graph(*g, *backend, options.name + " graph " + std::to_string(n));
+    std::shared_ptr<CompiledGraph> c =
+        compile_graph(*g, *backend, {options.scheduler}, options.name + " graph " + std::to_string(n));
     {
       std::lock_guard<std::mutex> s(stats_mu);
       stats.compile_s += seconds_since(t0);
@@ -255,6 +256,7 @@ CompiledCore::CompiledCore(TracedFn fn, CompileOptions options, const nn::Module
     options.backend = env && *env ? env : "eager";
   }
   s_->backend = &backend(options.backend);
+  s_->backend->check({options.scheduler});
   s_->fn = std::move(fn);
   s_->options = std::move(options);
   s_->module = module;

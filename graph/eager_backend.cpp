@@ -60,7 +60,7 @@ class EagerBackend final : public Backend {
  public:
   std::string_view name() const override { return "eager"; }
   bool supports_autograd() const override { return true; }
-  std::shared_ptr<CompiledGraph> compile(std::shared_ptr<const Graph> g) override {
+  std::shared_ptr<CompiledGraph> compile(std::shared_ptr<const Graph> g, const BackendOptions&) override {
     return std::make_shared<EagerGraph>(std::move(g));
   }
 };

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <filesystem>
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -14,6 +15,7 @@
 #include "dsl/storage.h"
 #include "graph/backend.h"
 #include "graph/logs.h"
+#include "schedules/autoschedulers.h"
 #include "schedules/cpu_schedule.h"
 #include "schedules/lower_region.h"
 
@@ -196,6 +198,47 @@ void pipeline_free(void*, void* ptr) {
   allocator_for(Device::cpu()).release(p, *reinterpret_cast<size_t*>(p));
 }
 
+// Runs a compiled pipeline once on zero-filled buffers of the traced sizes. Halide's
+// autoschedulers can split an output by more than its extent, which fails only at run time.
+void trial_run(const Graph& g, Step& s) {
+  Halide::ParamMap params;
+  std::vector<Halide::Buffer<>> keep;
+  auto buffer = [&](int v) {
+    const Value& val = g.values[size_t(v)];
+    std::vector<int> extents(val.meta.shape.rbegin(), val.meta.shape.rend());
+    Halide::Buffer<> b(halide_type(val.meta.dtype), extents);
+    std::memset(b.data(), 0, b.size_in_bytes());
+    return b;
+  };
+  for (size_t k = 0; k < s.region.inputs.size(); ++k) {
+    keep.push_back(buffer(s.region.inputs[k]));
+    params.set(s.lowered.inputs[k], keep.back());
+  }
+  for (const auto& [sym, p] : s.lowered.symbols) params.set(p, int32_t(g.shape_env->symbol(sym).hint));
+  std::vector<Halide::Buffer<>> outs;
+  for (int v : s.region.outputs) outs.push_back(buffer(v));
+  Halide::Realization real(outs);
+  s.pipeline.realize(real, Halide::get_jit_target_from_environment(), params);
+}
+
+// kiln's schedule, or one of Halide's autoschedulers (kiln's schedule when it fails).
+void schedule(const Graph& g, Step& s, const std::string& scheduler) {
+  if (scheduler != "kiln") {
+    try {
+      std::string source = apply_halide_autoscheduler(scheduler, g, s.region, s.lowered, s.pipeline);
+      s.pipeline.compile_jit(Halide::get_jit_target_from_environment());
+      trial_run(g, s);
+      log_line(LogChannel::schedule, "halide: " + scheduler + " schedule:\n" + source);
+      return;
+    } catch (const std::exception& e) {
+      log_line(LogChannel::schedule, "halide: " + scheduler + " failed (" + e.what() + "); using kiln's schedule");
+      s.lowered = lower_region(g, s.region);  // a fresh pipeline: the failed attempt may have left marks
+      s.pipeline = Halide::Pipeline(s.lowered.outputs);
+    }
+  }
+  schedule_cpu(g, s.region, s.lowered);
+}
+
 // With KILN_DEBUG_DIR set, each pipeline's lowered statement (loop nests, allocations, vectors).
 void dump_stmt(Step& s) {
   std::string dir = debug_dir();
@@ -213,13 +256,19 @@ class HalideBackend final : public Backend {
  public:
   std::string_view name() const override { return "halide"; }
 
-  std::shared_ptr<CompiledGraph> compile(std::shared_ptr<const Graph> g) override {
+  void check(const BackendOptions& options) const override {
+    auto names = halide_autoscheduler_names();
+    KILN_CHECK(options.scheduler == "kiln" || std::find(names.begin(), names.end(), options.scheduler) != names.end(),
+               "compile: unknown scheduler '", options.scheduler, "' (kiln, mullapudi2016, adams2019, li2018)");
+  }
+
+  std::shared_ptr<CompiledGraph> compile(std::shared_ptr<const Graph> g, const BackendOptions& options) override {
     std::vector<Step> steps = plan_steps(*g);
     for (Step& s : steps) {
       if (s.node >= 0 || s.region.outputs.empty()) continue;
       s.lowered = lower_region(*g, s.region);
-      schedule_cpu(*g, s.region, s.lowered);
       s.pipeline = Halide::Pipeline(s.lowered.outputs);
+      schedule(*g, s, options.scheduler);
       s.pipeline.set_custom_allocator(&pipeline_malloc, &pipeline_free);
       dump_stmt(s);
       auto t0 = std::chrono::steady_clock::now();

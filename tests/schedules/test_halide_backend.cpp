@@ -1,6 +1,7 @@
 // The "halide" backend against eager execution: fused pointwise chains with broadcasting and
 // dtype conversions, reductions, row ops, views as index arithmetic, creation ops, eager steps
-// (matmul, random) between regions, symbolic sizes, and every zoo model.
+// (matmul, random) between regions, symbolic sizes, every zoo model, Halide's autoschedulers, and
+// the fallback to "eager" for graphs that autograd must record.
 #include "bench/zoo.h"
 #include "support/reference.h"
 
@@ -94,6 +95,7 @@ BOOST_AUTO_TEST_CASE(symbolic_sizes_are_parameters) {
 }
 
 BOOST_AUTO_TEST_CASE(zoo_models_on_the_halide_backend) {
+  NoGradGuard no_grad;  // parameters require grad: with grad on, graphs run on "eager" (no compiled backward yet)
   for (const std::string& name : zoo::zoo_names()) {
     BOOST_TEST_CONTEXT("model " << name) {
       manual_seed(1);
@@ -106,4 +108,36 @@ BOOST_AUTO_TEST_CASE(zoo_models_on_the_halide_backend) {
       }
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(halide_autoschedulers_give_the_same_results) {
+  NoGradGuard no_grad;
+  for (const std::string& scheduler : {"mullapudi2016", "adams2019", "li2018"}) {
+    // transformer_block with one of them only: the autoschedulers take seconds on it.
+    for (const std::string& name : {"norm_softmax", "transformer_block"}) {
+      if (name == "transformer_block" && scheduler != "mullapudi2016") continue;
+      BOOST_TEST_CONTEXT("scheduler " << scheduler << ", model " << name) {
+        manual_seed(1);
+        zoo::ZooModel m = zoo::make_zoo_model(name, zoo::ZooSize::test);
+        auto f = compile([&](std::vector<Tensor> xs) { return m.forward(xs); },
+                         {.backend = "halide", .scheduler = scheduler});
+        TensorList in = m.make_inputs();
+        TensorList got = f(in), want = m.forward(in);
+        for (size_t i = 0; i < want.size(); ++i) check_same(got[i], want[i], name);
+      }
+    }
+  }
+  check_error([] { compile([](const Tensor& x) { return x * 2.0; }, {.backend = "halide", .scheduler = "nope"}); },
+              {"unknown scheduler", "nope", "adams2019"});
+}
+
+BOOST_AUTO_TEST_CASE(graphs_that_need_autograd_run_eagerly) {
+  Tensor w = random_tensor({4, 4}, f32, 1).requires_grad_();
+  auto f = compile([&](const Tensor& x) { return softmax(matmul(x, w), -1).sum(); }, halide());
+  Tensor x = random_tensor({3, 4}, f32, 2);
+  f(x).backward();  // the halide backend hands this graph to "eager", so the tape is recorded
+  Tensor g = w.grad();
+  w.set_grad(Tensor());
+  softmax(matmul(x, w), -1).sum().backward();
+  check_same(g, w.grad(), "gradient through a compiled call");
 }
