@@ -24,10 +24,10 @@ class DecomposingBackend final : public Backend {
     auto d = default_decompositions();
     return {d.begin(), d.end()};
   }
-  std::shared_ptr<CompiledGraph> compile(std::shared_ptr<const Graph> g) override {
+  std::shared_ptr<CompiledGraph> compile(std::shared_ptr<const Graph> g, const BackendOptions& o) override {
     seen_ops.clear();
     for (const Node& n : g->nodes) seen_ops.insert(n.op->name);
-    return backend("eager").compile(g);
+    return backend("eager").compile(g, o);
   }
   static inline std::set<std::string> seen_ops;
 };

@@ -205,7 +205,6 @@ class Generator {
   // A new value computed from `args`: their depth plus one, their least precise float dtype.
   Value derived(const std::vector<int>& args) const {
     Value v;
-    v.depth = 0;
     for (int a : args)
       if (a >= 0) {
         v.depth = std::max(v.depth, val(a).depth);
@@ -580,6 +579,7 @@ class Generator {
     const Value& x = val(a);
     int64_t r = x.rank();
     FuzzStep s = step_of(op, {a});
+    if ((op == FuzzOp::reshape || op == FuzzOp::flatten) && !x.contiguous && p_.dynamic) p_.layout_dependent = true;
     Value v = x;
     v.depth = x.depth + 1;
     v.uses = 0;

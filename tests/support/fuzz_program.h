@@ -84,6 +84,9 @@ struct FuzzProgram {
   uint64_t seed = 0;
   bool dynamic = false;
   int64_t batch = 0;  // dim 0 of every input, in dynamic programs
+  // A reshape or flatten of a value that may not be contiguous: whether it is a view or a copy
+  // can depend on the batch size, so compile may specialize the batch (and recompile once).
+  bool layout_dependent = false;
   std::vector<FuzzInput> inputs;
   std::vector<FuzzStep> steps;
   std::vector<FuzzOutput> outputs;
