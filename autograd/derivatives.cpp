@@ -248,7 +248,8 @@ void install_derivatives() {
 bool is_differentiable(const OpDef& def) {
   if (def.schedule_class == ScheduleClass::creation) return false;  // values from attributes alone
   // embedding_backward only runs inside backward (no higher-order gradients yet).
-  static const std::vector<std::string> never = {"eq", "ne", "lt", "le", "gt", "ge", "argmax", "embedding_backward"};
+  static const std::vector<std::string> never = {"eq", "ne", "lt", "le", "gt", "ge", "argmax", "embedding_backward",
+                                                  "detach"};
   return std::find(never.begin(), never.end(), def.name) == never.end();
 }
 

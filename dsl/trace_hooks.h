@@ -5,7 +5,9 @@
 //     the tracer breaks the graph there, runs what it has, and makes the tensor real in place;
 //   - tell the host a size that the trace treats as symbolic: the tracer specializes it (guards
 //     on its value), because host code may bake it into later ops;
-//   - detach(): the tracer returns another symbolic tensor for the same value.
+//   - detach(): the tracer returns another symbolic tensor for the same value;
+// and one more event: an in-place write (copy_) while a function is traced, even between real
+// tensors, is a side effect the graph cannot hold: the tracer breaks the graph before it.
 #pragma once
 #include <cstdint>
 #include <source_location>
@@ -19,6 +21,7 @@ struct TraceHooks {
   void (*materialize)(const Tensor& t, std::string_view reason, const std::source_location& where) = nullptr;
   void (*read_sizes)(const Tensor& t, int64_t dim, const std::source_location& where) = nullptr;  // dim -1: all
   Tensor (*alias)(const Tensor& t) = nullptr;
+  void (*side_effect)(std::string_view reason, const std::source_location& where) = nullptr;
 };
 
 void set_trace_hooks(const TraceHooks& hooks);

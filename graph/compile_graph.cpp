@@ -36,6 +36,9 @@ std::shared_ptr<CompiledGraph> compile_graph(const Graph& captured, Backend& cho
   debug_dump(file_name(label) + ".captured", "dot", captured.dot());
 
   auto g = std::make_shared<Graph>(captured);
+  // Frozen: the trace goes on refining its symbols (later size reads specialize them), and a
+  // compiled graph must keep meaning what it meant when it was compiled.
+  g->shape_env = std::make_shared<ShapeEnv>(*captured.shape_env);
   after(label, "dead code", eliminate_dead_code(*g), *g);
   after(label, "common subexpressions", eliminate_common_subexpressions(*g), *g);
   after(label, "view folding", fold_views(*g), *g);

@@ -34,7 +34,7 @@ int eliminate_common_subexpressions(Graph& g) {
   std::map<std::pair<const OpDef*, std::vector<int>>, std::vector<int>> seen;
   int merged = 0;
   for (size_t n = 0; n < g.nodes.size(); ++n) {
-    Node& node = g.nodes[n];
+    GraphNode& node = g.nodes[n];
     for (int& v : node.inputs) v = repl[v];
     if (node.op->random) continue;
     std::vector<int>& same = seen[{node.op, node.inputs}];

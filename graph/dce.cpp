@@ -41,7 +41,7 @@ int eliminate_dead_code(Graph& g) {
   }
   int removed = 0;
   for (size_t n = 0; n < g.nodes.size(); ++n) {
-    const Node& node = g.nodes[n];
+    const GraphNode& node = g.nodes[n];
     if (!live[n]) {
       ++removed;
       continue;

@@ -40,13 +40,13 @@ struct Emitter {
 };
 
 // A rule returns the value that replaces the node's output, or -1 to keep the node as it is.
-using Rule = std::function<int(Emitter&, const Node&, const std::vector<int>& ins)>;
+using Rule = std::function<int(Emitter&, const GraphNode&, const std::vector<int>& ins)>;
 
 int64_t rank_of(const Emitter& e, int x) { return int64_t(e.g.values[x].meta.shape.size()); }
 
 // The row dim of softmax/log_softmax, or -1 when rows are empty: max has no identity there. A
 // symbolic row dim is taken to be nonzero, its hint.
-int64_t row_dim(const Emitter& e, const Node& n, int x) {
+int64_t row_dim(const Emitter& e, const GraphNode& n, int x) {
   int64_t rank = rank_of(e, x);
   if (rank == 0) return 0;
   int d = wrap_dim(n.op->name, n.attrs.get<int64_t>("dim"), rank);
@@ -60,7 +60,7 @@ std::pair<int, std::vector<int64_t>> shifted_rows(Emitter& e, int x, int64_t d) 
   return {e.op("sub", {x, e.reduce("max", x, dims)}), dims};
 }
 
-int softmax_rule(Emitter& e, const Node& n, const std::vector<int>& ins) {
+int softmax_rule(Emitter& e, const GraphNode& n, const std::vector<int>& ins) {
   int64_t d = row_dim(e, n, ins[0]);
   if (d < 0) return -1;
   int x = e.cast(ins[0], e.compute);
@@ -69,7 +69,7 @@ int softmax_rule(Emitter& e, const Node& n, const std::vector<int>& ins) {
   return e.op("div", {ex, e.reduce("sum", ex, dims)});
 }
 
-int log_softmax_rule(Emitter& e, const Node& n, const std::vector<int>& ins) {
+int log_softmax_rule(Emitter& e, const GraphNode& n, const std::vector<int>& ins) {
   int64_t d = row_dim(e, n, ins[0]);
   if (d < 0) return -1;
   int x = e.cast(ins[0], e.compute);
@@ -78,7 +78,7 @@ int log_softmax_rule(Emitter& e, const Node& n, const std::vector<int>& ins) {
   return e.op("sub", {s, log_sum});  // (x - max) - log_sum, the order of the fused kernel
 }
 
-int layer_norm_rule(Emitter& e, const Node& n, const std::vector<int>& ins) {
+int layer_norm_rule(Emitter& e, const GraphNode& n, const std::vector<int>& ins) {
   int x = e.cast(ins[0], e.compute);
   int64_t rank = rank_of(e, x);
   int64_t k = int64_t(n.attrs.get<std::vector<int64_t>>("normalized_shape").size());
@@ -93,7 +93,7 @@ int layer_norm_rule(Emitter& e, const Node& n, const std::vector<int>& ins) {
 }
 
 // kiln has no erf op, so only the tanh form decomposes; gelu(approximate="none") stays one op.
-int gelu_rule(Emitter& e, const Node& n, const std::vector<int>& ins) {
+int gelu_rule(Emitter& e, const GraphNode& n, const std::vector<int>& ins) {
   if (n.attrs.get_or<std::string>("approximate", "none") != "tanh") return -1;
   int x = e.cast(ins[0], e.compute);
   int cube = e.op("mul", {e.op("square", {x}), x});
@@ -103,7 +103,7 @@ int gelu_rule(Emitter& e, const Node& n, const std::vector<int>& ins) {
   return e.op("mul", {half_x, e.op("add", {e.constant(1.0), t})});
 }
 
-int silu_rule(Emitter& e, const Node& n, const std::vector<int>& ins) {
+int silu_rule(Emitter& e, const GraphNode& n, const std::vector<int>& ins) {
   int x = e.cast(ins[0], e.compute);
   return e.op("mul", {x, e.op("sigmoid", {x})});
 }
@@ -133,7 +133,7 @@ int decompose(Graph& g, const std::set<std::string>& ops) {
     id[in.value] = out.add_input(in.kind, in.index, in.name, v.meta, v.sym, v.strides, v.offset, in.requires_grad);
   }
   int decomposed = 0;
-  for (const Node& node : g.nodes) {
+  for (const GraphNode& node : g.nodes) {
     std::vector<int> ins;
     for (int v : node.inputs) ins.push_back(id[v]);
     auto rule = rules().find(node.op->name);

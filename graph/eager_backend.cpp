@@ -16,7 +16,7 @@ class EagerGraph final : public CompiledGraph {
 
   int kernel_count() const override {
     int n = 0;
-    for (const Node& node : g_->nodes) n += node.op->schedule_class != ScheduleClass::view;
+    for (const GraphNode& node : g_->nodes) n += node.op->schedule_class != ScheduleClass::view;
     return n;
   }
 
@@ -27,7 +27,7 @@ class EagerGraph final : public CompiledGraph {
     std::vector<Tensor> values(g.values.size());
     for (size_t i = 0; i < inputs.size(); ++i) values[size_t(g.inputs[i].value)] = inputs[i];
     TensorList args;
-    for (const Node& n : g.nodes) {
+    for (const GraphNode& n : g.nodes) {
       args.clear();
       for (int v : n.inputs) args.push_back(values[size_t(v)]);
       TensorList outs;

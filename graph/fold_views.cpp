@@ -21,7 +21,7 @@ bool same_layout(const Graph& g, const Value& a, const Value& b) {
 }
 
 // view(reshape(x)) -> view(x) when x is contiguous: both read x's elements in row-major order.
-bool skip_reshape(Graph& g, Node& node) {
+bool skip_reshape(Graph& g, GraphNode& node) {
   int p = g.values[node.inputs[0]].producer;
   if (node.op->name != "view" || p < 0 || !is_reshape(*g.nodes[p].op)) return false;
   int x = g.nodes[p].inputs[0];
@@ -42,9 +42,9 @@ int fold_views(Graph& g) {
   std::vector<int> repl(g.values.size());
   for (size_t v = 0; v < repl.size(); ++v) repl[v] = int(v);
   int folded = 0;
-  for (Node& node : g.nodes) {
+  for (GraphNode& node : g.nodes) {
     for (int& v : node.inputs) v = repl[v];
-    if (node.op->schedule_class != ScheduleClass::view) continue;
+    if (node.op->schedule_class != ScheduleClass::view || node.op->name == "detach") continue;  // detach cuts autograd
     bool changed = skip_reshape(g, node);
     if (same_layout(g, g.values[node.inputs[0]], g.values[node.outputs[0]])) {
       repl[node.outputs[0]] = node.inputs[0];

@@ -73,7 +73,7 @@ int Graph::add_input(InputKind kind, int index, std::string nm, const TensorMeta
 
 std::vector<int> Graph::add_node(const OpDef& op, const Attrs& attrs, const std::vector<int>& ins,
                                  std::vector<Value> outs) {
-  Node n{&op, attrs, ins, {}};
+  GraphNode n{&op, attrs, ins, {}};
   for (int v : ins) KILN_CHECK(v >= 0 && v < int(values.size()), "graph: ", op.name, " reads unknown value ", v);
   for (size_t k = 0; k < outs.size(); ++k) {
     outs[k].producer = int(nodes.size());
@@ -88,7 +88,7 @@ std::vector<int> Graph::add_node(const OpDef& op, const Attrs& attrs, const std:
 bool Graph::needs_autograd() const {
   bool input = false, op = false;
   for (const GraphInput& in : inputs) input = input || in.requires_grad;
-  for (const Node& n : nodes) op = op || n.grad_enabled;
+  for (const GraphNode& n : nodes) op = op || n.grad_enabled;
   return input && op;
 }
 
@@ -114,7 +114,7 @@ uint64_t Graph::structural_hash() const {
     h = mix(h, uint64_t(in.requires_grad));
     hash_value(in.value);
   }
-  for (const Node& n : nodes) {
+  for (const GraphNode& n : nodes) {
     h = mix(h, n.op->name);
     h = mix(h, n.attrs);
     h = mix(h, uint64_t(n.grad_enabled));
@@ -131,7 +131,7 @@ std::string Graph::text() const {
   for (const GraphInput& in : inputs)
     os << "  " << value_name(in.value) << ": " << value_type_str(values[in.value]) << " = input " << name(in.kind)
        << ' ' << in.index << " \"" << in.name << "\"" << (in.requires_grad ? " requires_grad" : "") << '\n';
-  for (const Node& n : nodes) {
+  for (const GraphNode& n : nodes) {
     os << "  ";
     for (size_t k = 0; k < n.outputs.size(); ++k)
       os << (k ? ", " : "") << value_name(n.outputs[k]) << ": " << value_type_str(values[n.outputs[k]]);
@@ -161,7 +161,7 @@ std::string Graph::dot() const {
     os << "  v" << in.value << " [shape=box, style=rounded, label=\"" << in.name << "\\n"
        << value_type_str(values[in.value]) << "\"];\n";
   for (size_t i = 0; i < nodes.size(); ++i) {
-    const Node& n = nodes[i];
+    const GraphNode& n = nodes[i];
     os << "  n" << i << " [shape=box, label=\"" << n.op->name << "\\n";
     for (int v : n.outputs) os << value_type_str(values[v]) << "\\n";
     os << "\"];\n";

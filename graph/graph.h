@@ -44,7 +44,8 @@ struct GraphInput {
   bool requires_grad = false;
 };
 
-struct Node {
+// (Not `Node`: autograd/node.h has kiln::Node, the tape's backward node.)
+struct GraphNode {
   const OpDef* op = nullptr;
   Attrs attrs;
   std::vector<int> inputs;   // value ids
@@ -56,7 +57,7 @@ class Graph {
  public:
   std::vector<Value> values;
   std::vector<GraphInput> inputs;
-  std::vector<Node> nodes;
+  std::vector<GraphNode> nodes;
   std::vector<int> outputs;  // value ids, in the function's output order
   // The symbols of the symbolic shapes (shared by the graphs of one trace); never null.
   std::shared_ptr<ShapeEnv> shape_env = std::make_shared<ShapeEnv>();

@@ -13,11 +13,16 @@ namespace {
 // Probe values stand in for symbols when an op's shape rule runs symbolically: distinct primes,
 // large enough that no rule mistakes them for a constant of the graph, small enough that products
 // of a few of them stay far from int64 overflow.
-int64_t probe_of(int root) {
-  static const int64_t primes[] = {10007, 10009, 10037, 10039, 10061, 10067, 10069, 10079,
-                                   10091, 10093, 10099, 10103, 10111, 10133, 10139, 10141};
-  constexpr int n = int(sizeof(primes) / sizeof(primes[0]));
-  return root < n ? primes[root] : 10151 + 2 * int64_t(root);  // odd, distinct: good enough past 16
+// Three sets. The formula is found with the first; a dim whose formula does not predict the
+// second (large) or the third (small sizes: a slice end that clamps only below it) is not a
+// product of symbols.
+int64_t probe_of(int root, int set = 0) {
+  static const int64_t primes[3][16] = {
+      {10007, 10009, 10037, 10039, 10061, 10067, 10069, 10079, 10091, 10093, 10099, 10103, 10111, 10133, 10139, 10141},
+      {20011, 20021, 20023, 20029, 20047, 20051, 20063, 20071, 20089, 20101, 20107, 20113, 20117, 20123, 20129, 20143},
+      {2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53}};
+  if (root < 16) return primes[set][root];
+  return (set == 0 ? 10151 : set == 1 ? 20201 : 59) + 2 * int64_t(root);  // odd, distinct past 16
 }
 
 }  // namespace
@@ -88,11 +93,11 @@ int64_t ShapeEnv::hint(const SymDim& d) const {
   return v;
 }
 
-int64_t ShapeEnv::probe(const SymDim& raw, int64_t hint_value) const {
+int64_t ShapeEnv::probe(const SymDim& raw, int64_t hint_value, int set) const {
   SymDim c = canonical(raw);
   if (c.opaque) return hint_value;
   int64_t v = c.coeff;
-  for (int s : c.syms) v *= probe_of(s);
+  for (int s : c.syms) v *= probe_of(s, set);
   return v;
 }
 
@@ -122,23 +127,31 @@ std::vector<TensorMeta> ShapeEnv::infer(const OpDef& op, const std::vector<Tenso
   std::vector<TensorMeta> out = op.infer(metas, attrs);
   out_syms.assign(out.size(), {});
   std::set<int> roots;  // the live symbols the inputs depend on
+  bool opaque_input = false;
   for (const SymShape& s : syms)
-    for (const SymDim& d : s)
-      for (int x : canonical(d).syms) roots.insert(x);
+    for (const SymDim& d : s) {
+      SymDim c = canonical(d);
+      opaque_input = opaque_input || c.opaque;
+      for (int x : c.syms) roots.insert(x);
+    }
   if (roots.empty()) {
     for (size_t k = 0; k < out.size(); ++k) out_syms[k] = static_shape(out[k].shape);
     return out;
   }
 
-  auto probe_metas = [&] {
+  auto probe_metas = [&](int set) {
     std::vector<TensorMeta> p = metas;
     for (size_t i = 0; i < p.size(); ++i)
-      for (size_t d = 0; d < syms[i].size(); ++d) p[i].shape[d] = probe(syms[i][d], p[i].shape[d]);
+      for (size_t d = 0; d < syms[i].size(); ++d) p[i].shape[d] = probe(syms[i][d], p[i].shape[d], set);
     return p;
   };
-  std::vector<TensorMeta> probed;
+  auto all_static = [&] {
+    for (size_t k = 0; k < out.size(); ++k) out_syms[k] = static_shape(out[k].shape);
+    return out;
+  };
+  std::vector<TensorMeta> probed, probed2;
   try {
-    probed = op.infer(probe_metas(), attrs);
+    probed = op.infer(probe_metas(0), attrs);
   } catch (const Error&) {
     // The rule needs some sizes equal: unify the symbols whose hints agree and try again.
     std::vector<int> rs(roots.begin(), roots.end());
@@ -147,12 +160,22 @@ std::vector<TensorMeta> ShapeEnv::infer(const OpDef& op, const std::vector<Tenso
         if (root(rs[i]) != root(rs[j]) && symbols_[rs[i]].hint == symbols_[rs[j]].hint)
           unify(rs[i], rs[j], op.name + " needs them equal");
     try {
-      probed = op.infer(probe_metas(), attrs);
+      probed = op.infer(probe_metas(0), attrs);
     } catch (const Error&) {
       for (int r : rs) specialize(SymDim::symbol(r), op.name + "'s shape rule needs a fixed size");
-      for (size_t k = 0; k < out.size(); ++k) out_syms[k] = static_shape(out[k].shape);
-      return out;
+      return all_static();
     }
+  }
+  try {
+    probed2 = op.infer(probe_metas(1), attrs);
+  } catch (const Error&) {
+    for (int r : roots) specialize(SymDim::symbol(r), op.name + "'s shape rule needs a fixed size");
+    return all_static();
+  }
+  std::vector<TensorMeta> small;  // small sizes may break a rule (narrow past the end): no verdict then
+  try {
+    small = op.infer(probe_metas(2), attrs);
+  } catch (const Error&) {
   }
 
   // Each output dim: factor the probe value by the symbols' probes; what remains is the constant.
@@ -162,6 +185,8 @@ std::vector<TensorMeta> ShapeEnv::infer(const OpDef& op, const std::vector<Tenso
     if (!symbols_[root(r)].specialized) live.push_back(root(r));
   std::sort(live.begin(), live.end());
   live.erase(std::unique(live.begin(), live.end()), live.end());
+  // An opaque input (its size has no formula, so it was probed at its hint) makes every output
+  // dim opaque: the probes cannot tell which of them follow it.
   for (size_t k = 0; k < out.size(); ++k) {
     for (size_t d = 0; d < out[k].shape.size(); ++d) {
       int64_t v = probed[k].shape[d];
@@ -172,7 +197,9 @@ std::vector<TensorMeta> ShapeEnv::infer(const OpDef& op, const std::vector<Tenso
           dim.syms.push_back(s);
         }
       dim.coeff = v;
-      if (hint(dim) != out[k].shape[d]) dim = {out[k].shape[d], live, true};
+      bool small_differs = !small.empty() && probe(dim, 0, 2) != small[k].shape[d];
+      if (opaque_input || hint(dim) != out[k].shape[d] || probe(dim, 0, 1) != probed2[k].shape[d] || small_differs)
+        dim = {out[k].shape[d], live, true};
       out_syms[k].push_back(dim);
     }
   }

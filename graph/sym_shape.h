@@ -52,7 +52,7 @@ class ShapeEnv {
   SymShape canonical(const SymShape& s) const;
   int64_t hint(const SymDim& d) const;
   // The dim with each live symbol replaced by its probe value (opaque dims: their hint).
-  int64_t probe(const SymDim& d, int64_t hint_value) const;
+  int64_t probe(const SymDim& d, int64_t hint_value, int set = 0) const;
 
   // Guards on the value of every symbol in `d` (host code read it; `why` says where).
   void specialize(const SymDim& d, const std::string& why);

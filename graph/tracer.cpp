@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "autograd/derivatives.h"
 #include "autograd/grad_mode.h"
 #include "dsl/error.h"
 #include "dsl/trace_hooks.h"
@@ -34,6 +35,9 @@ void install_hooks() {
       live_traced(t, "size()").tracer->read_sizes(t, dim, where);
     };
     h.alias = [](const Tensor& t) { return live_traced(t, "detach()").tracer->alias(t); };
+    h.side_effect = [](std::string_view reason, const std::source_location& where) {
+      if (active) active->side_effect(reason, where);
+    };
     set_trace_hooks(h);
   });
 }
@@ -216,9 +220,14 @@ TensorList Tracer::call(const OpDef& def, const TensorList& inputs, const Attrs&
   }
   g.nodes.back().grad_enabled = grad_enabled();
   ++ops_traced_;
+  // Inside the function, requires_grad() of a result reads as it would eagerly.
+  bool grad = grad_enabled() && is_differentiable(def) &&
+              std::any_of(inputs.begin(), inputs.end(), [](const Tensor& t) { return t.requires_grad(); });
   TensorList result;
-  for (int id : ids)
+  for (int id : ids) {
     result.push_back(make_symbolic(id, same_layout ? inputs[0].storage() : no_data(g.values[id].meta.device), false));
+    if (grad && is_floating(g.values[id].meta.dtype)) result.back().requires_grad_();
+  }
   return result;
 }
 
@@ -278,6 +287,12 @@ void Tracer::run_segment(std::vector<int> outputs, bool final) {
   }
 }
 
+void Tracer::side_effect(std::string_view reason, const std::source_location& where) {
+  // copy_ of traced tensors breaks through materialize() right after; here the writes between
+  // real tensors, which must happen after the ops recorded so far and on every call.
+  materialize(Tensor(), reason, where);
+}
+
 void Tracer::materialize(const Tensor& t, std::string_view reason, const std::source_location& where) {
   std::string at = where_str(where);
   GraphBreak b{std::string(reason), where.line() ? at.substr(0, at.rfind(':')) : "", int(where.line())};
@@ -301,11 +316,10 @@ void Tracer::read_sizes(const Tensor& t, int64_t dim, const std::source_location
 }
 
 Tensor Tracer::alias(const Tensor& t) {
-  TracedValue& tv = live_traced(t, "detach()");
-  Tensor a = make_symbolic(tv.value, t.storage(), true);
-  a.impl().shape = t.impl().shape;
-  a.impl().strides = t.impl().strides;
-  a.impl().offset = t.impl().offset;
+  live_traced(t, "detach()");
+  static const OpDef& detach = op_def("detach");
+  Tensor a = call(detach, {t}, {})[0];
+  a.impl().traced->detached = true;
   return a;
 }
 

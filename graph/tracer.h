@@ -62,6 +62,7 @@ class Tracer final : public DispatchMode {
   void materialize(const Tensor& t, std::string_view reason, const std::source_location& where);
   void read_sizes(const Tensor& t, int64_t dim, const std::source_location& where);
   Tensor alias(const Tensor& t);
+  void side_effect(std::string_view reason, const std::source_location& where);
 
   ShapeEnv& shape_env() { return *env_; }
   const std::shared_ptr<ShapeEnv>& shape_env_ptr() const { return env_; }

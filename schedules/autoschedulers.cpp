@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "dsl/error.h"
+#include "schedules/jit_target.h"
 
 namespace kiln {
 
@@ -51,7 +52,7 @@ std::string apply_halide_autoscheduler(const std::string& name, const Graph& g, 
   try {
     std::string registered = name;  // Halide 14 registers "Mullapudi2016", "Adams2019", "Li2018"
     registered[0] = char(std::toupper(static_cast<unsigned char>(registered[0])));
-    return pipeline.auto_schedule(registered, Halide::get_jit_target_from_environment(), machine).schedule_source;
+    return pipeline.auto_schedule(registered, jit_target(), machine).schedule_source;
   } catch (const Halide::Error& e) {
     throw_error("scheduler '", name, "' failed: ", e.what());
   }

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "dsl/error.h"
+#include "schedules/jit_target.h"
 
 namespace kiln {
 
@@ -14,7 +15,7 @@ namespace {
 constexpr int64_t kParallelMinElements = 1 << 15;
 constexpr int64_t kElementsPerTask = 1 << 16;  // a task of Halide's thread pool costs microseconds
 
-int vector_lanes(const Func& f) { return get_jit_target_from_environment().natural_vector_size(f.output_types()[0]); }
+int vector_lanes(const Func& f) { return jit_target().natural_vector_size(f.output_types()[0]); }
 
 std::vector<Var> pure_vars(const Func& f) {
   std::vector<Var> v;
@@ -28,7 +29,7 @@ enum class Reduces { nothing, rows, columns };
 Reduces reduction_kind(const Graph& g, int value) {
   int p = g.values[size_t(value)].producer;
   if (p < 0) return Reduces::nothing;
-  const Node& n = g.nodes[size_t(p)];
+  const GraphNode& n = g.nodes[size_t(p)];
   if (n.inputs.empty()) return Reduces::nothing;
   int rank = int(g.values[size_t(n.inputs.at(0))].meta.shape.size());
   if (rank == 0) return Reduces::rows;

@@ -15,6 +15,7 @@
 #include "dsl/storage.h"
 #include "graph/backend.h"
 #include "graph/logs.h"
+#include "schedules/jit_target.h"
 #include "schedules/autoschedulers.h"
 #include "schedules/cpu_schedule.h"
 #include "schedules/lower_region.h"
@@ -93,7 +94,7 @@ class HalideGraph final : public CompiledGraph {
         }
       } report{perf, s, g, t0};
       if (s.node >= 0) {
-        const Node& n = g.nodes[size_t(s.node)];
+        const GraphNode& n = g.nodes[size_t(s.node)];
         TensorList args;
         for (int v : n.inputs) args.push_back(values[size_t(v)]);
         TensorList outs = dispatch(*n.op, args, n.attrs);
@@ -114,7 +115,11 @@ class HalideGraph final : public CompiledGraph {
       }
       Halide::Realization real(outs);
       Halide::Pipeline pipeline = s.pipeline;  // a handle: realize() is not const
-      pipeline.realize(real, Halide::get_jit_target_from_environment(), params);
+      try {
+        pipeline.realize(real, jit_target(), params);
+      } catch (const Halide::Error& e) {
+        throw_error("halide backend: a pipeline of ", s.region.nodes.size(), " ops failed: ", e.what());
+      }
     }
     TensorList out;
     for (int v : g.outputs) out.push_back(values[size_t(v)]);
@@ -130,15 +135,32 @@ class HalideGraph final : public CompiledGraph {
 // too; a view read by an eager kernel (a transposed weight into matmul) or returned stays a
 // view, so no pipeline copies it.
 std::vector<bool> lowered_nodes(const Graph& g) {
+  // A pipeline's symbols are read off the graph's inputs at run time: only those that are a
+  // whole dim of some input can be known (a carried [s0*s1] alone does not give s0).
+  std::set<int> known;
+  for (const GraphInput& in : g.inputs)
+    for (const SymDim& d : g.values[size_t(in.value)].sym) {
+      SymDim c = g.shape_env->canonical(d);
+      if (!c.opaque && c.coeff == 1 && c.syms.size() == 1) known.insert(c.syms[0]);
+    }
+  auto symbols_known = [&](const GraphNode& n) {
+    std::vector<int> vs = n.inputs;
+    vs.insert(vs.end(), n.outputs.begin(), n.outputs.end());
+    for (int v : vs)
+      for (const SymDim& d : g.values[size_t(v)].sym)
+        for (int s : g.shape_env->canonical(d).syms)
+          if (!known.count(s)) return false;
+    return true;
+  };
   std::vector<bool> lower(g.nodes.size());
   std::vector<std::vector<int>> readers(g.values.size());
   for (size_t i = 0; i < g.nodes.size(); ++i) {
-    lower[i] = lowerable(g, g.nodes[i]);
+    lower[i] = lowerable(g, g.nodes[i]) && symbols_known(g.nodes[i]);
     for (int v : g.nodes[i].inputs) readers[size_t(v)].push_back(int(i));
   }
   std::set<int> outputs(g.outputs.begin(), g.outputs.end());
   for (size_t i = g.nodes.size(); i-- > 0;) {
-    const Node& n = g.nodes[i];
+    const GraphNode& n = g.nodes[i];
     if (!lower[i] || n.op->schedule_class != ScheduleClass::view) continue;
     int v = n.outputs[0];
     bool eager_reader = outputs.count(v) > 0;
@@ -218,7 +240,7 @@ void trial_run(const Graph& g, Step& s) {
   std::vector<Halide::Buffer<>> outs;
   for (int v : s.region.outputs) outs.push_back(buffer(v));
   Halide::Realization real(outs);
-  s.pipeline.realize(real, Halide::get_jit_target_from_environment(), params);
+  s.pipeline.realize(real, jit_target(), params);
 }
 
 // kiln's schedule, or one of Halide's autoschedulers (kiln's schedule when it fails).
@@ -226,7 +248,7 @@ void schedule(const Graph& g, Step& s, const std::string& scheduler) {
   if (scheduler != "kiln") {
     try {
       std::string source = apply_halide_autoscheduler(scheduler, g, s.region, s.lowered, s.pipeline);
-      s.pipeline.compile_jit(Halide::get_jit_target_from_environment());
+      s.pipeline.compile_jit(jit_target());
       trial_run(g, s);
       log_line(LogChannel::schedule, "halide: " + scheduler + " schedule:\n" + source);
       return;
@@ -249,7 +271,7 @@ void dump_stmt(Step& s) {
   for (const auto& [sym, p] : s.lowered.symbols) args.push_back(p);
   std::filesystem::create_directories(dir);
   s.pipeline.compile_to_lowered_stmt(dir + "/halide_region_" + std::to_string(++counter) + ".stmt", args,
-                                     Halide::Text, Halide::get_jit_target_from_environment());
+                                     Halide::Text, jit_target());
 }
 
 class HalideBackend final : public Backend {
@@ -272,7 +294,7 @@ class HalideBackend final : public Backend {
       s.pipeline.set_custom_allocator(&pipeline_malloc, &pipeline_free);
       dump_stmt(s);
       auto t0 = std::chrono::steady_clock::now();
-      s.pipeline.compile_jit(Halide::get_jit_target_from_environment());
+      s.pipeline.compile_jit(jit_target());
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       log_line(LogChannel::output_code, "halide: region of " + std::to_string(s.region.nodes.size()) + " ops, " +
                                             std::to_string(s.region.outputs.size()) + " outputs, jit " +

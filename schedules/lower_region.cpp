@@ -21,7 +21,7 @@ Expr convert(Expr stored, DType from, DType to) {
   return from == to ? stored : store_value(load_value(stored, from), to);
 }
 
-bool is_pointwise(const Node& n) {
+bool is_pointwise(const GraphNode& n) {
   return n.op->pointwise && (n.op->family == KernelFamily::unary || n.op->family == KernelFamily::binary ||
                              n.op->family == KernelFamily::where || n.op->family == KernelFamily::cast ||
                              n.op->family == KernelFamily::copy);
@@ -37,7 +37,7 @@ class Lowering {
     for (int n : r_.nodes)
       for (int v : g_.nodes[n].inputs) ++uses[v];
     for (int n : r_.nodes) {
-      const Node& node = g_.nodes[n];
+      const GraphNode& node = g_.nodes[n];
       lower_node(node);
       // A pointwise value read twice is computed once; others are inlined into their readers.
       bool shared = is_pointwise(node) && node.op->family != KernelFamily::copy && uses[node.outputs[0]] > 1;
@@ -106,7 +106,7 @@ class Lowering {
     out_.values[v] = {f, shape, val.meta.dtype};
   }
 
-  void lower_node(const Node& n) {
+  void lower_node(const GraphNode& n) {
     const OpDef& op = *n.op;
     int v = n.outputs[0];
     if (op.family == KernelFamily::copy) {
@@ -123,7 +123,7 @@ class Lowering {
   }
 
   // Output value at `args` (innermost first), each input indexed with broadcasting.
-  void lower_pointwise(const Node& n) {
+  void lower_pointwise(const GraphNode& n) {
     const OpDef& op = *n.op;
     int v = n.outputs[0];
     const Value& out = g_.values[v];
@@ -153,7 +153,7 @@ class Lowering {
     out_.values[v] = {f, shape_of(v), out.meta.dtype};
   }
 
-  void lower_creation(const Node& n) {
+  void lower_creation(const GraphNode& n) {
     int v = n.outputs[0];
     const Value& out = g_.values[v];
     const Attrs& a = n.attrs;
@@ -178,7 +178,7 @@ class Lowering {
     out_.values[v] = {f, shape_of(v), out.meta.dtype};
   }
 
-  void lower_define(const Node& n) {
+  void lower_define(const GraphNode& n) {
     std::vector<HalideTensor> ins;
     for (int iv : n.inputs) {
       HalideTensor x = out_.values.at(iv);
@@ -207,7 +207,7 @@ class Lowering {
   }
 
   // Views: the output's coordinates mapped to the input's, as index arithmetic.
-  void lower_view(const Node& n) {
+  void lower_view(const GraphNode& n) {
     int in = n.inputs[0], v = n.outputs[0];
     const HalideTensor& x = out_.values.at(in);
     const Value& iv = g_.values[in];
@@ -220,7 +220,9 @@ class Lowering {
     std::vector<Expr> in_shape = x.shape, out_shape = shape_of(v);
     const std::string& op = n.op->name;
     const Attrs& a = n.attrs;
-    if (op == "transpose" || op == "permute") {
+    if (op == "detach") {
+      i = o;
+    } else if (op == "transpose" || op == "permute") {
       std::vector<int> perm(r);
       for (int d = 0; d < r; ++d) perm[d] = d;
       if (op == "transpose" && r > 0)
@@ -271,7 +273,7 @@ class Lowering {
 
 }  // namespace
 
-bool lowerable(const Graph& g, const Node& n) {
+bool lowerable(const Graph& g, const GraphNode& n) {
   const OpDef& op = *n.op;
   if (op.random || op.family == KernelFamily::matmul) return false;  // eager kernels (for now)
   // Their eager runners check indices and targets on the host; inside a pipeline a bad index

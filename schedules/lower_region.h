@@ -29,7 +29,7 @@ struct LoweredRegion {
 };
 
 // Whether the Halide lowering covers this node (others run through their eager kernels).
-bool lowerable(const Graph& g, const Node& n);
+bool lowerable(const Graph& g, const GraphNode& n);
 
 LoweredRegion lower_region(const Graph& g, const Region& r);
 

@@ -26,7 +26,7 @@ class DecomposingBackend final : public Backend {
   }
   std::shared_ptr<CompiledGraph> compile(std::shared_ptr<const Graph> g, const BackendOptions& o) override {
     seen_ops.clear();
-    for (const Node& n : g->nodes) seen_ops.insert(n.op->name);
+    for (const GraphNode& n : g->nodes) seen_ops.insert(n.op->name);
     return backend("eager").compile(g, o);
   }
   static inline std::set<std::string> seen_ops;

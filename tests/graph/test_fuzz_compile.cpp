@@ -18,9 +18,6 @@
 #include "support/fuzz_program.h"
 #include "support/reference.h"
 
-// kiln_test_support lists its sources in tests/CMakeLists.txt; the generator is compiled here.
-#include "support/fuzz_program.cpp"
-
 using namespace kiln;
 using namespace kiln::test;
 

@@ -46,7 +46,7 @@ struct Builder {
 
 int count_op(const Graph& g, const std::string& name) {
   int n = 0;
-  for (const Node& node : g.nodes) n += node.op->name == name;
+  for (const GraphNode& node : g.nodes) n += node.op->name == name;
   return n;
 }
 
@@ -69,7 +69,7 @@ void check_valid(const Graph& g) {
 std::vector<Tensor> run(const Graph& g, const std::vector<Tensor>& args) {
   std::vector<Tensor> vals(g.values.size());
   for (size_t i = 0; i < g.inputs.size(); ++i) vals[g.inputs[i].value] = args[i];
-  for (const Node& n : g.nodes) {
+  for (const GraphNode& n : g.nodes) {
     TensorList ins;
     for (int v : n.inputs) ins.push_back(vals[v]);
     TensorList outs = dispatch(*n.op, ins, n.attrs);
@@ -103,7 +103,7 @@ Graph decompose_and_compare(const Graph& g, uint64_t seed, const std::string& wh
   std::vector<std::string> names = default_decompositions();
   BOOST_TEST(decompose(d, {names.begin(), names.end()}) == 1);
   check_valid(d);
-  for (const Node& n : d.nodes) {
+  for (const GraphNode& n : d.nodes) {
     BOOST_TEST_CONTEXT(what << ": " << n.op->name) {
       BOOST_TEST((n.op->schedule_class == ScheduleClass::pointwise ||
                   n.op->schedule_class == ScheduleClass::reduction ||
@@ -189,7 +189,7 @@ BOOST_AUTO_TEST_CASE(cse_merges_duplicates_but_not_random_draws) {
   BOOST_TEST(count_op(g, "full") == 2);  // 0.0 and -0.0 differ
   BOOST_TEST(g.outputs[2] != g.outputs[3]);
   BOOST_TEST(g.outputs[6] == g.outputs[8]);
-  const Node& add = g.nodes[g.values[g.outputs[0]].producer];
+  const GraphNode& add = g.nodes[g.values[g.outputs[0]].producer];
   BOOST_TEST(add.inputs[0] == add.inputs[1]);
 
   std::vector<Tensor> args = random_args(b.g, 11);
