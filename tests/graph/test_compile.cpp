@@ -365,3 +365,16 @@ BOOST_AUTO_TEST_CASE(grad_mode_inside_the_function_is_kept) {
   }
   BOOST_TEST(explain(f, x).graphs.at(0).find("# no grad") != std::string::npos);
 }
+
+BOOST_AUTO_TEST_CASE(a_view_valid_only_at_the_traced_size_is_guarded) {
+  // Found by the fuzzer: at batch 2, reshape can view the expanded tensor; at batch 5 it must
+  // copy. The trace checks the view at other sizes too and guards the batch instead of failing.
+  auto fn = [](const Tensor& x) { return x.expand({-1, 4}).reshape({2, -1}) * 1.0; };
+  auto f = compile(fn);
+  Tensor a = random_tensor({2, 1}, f32, 1);
+  mark_dynamic(a, 0);
+  check_same(f(a), fn(a), "traced size");
+  Tensor b = random_tensor({5, 1}, f32, 2);
+  check_same(f(b), fn(b), "another size");
+  BOOST_TEST(f.stats().recompiles == 1);
+}
