@@ -39,14 +39,16 @@ class Lowering {
     for (int n : r_.nodes) {
       const GraphNode& node = g_.nodes[n];
       lower_node(node);
-      // A pointwise value read twice is computed once; others are inlined into their readers.
+      // A pointwise value read twice is computed once, into a Func its readers call; others are
+      // one expression with their readers (a chain of pointwise ops is a single Expr).
       bool shared = is_pointwise(node) && node.op->family != KernelFamily::copy && uses[node.outputs[0]] > 1;
       if (!is_pointwise(node) && node.op->schedule_class != ScheduleClass::view &&
           node.op->schedule_class != ScheduleClass::creation)
         out_.materialized.push_back(out_.values.at(node.outputs[0]).func);
       else if (shared)
-        out_.materialized.push_back(out_.values.at(node.outputs[0]).func);
+        out_.materialized.push_back(func_of(node.outputs[0]).func);
     }
+    for (int v : r_.outputs) func_of(v);
     // Outputs are the values' own Funcs, except where two outputs share one or an output is an
     // input: a pipeline needs distinct output Funcs, so those get a copy.
     std::set<std::string> taken;
@@ -66,6 +68,29 @@ class Lowering {
   }
 
  private:
+  // The stored value of v at `args` (innermost first): a call of its Func, or its expression.
+  Expr at(int v, const std::vector<Expr>& args) {
+    auto f = out_.values.find(v);
+    if (f != out_.values.end()) return f->second.func(args);
+    return expr_of_.at(v)(args);
+  }
+
+  // v as a Func (made on first need: an op's definition reads Funcs, and outputs are Funcs).
+  const HalideTensor& func_of(int v) {
+    auto f = out_.values.find(v);
+    if (f != out_.values.end()) return f->second;
+    const Value& val = g_.values[size_t(v)];
+    std::vector<Var> vars = halide_vars(int(val.meta.shape.size()));
+    Func fn(names_.at(v));
+    fn(vars) = Internal::common_subexpression_elimination(at(v, std::vector<Expr>(vars.begin(), vars.end())));
+    return out_.values[v] = {fn, shape_of(v), val.meta.dtype};
+  }
+
+  void define_expr(int v, std::string name, std::function<Expr(const std::vector<Expr>&)> fn) {
+    names_[v] = std::move(name);
+    expr_of_[v] = std::move(fn);
+  }
+
   Expr dim_expr(const SymDim& raw) {
     SymDim d = g_.shape_env->canonical(raw);
     KILN_CHECK(!d.opaque, "halide backend: dim ", d.str(), " has no formula");
@@ -110,7 +135,8 @@ class Lowering {
     const OpDef& op = *n.op;
     int v = n.outputs[0];
     if (op.family == KernelFamily::copy) {
-      out_.values[v] = out_.values.at(n.inputs[0]);
+      int in = n.inputs[0];
+      define_expr(v, "contiguous_" + std::to_string(v), [this, in](const std::vector<Expr>& a) { return at(in, a); });
     } else if (is_pointwise(n)) {
       lower_pointwise(n);
     } else if (op.schedule_class == ScheduleClass::view) {
@@ -122,66 +148,63 @@ class Lowering {
     }
   }
 
-  // Output value at `args` (innermost first), each input indexed with broadcasting.
+  // The value at `args` (innermost first), each input read with broadcasting.
   void lower_pointwise(const GraphNode& n) {
     const OpDef& op = *n.op;
     int v = n.outputs[0];
     const Value& out = g_.values[v];
-    int R = int(out.meta.shape.size());
     std::vector<TensorMeta> metas;
     for (int i : n.inputs) metas.push_back(g_.values[i].meta);
     DType ct = op.compute_dtype ? op.compute_dtype(metas) : out.meta.dtype;
     DType kt = widened(ct);
-    std::vector<Var> vars = halide_vars(R);
-    std::vector<Expr> values;
-    for (size_t i = 0; i < n.inputs.size(); ++i) {
-      int iv = n.inputs[i];
-      const HalideTensor& x = out_.values.at(iv);
-      int r = x.rank();
-      std::vector<Expr> at;
-      for (int h = 0; h < r; ++h) {
-        size_t d = size_t(r - 1 - h), od = size_t(R - 1 - h);
-        at.push_back(is_one(iv, d) && !is_one(v, od) ? Expr(0) : Expr(vars[h]));
-      }
-      Expr stored = x.func(at);
-      bool cond = op.family == KernelFamily::where && i == 0;
-      values.push_back(cond ? load_value(stored, DType::bool_) : load_value(convert(stored, x.dtype, kt), kt));
-    }
     DType kout = out.meta.dtype == ct ? kt : out.meta.dtype;
-    Func f(op.name + "_" + std::to_string(v));
-    f(vars) = convert(store_value(op.pointwise(values, n.attrs), kout), kout, out.meta.dtype);
-    out_.values[v] = {f, shape_of(v), out.meta.dtype};
+    define_expr(v, op.name + "_" + std::to_string(v), [this, &n, v, kt, kout](const std::vector<Expr>& args) {
+      const OpDef& op = *n.op;
+      int R = int(args.size());
+      std::vector<Expr> values;
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        int iv = n.inputs[i];
+        const Value& in = g_.values[size_t(iv)];
+        int r = int(in.meta.shape.size());
+        std::vector<Expr> where;
+        for (int h = 0; h < r; ++h) {
+          size_t d = size_t(r - 1 - h), od = size_t(R - 1 - h);
+          where.push_back(is_one(iv, d) && !is_one(v, od) ? Expr(0) : args[h]);
+        }
+        Expr stored = at(iv, where);
+        bool cond = op.family == KernelFamily::where && i == 0;
+        values.push_back(cond ? load_value(stored, DType::bool_) : load_value(convert(stored, in.meta.dtype, kt), kt));
+      }
+      return convert(store_value(op.pointwise(values, n.attrs), kout), kout, g_.values[size_t(v)].meta.dtype);
+    });
   }
 
   void lower_creation(const GraphNode& n) {
     int v = n.outputs[0];
-    const Value& out = g_.values[v];
-    const Attrs& a = n.attrs;
-    int R = int(out.meta.shape.size());
-    std::vector<Var> vars = halide_vars(R);
-    Expr value;
-    if (n.op->name == "full") {
-      value = Expr(a.get<double>("value"));
-    } else {
-      Expr i = cast(Float(64), vars.at(0));
-      if (n.op->name == "arange") {
-        value = Expr(a.get<double>("start")) + i * Expr(a.get<double>("step"));
-      } else {  // linspace
-        double start = a.get<double>("start"), end = a.get<double>("end");
-        int64_t steps = a.get<int64_t>("steps");
-        double step = steps > 1 ? (end - start) / double(steps - 1) : 0;
-        value = select(vars[0] == int32_t(steps - 1) && steps > 1, Expr(end), Expr(start) + i * Expr(step));
+    define_expr(v, n.op->name + "_" + std::to_string(v), [this, &n, v](const std::vector<Expr>& args) {
+      const Attrs& a = n.attrs;
+      Expr value;
+      if (n.op->name == "full") {
+        value = Expr(a.get<double>("value"));
+      } else {
+        Expr i = cast(Float(64), args.at(0));
+        if (n.op->name == "arange") {
+          value = Expr(a.get<double>("start")) + i * Expr(a.get<double>("step"));
+        } else {  // linspace
+          double start = a.get<double>("start"), end = a.get<double>("end");
+          int64_t steps = a.get<int64_t>("steps");
+          double step = steps > 1 ? (end - start) / double(steps - 1) : 0;
+          value = select(args[0] == int32_t(steps - 1) && steps > 1, Expr(end), Expr(start) + i * Expr(step));
+        }
       }
-    }
-    Func f(n.op->name + "_" + std::to_string(v));
-    f(vars) = store_value(value, out.meta.dtype);
-    out_.values[v] = {f, shape_of(v), out.meta.dtype};
+      return store_value(value, g_.values[size_t(v)].meta.dtype);
+    });
   }
 
   void lower_define(const GraphNode& n) {
     std::vector<HalideTensor> ins;
     for (int iv : n.inputs) {
-      HalideTensor x = out_.values.at(iv);
+      HalideTensor x = func_of(iv);
       DType w = (x.dtype == DType::f16 || x.dtype == DType::bf16) ? DType::f32 : x.dtype;
       if (w != x.dtype) {
         std::vector<Var> vars = halide_vars(x.rank());
@@ -208,16 +231,20 @@ class Lowering {
 
   // Views: the output's coordinates mapped to the input's, as index arithmetic.
   void lower_view(const GraphNode& n) {
+    int v = n.outputs[0];
+    define_expr(v, n.op->name + "_" + std::to_string(v),
+                [this, &n](const std::vector<Expr>& args) { return view_at(n, args); });
+  }
+
+  Expr view_at(const GraphNode& n, const std::vector<Expr>& args) {
     int in = n.inputs[0], v = n.outputs[0];
-    const HalideTensor& x = out_.values.at(in);
     const Value& iv = g_.values[in];
     const Value& ov = g_.values[v];
     int r = int(iv.meta.shape.size()), R = int(ov.meta.shape.size());
-    std::vector<Var> vars = halide_vars(R);
     std::vector<Expr> o(R);  // output index of kiln dim d
-    for (int d = 0; d < R; ++d) o[d] = vars[R - 1 - d];
+    for (int d = 0; d < R; ++d) o[d] = args[R - 1 - d];
     std::vector<Expr> i(r);  // input index of kiln dim d
-    std::vector<Expr> in_shape = x.shape, out_shape = shape_of(v);
+    std::vector<Expr> in_shape = shape_of(in), out_shape = shape_of(v);
     const std::string& op = n.op->name;
     const Attrs& a = n.attrs;
     if (op == "detach") {
@@ -259,16 +286,16 @@ class Lowering {
         if (d > 0) linear = linear / in_shape[d];
       }
     }
-    std::vector<Expr> at(r);
-    for (int d = 0; d < r; ++d) at[r - 1 - d] = i[d];
-    Func f(op + "_" + std::to_string(v));
-    f(vars) = x.func(at);
-    out_.values[v] = {f, out_shape, x.dtype};
+    std::vector<Expr> where(r);
+    for (int d = 0; d < r; ++d) where[r - 1 - d] = i[d];
+    return at(in, where);
   }
 
   const Graph& g_;
   const Region& r_;
   LoweredRegion out_;
+  std::map<int, std::function<Expr(const std::vector<Expr>&)>> expr_of_;  // values inlined as Exprs
+  std::map<int, std::string> names_;
 };
 
 }  // namespace
