@@ -125,42 +125,30 @@ std::vector<std::string> default_decompositions() {
 }
 
 int decompose(Graph& g, const std::set<std::string>& ops) {
-  Graph out;
-  out.shape_env = g.shape_env;
-  std::vector<int> id(g.values.size(), -1);
-  for (const GraphInput& in : g.inputs) {
-    const Value& v = g.values[in.value];
-    id[in.value] = out.add_input(in.kind, in.index, in.name, v.meta, v.sym, v.strides, v.offset, in.requires_grad);
-  }
+  GraphRewrite r(g);
+  Graph& out = r.out;
   int decomposed = 0;
   for (const GraphNode& node : g.nodes) {
-    std::vector<int> ins;
-    for (int v : node.inputs) ins.push_back(id[v]);
     auto rule = rules().find(node.op->name);
     if (ops.count(node.op->name) && rule != rules().end()) {
       const TensorMeta& want = g.values[node.outputs[0]].meta;
       Emitter e{out, want.device, want.dtype == DType::f64 ? DType::f64 : DType::f32};
       size_t mark = out.nodes.size();
-      int y = rule->second(e, node, ins);
+      int y = rule->second(e, node, r.ids(node.inputs));
       if (y >= 0) {
         y = e.cast(y, want.dtype);
         for (size_t k = mark; k < out.nodes.size(); ++k) out.nodes[k].grad_enabled = node.grad_enabled;
         KILN_CHECK(out.values[y].meta.shape == want.shape, "decompose: ", node.op->name, " gave shape ",
                    to_string(out.values[y].meta.shape), ", expected ", to_string(want.shape));
-        id[node.outputs[0]] = y;
+        r.set(node.outputs[0], y);
         ++decomposed;
         continue;
       }
       KILN_CHECK(out.nodes.size() == mark, "decompose: ", node.op->name, " declined after emitting nodes");
     }
-    std::vector<Value> outs;
-    for (int v : node.outputs) outs.push_back(g.values[v]);
-    std::vector<int> made = out.add_node(*node.op, node.attrs, ins, std::move(outs));
-    out.nodes.back().grad_enabled = node.grad_enabled;
-    for (size_t k = 0; k < made.size(); ++k) id[node.outputs[k]] = made[k];
+    r.copy(node);
   }
-  for (int v : g.outputs) out.outputs.push_back(id[v]);
-  g = std::move(out);
+  g = std::move(r).finish();
   return decomposed;
 }
 

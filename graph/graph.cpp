@@ -85,6 +85,33 @@ std::vector<int> Graph::add_node(const OpDef& op, const Attrs& attrs, const std:
   return nodes.back().outputs;
 }
 
+GraphRewrite::GraphRewrite(const Graph& g) : g_(g), id_(g.values.size(), -1) {
+  out.shape_env = g.shape_env;
+  for (const GraphInput& in : g.inputs) {
+    const Value& v = g.values[size_t(in.value)];
+    id_[size_t(in.value)] = out.add_input(in.kind, in.index, in.name, v.meta, v.sym, v.strides, v.offset, in.requires_grad);
+  }
+}
+
+std::vector<int> GraphRewrite::ids(const std::vector<int>& old_values) const {
+  std::vector<int> out_ids;
+  for (int v : old_values) out_ids.push_back(id(v));
+  return out_ids;
+}
+
+void GraphRewrite::copy(const GraphNode& node) {
+  std::vector<Value> outs;
+  for (int v : node.outputs) outs.push_back(g_.values[size_t(v)]);
+  std::vector<int> made = out.add_node(*node.op, node.attrs, ids(node.inputs), std::move(outs));
+  out.nodes.back().grad_enabled = node.grad_enabled;
+  for (size_t k = 0; k < made.size(); ++k) set(node.outputs[k], made[k]);
+}
+
+Graph GraphRewrite::finish() && {
+  out.outputs = ids(g_.outputs);
+  return std::move(out);
+}
+
 bool Graph::needs_autograd() const {
   bool input = false, op = false;
   for (const GraphInput& in : inputs) input = input || in.requires_grad;

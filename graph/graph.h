@@ -84,4 +84,26 @@ class Graph {
 // "f32[s0, 256]"
 std::string value_type_str(const Value& v);
 
+// How a pass rebuilds a graph: a new graph with the old one's inputs and symbols; then each old
+// node copied (inputs renumbered) or replaced by new nodes (map its outputs with set()); finish()
+// renumbers the outputs.
+//   GraphRewrite r(g);
+//   for (const GraphNode& n : g.nodes) if (keep(n)) r.copy(n);
+//   g = std::move(r).finish();
+class GraphRewrite {
+ public:
+  explicit GraphRewrite(const Graph& g);
+  int id(int old_value) const { return id_[size_t(old_value)]; }
+  std::vector<int> ids(const std::vector<int>& old_values) const;
+  void set(int old_value, int new_value) { id_[size_t(old_value)] = new_value; }
+  void copy(const GraphNode& node);
+  Graph finish() &&;
+
+  Graph out;
+
+ private:
+  const Graph& g_;
+  std::vector<int> id_;
+};
+
 }  // namespace kiln

@@ -210,12 +210,12 @@ std::vector<Step> plan_steps(const Graph& g) {
 // fresh multi-megabyte blocks on every call would page-fault each time. The block's size sits in
 // a 64-byte header, since Halide frees by pointer only.
 constexpr size_t kHeader = 64;
-void* pipeline_malloc(void*, size_t n) {
+void* pipeline_malloc(Halide::JITUserContext*, size_t n) {
   auto* p = static_cast<uint8_t*>(allocator_for(Device::cpu()).allocate(n + kHeader));
   *reinterpret_cast<size_t*>(p) = n + kHeader;
   return p + kHeader;
 }
-void pipeline_free(void*, void* ptr) {
+void pipeline_free(Halide::JITUserContext*, void* ptr) {
   uint8_t* p = static_cast<uint8_t*>(ptr) - kHeader;
   allocator_for(Device::cpu()).release(p, *reinterpret_cast<size_t*>(p));
 }
@@ -291,7 +291,8 @@ class HalideBackend final : public Backend {
       s.lowered = lower_region(*g, s.region);
       s.pipeline = Halide::Pipeline(s.lowered.outputs);
       schedule(*g, s, options.scheduler);
-      s.pipeline.set_custom_allocator(&pipeline_malloc, &pipeline_free);
+      s.pipeline.jit_handlers().custom_malloc = &pipeline_malloc;
+      s.pipeline.jit_handlers().custom_free = &pipeline_free;
       dump_stmt(s);
       auto t0 = std::chrono::steady_clock::now();
       s.pipeline.compile_jit(jit_target());
@@ -314,7 +315,9 @@ class HalideBackend final : public Backend {
 
 // Referenced by the kiln target's link options, so the linker keeps this file and registers the
 // backend before main().
-extern "C" int kiln_halide_backend_registered = [] {
+extern "C" {
+int kiln_halide_backend_registered = [] {
   kiln::register_backend(std::make_shared<kiln::HalideBackend>());
   return 1;
 }();
+}

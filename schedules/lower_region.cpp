@@ -21,6 +21,14 @@ Expr convert(Expr stored, DType from, DType to) {
   return from == to ? stored : store_value(load_value(stored, from), to);
 }
 
+// "exp_12" (appended: g++ 12 warns falsely on "literal" + string chains).
+std::string named(const std::string& prefix, int v) {
+  std::string out = prefix;
+  out += '_';
+  out += std::to_string(v);
+  return out;
+}
+
 bool is_pointwise(const GraphNode& n) {
   return n.op->pointwise && (n.op->family == KernelFamily::unary || n.op->family == KernelFamily::binary ||
                              n.op->family == KernelFamily::where || n.op->family == KernelFamily::cast ||
@@ -60,7 +68,7 @@ class Lowering {
         continue;
       }
       std::vector<Var> vars = halide_vars(t.rank());
-      Func o("out_" + std::to_string(v));
+      Func o(named("out", v));
       o(vars) = t.func(vars);
       out_.outputs.push_back(o);
     }
@@ -97,7 +105,7 @@ class Lowering {
     Expr e = Expr(int32_t(d.coeff));
     for (int s : d.syms) {
       auto it = out_.symbols.find(s);
-      if (it == out_.symbols.end()) it = out_.symbols.emplace(s, Param<int32_t>("s" + std::to_string(s))).first;
+      if (it == out_.symbols.end()) it = out_.symbols.emplace(s, Param<int32_t>(named("s", s))).first;
       e = Internal::is_const_one(e) ? Expr(it->second) : e * it->second;
     }
     return e;
@@ -114,7 +122,7 @@ class Lowering {
   void lower_input(int v, int k) {
     const Value& val = g_.values[v];
     int rank = int(val.meta.shape.size());
-    ImageParam p(halide_type(val.meta.dtype), rank, "in" + std::to_string(k));
+    ImageParam p(halide_type(val.meta.dtype), rank, named("in", k));
     // A dense innermost dim (as traced; guards and the eager kernels keep it so) gets dense vector
     // loads; any other layout is read through its strides.
     if (rank > 0) p.dim(0).set_stride(val.strides.back() == 1 && val.meta.shape.back() != 1 ? Expr(1) : Expr());
@@ -125,7 +133,7 @@ class Lowering {
       if (g_.values[v].sym[d].is_static()) p.dim(h).set_extent(shape[d]);
     }
     std::vector<Var> vars = halide_vars(rank);
-    Func f("in" + std::to_string(k) + "_f");
+    Func f(named("in", k) + "_f");
     f(vars) = p(vars);
     out_.inputs.push_back(p);
     out_.values[v] = {f, shape, val.meta.dtype};
@@ -136,7 +144,7 @@ class Lowering {
     int v = n.outputs[0];
     if (op.family == KernelFamily::copy) {
       int in = n.inputs[0];
-      define_expr(v, "contiguous_" + std::to_string(v), [this, in](const std::vector<Expr>& a) { return at(in, a); });
+      define_expr(v, named("contiguous", v), [this, in](const std::vector<Expr>& a) { return at(in, a); });
     } else if (is_pointwise(n)) {
       lower_pointwise(n);
     } else if (op.schedule_class == ScheduleClass::view) {
@@ -158,7 +166,7 @@ class Lowering {
     DType ct = op.compute_dtype ? op.compute_dtype(metas) : out.meta.dtype;
     DType kt = widened(ct);
     DType kout = out.meta.dtype == ct ? kt : out.meta.dtype;
-    define_expr(v, op.name + "_" + std::to_string(v), [this, &n, v, kt, kout](const std::vector<Expr>& args) {
+    define_expr(v, named(op.name, v), [this, &n, v, kt, kout](const std::vector<Expr>& args) {
       const OpDef& op = *n.op;
       int R = int(args.size());
       std::vector<Expr> values;
@@ -181,7 +189,7 @@ class Lowering {
 
   void lower_creation(const GraphNode& n) {
     int v = n.outputs[0];
-    define_expr(v, n.op->name + "_" + std::to_string(v), [this, &n, v](const std::vector<Expr>& args) {
+    define_expr(v, named(n.op->name, v), [this, &n, v](const std::vector<Expr>& args) {
       const Attrs& a = n.attrs;
       Expr value;
       if (n.op->name == "full") {
@@ -208,7 +216,7 @@ class Lowering {
       DType w = (x.dtype == DType::f16 || x.dtype == DType::bf16) ? DType::f32 : x.dtype;
       if (w != x.dtype) {
         std::vector<Var> vars = halide_vars(x.rank());
-        Func c("widen_" + std::to_string(iv));
+        Func c(named("widen", iv));
         c(vars) = convert(x.func(vars), x.dtype, w);
         x = {c, x.shape, w};
       }
@@ -221,7 +229,7 @@ class Lowering {
       HalideTensor y = outs[k];
       if (y.dtype != want) {
         std::vector<Var> vars = halide_vars(y.rank());
-        Func c(n.op->name + "_cast_" + std::to_string(v));
+        Func c(named(n.op->name + "_cast", v));
         c(vars) = convert(y.func(vars), y.dtype, want);
         y.func = c;
       }
@@ -232,7 +240,7 @@ class Lowering {
   // Views: the output's coordinates mapped to the input's, as index arithmetic.
   void lower_view(const GraphNode& n) {
     int v = n.outputs[0];
-    define_expr(v, n.op->name + "_" + std::to_string(v),
+    define_expr(v, named(n.op->name, v),
                 [this, &n](const std::vector<Expr>& args) { return view_at(n, args); });
   }
 

@@ -112,9 +112,9 @@ BOOST_AUTO_TEST_CASE(zoo_models_on_the_halide_backend) {
 
 BOOST_AUTO_TEST_CASE(halide_autoschedulers_give_the_same_results) {
   NoGradGuard no_grad;
-  for (const std::string& scheduler : {"mullapudi2016", "adams2019", "li2018"}) {
+  for (std::string scheduler : {"mullapudi2016", "adams2019", "li2018"}) {
     // transformer_block with one of them only: the autoschedulers take seconds on it.
-    for (const std::string& name : {"norm_softmax", "transformer_block"}) {
+    for (std::string name : {"norm_softmax", "transformer_block"}) {
       if (name == "transformer_block" && scheduler != "mullapudi2016") continue;
       BOOST_TEST_CONTEXT("scheduler " << scheduler << ", model " << name) {
         manual_seed(1);
