@@ -1,3 +1,5 @@
+// Generating fuzz programs (support/fuzz_program.h): random steps over a model of each value
+// (shape as a function of the batch, dtype, magnitude bound), valid by construction.
 #include "support/fuzz_program.h"
 
 #include <algorithm>
