@@ -136,7 +136,7 @@ struct CompiledCore::State {
       }
       // Symbolic sizes need a dense layout (the guard checks it as contiguous or a permutation).
       bool any = std::find(dyn.begin(), dyn.end(), true) != dyn.end();
-      if (any && !dense(t)) {
+      if (any && !is_dense(t)) {
         log_line(LogChannel::guards, options.name + ": arg " + std::to_string(i) + " has strides " +
                                          to_string(t.strides) + " (not dense): its sizes stay static");
         std::fill(dyn.begin(), dyn.end(), false);
@@ -144,19 +144,6 @@ struct CompiledCore::State {
       out.push_back(std::move(dyn));
     }
     return out;
-  }
-
-  static bool dense(const TensorImpl& t) {
-    std::vector<size_t> order(t.shape.size());
-    for (size_t d = 0; d < order.size(); ++d) order[d] = d;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return t.strides[a] > t.strides[b]; });
-    int64_t expect = 1;
-    for (size_t k = order.size(); k-- > 0;) {
-      if (t.shape[order[k]] == 1) continue;
-      if (t.strides[order[k]] != expect) return false;
-      expect *= t.shape[order[k]];
-    }
-    return true;
   }
 
   // Traces fn on these arguments. Runs each graph as it completes; returns the outputs and, when

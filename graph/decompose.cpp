@@ -16,16 +16,7 @@ struct Emitter {
   DType compute = DType::f32;
 
   int op(const char* name, const std::vector<int>& ins, const Attrs& a = {}) {
-    const OpDef& d = op_def(name);
-    std::vector<TensorMeta> metas;
-    std::vector<SymShape> syms;
-    for (int v : ins) {
-      metas.push_back(g.values[v].meta);
-      syms.push_back(g.values[v].sym);
-    }
-    std::vector<SymShape> out_syms;
-    std::vector<TensorMeta> out = g.shape_env->infer(d, metas, syms, a, out_syms);
-    return g.add_node(d, a, ins, {{out[0], out_syms[0], contiguous_strides(out[0].shape), 0}})[0];
+    return g.add_inferred_node(op_def(name), a, ins)[0];
   }
   int constant(double v) {
     Attrs a{{"shape", Shape{}}, {"value", v}, {"dtype", std::string(name(compute))}, {"device", device.str()}};

@@ -85,6 +85,28 @@ std::vector<int> Graph::add_node(const OpDef& op, const Attrs& attrs, const std:
   return nodes.back().outputs;
 }
 
+std::vector<int> Graph::add_inferred_node(const OpDef& op, const Attrs& attrs, const std::vector<int>& ins) {
+  std::vector<TensorMeta> metas;
+  std::vector<SymShape> syms;
+  for (int v : ins) {
+    metas.push_back(values[size_t(v)].meta);
+    syms.push_back(values[size_t(v)].sym);
+  }
+  std::vector<SymShape> out_syms;
+  std::vector<TensorMeta> out = shape_env->infer(op, metas, syms, attrs, out_syms);
+  std::vector<Value> outs;
+  for (size_t k = 0; k < out.size(); ++k) {
+    outs.push_back({out[k], out_syms[k], contiguous_strides(out[k].shape), 0, -1, 0});
+    if (op.schedule_class == ScheduleClass::view) {
+      const Value& x = values[size_t(ins[0])];
+      ViewMeta v = op.view({x.meta.shape, x.strides, x.offset}, attrs);
+      outs.back().strides = v.strides;
+      outs.back().offset = v.offset;
+    }
+  }
+  return add_node(op, attrs, ins, std::move(outs));
+}
+
 GraphRewrite::GraphRewrite(const Graph& g) : g_(g), id_(g.values.size(), -1) {
   out.shape_env = g.shape_env;
   for (const GraphInput& in : g.inputs) {

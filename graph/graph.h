@@ -68,6 +68,10 @@ class Graph {
   std::vector<int> add_node(const OpDef& op, const Attrs& attrs, const std::vector<int>& inputs,
                             std::vector<Value> outs);
 
+  // Appends a node whose outputs' metadata the shape env infers, laid out as the eager op would
+  // make them (contiguous; views by their view rule). Returns the output ids.
+  std::vector<int> add_inferred_node(const OpDef& op, const Attrs& attrs, const std::vector<int>& inputs);
+
   int op_count() const { return int(nodes.size()); }
   // Autograd must record this graph's ops: an input requires grad and an op runs with grad on.
   bool needs_autograd() const;

@@ -15,7 +15,14 @@ namespace {
 std::string arg_str(size_t i) { return "arg " + std::to_string(i); }
 std::string on_off(bool b) { return b ? "true" : "false"; }
 
-// Dims ordered from the largest stride to the smallest (ties: the later dim is inner).
+bool strides_match(const TensorImpl& t, const Strides& st) {
+  for (size_t d = 0; d < st.size(); ++d)
+    if (t.shape[d] != 1 && t.strides[d] != st[d]) return false;
+  return true;
+}
+
+}  // namespace
+
 std::vector<int> stride_order(const Strides& st) {
   std::vector<int> order(st.size());
   std::iota(order.begin(), order.end(), 0);
@@ -33,14 +40,6 @@ bool dense_in_order(const TensorImpl& t, const std::vector<int>& order) {
   }
   return true;
 }
-
-bool strides_match(const TensorImpl& t, const Strides& st) {
-  for (size_t d = 0; d < st.size(); ++d)
-    if (t.shape[d] != 1 && t.strides[d] != st[d]) return false;
-  return true;
-}
-
-}  // namespace
 
 std::string attr_value_str(const AttrValue& v) {
   std::ostringstream os;

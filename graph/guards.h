@@ -51,4 +51,10 @@ class GuardSet {
 
 std::string attr_value_str(const AttrValue& v);
 
+// Dims ordered from the largest stride to the smallest (ties: the later dim is inner), and
+// whether t is dense in that order (a permutation of a contiguous tensor; size-1 dims ignored).
+std::vector<int> stride_order(const Strides& st);
+bool dense_in_order(const TensorImpl& t, const std::vector<int>& order);
+inline bool is_dense(const TensorImpl& t) { return dense_in_order(t, stride_order(t.strides)); }
+
 }  // namespace kiln

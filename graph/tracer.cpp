@@ -7,6 +7,7 @@
 #include "autograd/grad_mode.h"
 #include "dsl/error.h"
 #include "dsl/trace_hooks.h"
+#include "graph/guards.h"
 #include "graph/logs.h"
 
 namespace kiln {
@@ -118,14 +119,12 @@ ViewMeta Tracer::probe_layout_of_input(const Value& v) const {
     dynamic = dynamic || p.shape.back() != v.meta.shape[d];
   }
   if (!dynamic) return {v.meta.shape, v.strides, v.offset};
-  std::vector<size_t> order(v.strides.size());
-  for (size_t d = 0; d < order.size(); ++d) order[d] = d;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v.strides[a] > v.strides[b]; });
+  std::vector<int> order = stride_order(v.strides);
   p.strides.assign(v.strides.size(), 0);
   int64_t step = 1;
   for (size_t k = order.size(); k-- > 0;) {
-    p.strides[order[k]] = step;
-    step *= p.shape[order[k]];
+    p.strides[size_t(order[k])] = step;
+    step *= p.shape[size_t(order[k])];
   }
   return p;
 }

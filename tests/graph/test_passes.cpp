@@ -24,23 +24,7 @@ struct Builder {
                        {s, t, Device::cpu()}, static_shape(s), contiguous_strides(s));
   }
   int op(const char* name, const std::vector<int>& ins, const Attrs& a = {}) {
-    const OpDef& d = op_def(name);
-    std::vector<TensorMeta> metas;
-    std::vector<SymShape> syms;
-    for (int v : ins) {
-      metas.push_back(g.values[v].meta);
-      syms.push_back(g.values[v].sym);
-    }
-    std::vector<SymShape> out_syms;
-    TensorMeta m = g.shape_env->infer(d, metas, syms, a, out_syms)[0];
-    Value out{m, out_syms[0], contiguous_strides(m.shape), 0};
-    if (d.schedule_class == ScheduleClass::view) {
-      const Value& x = g.values[ins[0]];
-      ViewMeta v = d.view({x.meta.shape, x.strides, x.offset}, a);
-      out.strides = v.strides;
-      out.offset = v.offset;
-    }
-    return g.add_node(d, a, ins, {out})[0];
+    return g.add_inferred_node(op_def(name), a, ins)[0];
   }
 };
 
