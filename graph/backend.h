@@ -27,6 +27,7 @@ class CompiledGraph {
 // What a compiled function asks of its backend beyond the graph.
 struct BackendOptions {
   std::string scheduler = "kiln";  // the halide backend: "kiln", or one of Halide's autoschedulers
+  std::string label = "graph";     // names the graph's files in the debug dump
 };
 
 class Backend {

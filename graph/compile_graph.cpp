@@ -48,7 +48,9 @@ std::shared_ptr<CompiledGraph> compile_graph(const Graph& captured, Backend& cho
   log_line(LogChannel::graph, label + ": optimized, " + std::to_string(g->op_count()) + " ops\n" + g->text());
   debug_dump(file_name(label) + ".optimized", "txt", g->text());
   debug_dump(file_name(label) + ".optimized", "dot", g->dot());
-  return backend.compile(g, options);
+  BackendOptions labelled = options;
+  labelled.label = file_name(label);
+  return backend.compile(g, labelled);
 }
 
 }  // namespace kiln

@@ -1,24 +1,29 @@
-// The "halide" backend: a graph becomes a sequence of steps, each either a region of lowerable
-// nodes compiled into one JIT Halide pipeline, or one node that runs through its eager kernel
-// (matmul, random draws, gathers whose indices are checked on the host). Regions are maximal runs
-// of lowerable nodes in graph order; a value crosses between steps as a tensor.
+// The "halide" backend: a graph becomes a sequence of steps (schedules/fusion.h), each either a
+// region of lowerable nodes compiled into one Halide pipeline, or one node that runs through its
+// eager kernel (matmul, random draws, gathers whose indices are checked on the host); a value
+// crosses between steps as a tensor. With the disk cache on (the default), a graph's pipelines are
+// compiled to objects, linked into one shared library in the cache and loaded from there, so a
+// later process skips lowering and LLVM; with KILN_CACHE=0 they are JIT-compiled in process.
 #include <algorithm>
 #include <atomic>
-#include <filesystem>
 #include <chrono>
 #include <cstring>
-#include <map>
-#include <set>
+#include <filesystem>
+#include <sstream>
+#include <unistd.h>
 
 #include "dsl/dispatch.h"
 #include "dsl/error.h"
-#include "dsl/storage.h"
 #include "graph/backend.h"
 #include "graph/logs.h"
-#include "schedules/jit_target.h"
 #include "schedules/autoschedulers.h"
 #include "schedules/cpu_schedule.h"
+#include "schedules/disk_cache.h"
+#include "schedules/fusion.h"
+#include "schedules/jit_target.h"
 #include "schedules/lower_region.h"
+#include "schedules/pipeline_memory.h"
+#include "schedules/shared_library.h"
 
 namespace kiln {
 
@@ -28,8 +33,13 @@ struct Step {
   int node = -1;  // an eager node, or -1 for a region
   Region region;
   LoweredRegion lowered;
-  Halide::Pipeline pipeline;
+  Halide::Pipeline pipeline;          // JIT-compiled (KILN_CACHE=0)
+  RegionFunction function = nullptr;  // or loaded from the cache's shared library
 };
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
 
 // A tensor as a Halide buffer over the same memory (Halide's dims are innermost first).
 Halide::Buffer<> as_buffer(const Tensor& t) {
@@ -44,9 +54,24 @@ Halide::Buffer<> as_buffer(const Tensor& t) {
   return Halide::Buffer<>(halide_type(ti.dtype), t.data_ptr(), rank, dims.data());
 }
 
+std::string region_what(const Step& s) { return "a pipeline of " + std::to_string(s.region.nodes.size()) + " ops"; }
+
 class HalideGraph final : public CompiledGraph {
  public:
-  HalideGraph(std::shared_ptr<const Graph> g, std::vector<Step> steps) : g_(std::move(g)), steps_(std::move(steps)) {}
+  HalideGraph(std::shared_ptr<const Graph> g, std::vector<Step> steps, std::shared_ptr<SharedLibrary> library)
+      : g_(std::move(g)), steps_(std::move(steps)), library_(std::move(library)) {
+    // Where each symbol's size is read at run time, and every region output's dims, canonical.
+    const Graph& graph = *g_;
+    for (size_t i = 0; i < graph.inputs.size(); ++i) {
+      const SymShape& sym = graph.values[size_t(graph.inputs[i].value)].sym;
+      for (size_t d = 0; d < sym.size(); ++d) {
+        SymDim c = graph.shape_env->canonical(sym[d]);
+        if (c.syms.size() == 1 && c.coeff == 1 && !c.opaque) symbol_sources_.push_back({c.syms[0], i, d});
+      }
+    }
+    for (const Step& s : steps_)
+      for (int v : s.region.outputs) output_dims_[v] = graph.shape_env->canonical(graph.values[size_t(v)].sym);
+  }
 
   int kernel_count() const override {
     int n = 0;
@@ -57,69 +82,25 @@ class HalideGraph final : public CompiledGraph {
   TensorList run(const TensorList& inputs) const override {
     const Graph& g = *g_;
     std::vector<Tensor> values(g.values.size());
-    std::map<int, int64_t> symbols;  // root symbol -> size, read off the inputs
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      int v = g.inputs[i].value;
-      values[size_t(v)] = inputs[i];
-      const SymShape& sym = g.values[size_t(v)].sym;
-      for (size_t d = 0; d < sym.size(); ++d) {
-        SymDim c = g.shape_env->canonical(sym[d]);
-        if (c.syms.size() == 1 && c.coeff == 1 && !c.opaque) symbols[c.syms[0]] = inputs[i].impl().shape[d];
-      }
-    }
-    auto size_of = [&](const SymDim& raw) {
-      SymDim c = g.shape_env->canonical(raw);
-      int64_t n = c.coeff;
-      for (int s : c.syms) {
-        auto it = symbols.find(s);
-        KILN_CHECK(it != symbols.end(), "halide backend: symbol s", s, " is not the size of any input");
-        n *= it->second;
-      }
-      return n;
-    };
+    for (size_t i = 0; i < inputs.size(); ++i) values[size_t(g.inputs[i].value)] = inputs[i];
+    std::vector<int64_t> symbols(size_t(g.shape_env->symbol_count()), -1);
+    for (const SymbolSource& src : symbol_sources_) symbols[size_t(src.symbol)] = inputs[src.input].impl().shape[src.dim];
     bool perf = log_enabled(LogChannel::perf);
     for (const Step& s : steps_) {
       auto t0 = std::chrono::steady_clock::now();
-      struct Report {  // KILN_LOGS=perf: one line per step
-        bool on;
-        const Step& s;
-        const Graph& g;
-        std::chrono::steady_clock::time_point t0;
-        ~Report() {
-          if (!on) return;
-          double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-          std::string what = s.node >= 0 ? "eager " + g.nodes[size_t(s.node)].op->name
-                                         : "pipeline of " + std::to_string(s.region.nodes.size()) + " ops";
-          log_line(LogChannel::perf, "halide backend: " + what + ": " + std::to_string(int(us)) + " us");
-        }
-      } report{perf, s, g, t0};
       if (s.node >= 0) {
         const GraphNode& n = g.nodes[size_t(s.node)];
         TensorList args;
         for (int v : n.inputs) args.push_back(values[size_t(v)]);
         TensorList outs = dispatch(*n.op, args, n.attrs);
         for (size_t k = 0; k < n.outputs.size(); ++k) values[size_t(n.outputs[k])] = outs[k];
-        continue;
+      } else {
+        run_region(s, symbols, values);
       }
-      Halide::ParamMap params;
-      for (size_t k = 0; k < s.region.inputs.size(); ++k)
-        params.set(s.lowered.inputs[k], as_buffer(values[size_t(s.region.inputs[k])]));
-      for (const auto& [sym, p] : s.lowered.symbols) params.set(p, int32_t(symbols.at(sym)));
-      std::vector<Halide::Buffer<>> outs;
-      for (int v : s.region.outputs) {
-        const Value& val = g.values[size_t(v)];
-        Shape shape;
-        for (const SymDim& d : val.sym) shape.push_back(size_of(d));
-        values[size_t(v)] = Tensor::empty(shape, {val.meta.dtype, val.meta.device});
-        outs.push_back(as_buffer(values[size_t(v)]));
-      }
-      Halide::Realization real(outs);
-      Halide::Pipeline pipeline = s.pipeline;  // a handle: realize() is not const
-      try {
-        pipeline.realize(real, jit_target(), params);
-      } catch (const Halide::Error& e) {
-        throw_error("halide backend: a pipeline of ", s.region.nodes.size(), " ops failed: ", e.what());
-      }
+      if (perf)
+        log_line(LogChannel::perf, "halide backend: " +
+                                       (s.node >= 0 ? "eager " + g.nodes[size_t(s.node)].op->name : region_what(s)) +
+                                       ": " + std::to_string(int(1000 * ms_since(t0))) + " us");
     }
     TensorList out;
     for (int v : g.outputs) out.push_back(values[size_t(v)]);
@@ -127,98 +108,60 @@ class HalideGraph final : public CompiledGraph {
   }
 
  private:
+  struct SymbolSource {
+    int symbol;
+    size_t input, dim;
+  };
+
+  void run_region(const Step& s, const std::vector<int64_t>& symbols, std::vector<Tensor>& values) const {
+    const Graph& g = *g_;
+    std::vector<Halide::Buffer<>> buffers;
+    buffers.reserve(s.region.inputs.size() + s.region.outputs.size());
+    for (int v : s.region.inputs) buffers.push_back(as_buffer(values[size_t(v)]));
+    std::vector<int32_t> sizes;
+    for (int sym : s.region.symbols) {
+      KILN_CHECK(symbols[size_t(sym)] >= 0, "halide backend: symbol s", sym, " is not the size of any input");
+      sizes.push_back(int32_t(symbols[size_t(sym)]));
+    }
+    for (int v : s.region.outputs) {
+      const Value& val = g.values[size_t(v)];
+      Shape shape;
+      for (const SymDim& d : output_dims_.at(v)) {
+        int64_t n = d.coeff;
+        for (int sym : d.syms) n *= symbols[size_t(sym)];
+        shape.push_back(n);
+      }
+      values[size_t(v)] = Tensor::empty(shape, {val.meta.dtype, val.meta.device});
+      buffers.push_back(as_buffer(values[size_t(v)]));
+    }
+    size_t n_in = s.region.inputs.size();
+    if (s.function) {
+      std::vector<void*> args;
+      for (size_t k = 0; k < n_in; ++k) args.push_back(buffers[k].raw_buffer());
+      for (int32_t& size : sizes) args.push_back(&size);
+      for (size_t k = n_in; k < buffers.size(); ++k) args.push_back(buffers[k].raw_buffer());
+      call_region(s.function, args.data(), region_what(s));
+      return;
+    }
+    Halide::ParamMap params;
+    for (size_t k = 0; k < n_in; ++k) params.set(s.lowered.inputs[k], buffers[k]);
+    for (size_t k = 0; k < sizes.size(); ++k) params.set(s.lowered.symbols.at(s.region.symbols[k]), sizes[k]);
+    std::vector<Halide::Buffer<>> outs(buffers.begin() + long(n_in), buffers.end());
+    Halide::Realization real(outs);
+    Halide::Pipeline pipeline = s.pipeline;  // a handle: realize() is not const
+    try {
+      pipeline.realize(real, jit_target(), params);
+    } catch (const Halide::Error& e) {
+      throw_error("halide backend: ", region_what(s), " failed: ", e.what());
+    }
+  }
+
   std::shared_ptr<const Graph> g_;
   std::vector<Step> steps_;
+  std::shared_ptr<SharedLibrary> library_;  // keeps the cached code loaded
+  std::vector<SymbolSource> symbol_sources_;
+  std::map<int, SymShape> output_dims_;
 };
-
-// Which nodes go into pipelines. A view joins one only when every reader of it is in a pipeline
-// too; a view read by an eager kernel (a transposed weight into matmul) or returned stays a
-// view, so no pipeline copies it.
-std::vector<bool> lowered_nodes(const Graph& g) {
-  // A pipeline's symbols are read off the graph's inputs at run time: only those that are a
-  // whole dim of some input can be known (a carried [s0*s1] alone does not give s0).
-  std::set<int> known;
-  for (const GraphInput& in : g.inputs)
-    for (const SymDim& d : g.values[size_t(in.value)].sym) {
-      SymDim c = g.shape_env->canonical(d);
-      if (!c.opaque && c.coeff == 1 && c.syms.size() == 1) known.insert(c.syms[0]);
-    }
-  auto symbols_known = [&](const GraphNode& n) {
-    std::vector<int> vs = n.inputs;
-    vs.insert(vs.end(), n.outputs.begin(), n.outputs.end());
-    for (int v : vs)
-      for (const SymDim& d : g.values[size_t(v)].sym)
-        for (int s : g.shape_env->canonical(d).syms)
-          if (!known.count(s)) return false;
-    return true;
-  };
-  std::vector<bool> lower(g.nodes.size());
-  std::vector<std::vector<int>> readers(g.values.size());
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    lower[i] = lowerable(g, g.nodes[i]) && symbols_known(g.nodes[i]);
-    for (int v : g.nodes[i].inputs) readers[size_t(v)].push_back(int(i));
-  }
-  std::set<int> outputs(g.outputs.begin(), g.outputs.end());
-  for (size_t i = g.nodes.size(); i-- > 0;) {
-    const GraphNode& n = g.nodes[i];
-    if (!lower[i] || n.op->schedule_class != ScheduleClass::view) continue;
-    int v = n.outputs[0];
-    bool eager_reader = outputs.count(v) > 0;
-    for (int r : readers[size_t(v)]) eager_reader = eager_reader || !lower[size_t(r)];
-    if (eager_reader) lower[i] = false;
-  }
-  return lower;
-}
-
-// Splits the graph into steps: maximal runs of lowered nodes, and the others one by one.
-std::vector<Step> plan_steps(const Graph& g) {
-  std::vector<Step> steps;
-  std::vector<bool> lower = lowered_nodes(g);
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    if (!lower[i]) {
-      steps.push_back({int(i), {}, {}, {}});
-      continue;
-    }
-    if (steps.empty() || steps.back().node >= 0) steps.push_back({});
-    steps.back().region.nodes.push_back(int(i));
-  }
-  // Each region's inputs (values it reads but does not make) and outputs (values read later or
-  // returned).
-  std::vector<int> last_use(g.values.size(), -1);
-  std::set<int> graph_outputs(g.outputs.begin(), g.outputs.end());
-  for (size_t si = 0; si < steps.size(); ++si) {
-    auto nodes = steps[si].node >= 0 ? std::vector<int>{steps[si].node} : steps[si].region.nodes;
-    for (int n : nodes)
-      for (int v : g.nodes[size_t(n)].inputs) last_use[size_t(v)] = int(si);
-  }
-  for (size_t si = 0; si < steps.size(); ++si) {
-    Region& r = steps[si].region;
-    if (steps[si].node >= 0) continue;
-    std::set<int> made;
-    for (int n : r.nodes)
-      for (int v : g.nodes[size_t(n)].outputs) made.insert(v);
-    for (int n : r.nodes)
-      for (int v : g.nodes[size_t(n)].inputs)
-        if (!made.count(v) && std::find(r.inputs.begin(), r.inputs.end(), v) == r.inputs.end()) r.inputs.push_back(v);
-    for (int v : made)
-      if (graph_outputs.count(v) || last_use[size_t(v)] > int(si)) r.outputs.push_back(v);
-  }
-  return steps;
-}
-
-// Halide's own allocations (materialized intermediates) come from kiln's caching allocator:
-// fresh multi-megabyte blocks on every call would page-fault each time. The block's size sits in
-// a 64-byte header, since Halide frees by pointer only.
-constexpr size_t kHeader = 64;
-void* pipeline_malloc(Halide::JITUserContext*, size_t n) {
-  auto* p = static_cast<uint8_t*>(allocator_for(Device::cpu()).allocate(n + kHeader));
-  *reinterpret_cast<size_t*>(p) = n + kHeader;
-  return p + kHeader;
-}
-void pipeline_free(Halide::JITUserContext*, void* ptr) {
-  uint8_t* p = static_cast<uint8_t*>(ptr) - kHeader;
-  allocator_for(Device::cpu()).release(p, *reinterpret_cast<size_t*>(p));
-}
 
 // Runs a compiled pipeline once on zero-filled buffers of the traced sizes. Halide's
 // autoschedulers can split an output by more than its extent, which fails only at run time.
@@ -261,17 +204,79 @@ void schedule(const Graph& g, Step& s, const std::string& scheduler) {
   schedule_cpu(g, s.region, s.lowered);
 }
 
-// With KILN_DEBUG_DIR set, each pipeline's lowered statement (loop nests, allocations, vectors).
-void dump_stmt(Step& s) {
+// With KILN_DEBUG_DIR set: each pipeline's lowered statement as text and HTML, and its assembly.
+void dump_region(const Step& s, const std::string& name) {
   std::string dir = debug_dir();
   if (dir.empty()) return;
-  static std::atomic<int> counter{0};
-  std::vector<Halide::Argument> args;
-  for (const Halide::ImageParam& p : s.lowered.inputs) args.push_back(p);
-  for (const auto& [sym, p] : s.lowered.symbols) args.push_back(p);
   std::filesystem::create_directories(dir);
-  s.pipeline.compile_to_lowered_stmt(dir + "/halide_region_" + std::to_string(++counter) + ".stmt", args,
-                                     Halide::Text, jit_target());
+  std::string base = dir + "/" + name;
+  Halide::Pipeline p = s.pipeline;
+  p.compile_to({{Halide::OutputFileType::stmt, base + ".stmt"},
+                {Halide::OutputFileType::stmt_html, base + ".stmt.html"},
+                {Halide::OutputFileType::assembly, base + ".s"}},
+               pipeline_arguments(s.region, s.lowered), name, aot_target());
+}
+
+// Lowers and schedules one region into s.pipeline.
+void build_region(const Graph& g, Step& s, const BackendOptions& options, int index) {
+  s.lowered = lower_region(g, s.region);
+  s.pipeline = Halide::Pipeline(s.lowered.outputs);
+  schedule(g, s, options.scheduler);
+  dump_region(s, options.label + ".region_" + std::to_string(index));
+}
+
+std::string function_name(int region) { return "kiln_region_" + std::to_string(region); }
+
+// The cache key: everything the generated code depends on besides kiln's and Halide's versions
+// (which cache_key adds): the graph with its layouts and size hints, the scheduler, the target.
+std::string graph_key(const Graph& g, const BackendOptions& options) {
+  std::ostringstream os;
+  os << g.text() << "\nhash " << g.structural_hash() << "\nlayouts";
+  for (const Value& v : g.values) {
+    os << " [" << to_string(v.meta.shape) << ":";
+    for (int64_t st : v.strides) os << st << ',';
+    os << '@' << v.offset << ']';
+  }
+  return cache_key({os.str(), options.scheduler, aot_target().to_string()});
+}
+
+// Compiles the regions into one shared library in the disk cache (unless it is there already)
+// and points each region step at its function.
+std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, std::vector<Step>& steps, const BackendOptions& options) {
+  auto t0 = std::chrono::steady_clock::now();
+  std::string key = graph_key(g, options);
+  std::string path = find_cache_entry(key, ".so");
+  bool hit = !path.empty();
+  if (!hit) {
+    static std::atomic<int> counter{0};
+    auto dir = std::filesystem::temp_directory_path() /
+               ("kiln-build-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    std::filesystem::create_directories(dir);
+    std::vector<std::string> objects;
+    int index = 0;
+    for (Step& s : steps) {
+      if (s.node >= 0) continue;
+      build_region(g, s, options, index);
+      objects.push_back((dir / (function_name(index) + ".o")).string());
+      compile_region_object(s.pipeline, pipeline_arguments(s.region, s.lowered), function_name(index), objects.back());
+      ++index;
+    }
+    link_shared_library(objects, (dir / "graph.so").string());
+    path = store_cache_entry(key, ".so", (dir / "graph.so").string());
+    std::filesystem::remove_all(dir);
+  } else if (!debug_dir().empty()) {
+    int index = 0;
+    for (Step& s : steps)
+      if (s.node < 0) build_region(g, s, options, index++);
+  }
+  auto library = std::make_shared<SharedLibrary>(path);
+  int index = 0;
+  for (Step& s : steps)
+    if (s.node < 0) s.function = library->function(function_name(index++));
+  log_line(LogChannel::output_code, "halide: " + std::to_string(index) + " pipelines " +
+                                        (hit ? "loaded from the disk cache: " : "compiled into ") + path + " in " +
+                                        std::to_string(int(ms_since(t0))) + " ms");
+  return library;
 }
 
 class HalideBackend final : public Backend {
@@ -285,27 +290,38 @@ class HalideBackend final : public Backend {
   }
 
   std::shared_ptr<CompiledGraph> compile(std::shared_ptr<const Graph> g, const BackendOptions& options) override {
-    std::vector<Step> steps = plan_steps(*g);
+    std::vector<Step> steps;
+    std::vector<PlannedStep> plan = plan_fusion(*g);
+    std::string fusion = fusion_text(*g, plan);
+    log_line(LogChannel::fusion, options.label + ":\n" + fusion);
+    debug_dump(options.label + ".fusion", "txt", fusion);
+    for (PlannedStep& p : plan) steps.push_back({p.node, std::move(p.region), {}, {}, nullptr});
+
+    std::shared_ptr<SharedLibrary> library;
+    bool any_region = std::any_of(steps.begin(), steps.end(), [](const Step& s) { return s.node < 0; });
+    if (disk_cache_enabled() && any_region) {
+      try {
+        library = load_or_build(*g, steps, options);
+      } catch (const Error& e) {  // a cached library that does not load: rebuild it once
+        log_line(LogChannel::output_code, std::string("halide: ") + e.what() + "; rebuilding");
+        std::error_code ec;
+        std::filesystem::remove(disk_cache_dir() + "/halide/" + graph_key(*g, options) + ".so", ec);
+        library = load_or_build(*g, steps, options);
+      }
+      return std::make_shared<HalideGraph>(std::move(g), std::move(steps), std::move(library));
+    }
+    int index = 0;
     for (Step& s : steps) {
-      if (s.node >= 0 || s.region.outputs.empty()) continue;
-      s.lowered = lower_region(*g, s.region);
-      s.pipeline = Halide::Pipeline(s.lowered.outputs);
-      schedule(*g, s, options.scheduler);
-      s.pipeline.jit_handlers().custom_malloc = &pipeline_malloc;
-      s.pipeline.jit_handlers().custom_free = &pipeline_free;
-      dump_stmt(s);
+      if (s.node >= 0) continue;
+      build_region(*g, s, options, index++);
+      s.pipeline.jit_handlers().custom_malloc = [](Halide::JITUserContext* c, size_t n) { return pipeline_malloc(c, n); };
+      s.pipeline.jit_handlers().custom_free = [](Halide::JITUserContext* c, void* p) { pipeline_free(c, p); };
       auto t0 = std::chrono::steady_clock::now();
       s.pipeline.compile_jit(jit_target());
-      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      log_line(LogChannel::output_code, "halide: region of " + std::to_string(s.region.nodes.size()) + " ops, " +
-                                            std::to_string(s.region.outputs.size()) + " outputs, jit " +
-                                            std::to_string(int(ms)) + " ms");
+      log_line(LogChannel::output_code, "halide: " + region_what(s) + ", " + std::to_string(s.region.outputs.size()) +
+                                            " outputs, jit " + std::to_string(int(ms_since(t0))) + " ms");
     }
-    steps.erase(std::remove_if(steps.begin(), steps.end(), [](const Step& s) {
-                  return s.node < 0 && s.region.outputs.empty();
-                }),
-                steps.end());
-    return std::make_shared<HalideGraph>(std::move(g), std::move(steps));
+    return std::make_shared<HalideGraph>(std::move(g), std::move(steps), nullptr);
   }
 };
 

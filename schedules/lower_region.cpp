@@ -40,6 +40,7 @@ class Lowering {
   Lowering(const Graph& g, const Region& r) : g_(g), r_(r) {}
 
   LoweredRegion run() {
+    for (int s : r_.symbols) out_.symbols.emplace(s, Param<int32_t>(named("s", s)));
     for (size_t k = 0; k < r_.inputs.size(); ++k) lower_input(r_.inputs[k], int(k));
     std::map<int, int> uses;
     for (int n : r_.nodes)
@@ -105,7 +106,7 @@ class Lowering {
     Expr e = Expr(int32_t(d.coeff));
     for (int s : d.syms) {
       auto it = out_.symbols.find(s);
-      if (it == out_.symbols.end()) it = out_.symbols.emplace(s, Param<int32_t>(named("s", s))).first;
+      KILN_CHECK(it != out_.symbols.end(), "halide backend: symbol s", s, " is not among the region's symbols");
       e = Internal::is_const_one(e) ? Expr(it->second) : e * it->second;
     }
     return e;
@@ -329,6 +330,24 @@ bool lowerable(const Graph& g, const GraphNode& n) {
   return bool(op.define);
 }
 
+std::vector<int> region_symbols(const Graph& g, const Region& r) {
+  std::set<int> out;
+  auto add = [&](int v) {
+    for (const SymDim& d : g.values[size_t(v)].sym)
+      for (int s : g.shape_env->canonical(d).syms) out.insert(s);
+  };
+  for (int v : r.inputs) add(v);
+  for (int n : r.nodes)
+    for (int v : g.nodes[size_t(n)].outputs) add(v);
+  return {out.begin(), out.end()};
+}
+
 LoweredRegion lower_region(const Graph& g, const Region& r) { return Lowering(g, r).run(); }
+
+std::vector<Argument> pipeline_arguments(const Region& r, const LoweredRegion& lowered) {
+  std::vector<Argument> args(lowered.inputs.begin(), lowered.inputs.end());
+  for (int s : r.symbols) args.push_back(lowered.symbols.at(s));
+  return args;
+}
 
 }  // namespace kiln

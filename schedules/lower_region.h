@@ -18,11 +18,12 @@ struct Region {
   std::vector<int> nodes;    // node indices, in graph order
   std::vector<int> inputs;   // value ids read from outside the region
   std::vector<int> outputs;  // value ids needed outside the region (or graph outputs)
+  std::vector<int> symbols;  // root symbols of the region's dims: the pipeline's scalar params
 };
 
 struct LoweredRegion {
   std::vector<Halide::ImageParam> inputs;  // one per Region::inputs, strides free
-  std::map<int, Halide::Param<int32_t>> symbols;  // symbol root -> its size at run time
+  std::map<int, Halide::Param<int32_t>> symbols;  // Region::symbols -> their sizes at run time
   std::vector<Halide::Func> outputs;       // one per Region::outputs
   std::vector<Halide::Func> materialized;  // outputs of non-pointwise nodes and shared values
   std::map<int, HalideTensor> values;      // every value of the region, by id
@@ -31,6 +32,12 @@ struct LoweredRegion {
 // Whether the Halide lowering covers this node (others run through their eager kernels).
 bool lowerable(const Graph& g, const GraphNode& n);
 
+// The root symbols the dims of the region's values mention, in increasing order.
+std::vector<int> region_symbols(const Graph& g, const Region& r);
+
 LoweredRegion lower_region(const Graph& g, const Region& r);
+
+// The pipeline's arguments in calling order: the inputs, then the symbols in Region::symbols order.
+std::vector<Halide::Argument> pipeline_arguments(const Region& r, const LoweredRegion& lowered);
 
 }  // namespace kiln

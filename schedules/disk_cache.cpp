@@ -1,0 +1,145 @@
+#include "schedules/disk_cache.h"
+
+#include <Halide.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <optional>
+
+#include "dsl/atomic_file.h"
+#include "dsl/error.h"
+#include "graph/logs.h"
+#include "schedules/codegen_version.h"  // generated: KILN_CODEGEN_VERSION (kiln, Halide)
+
+namespace kiln {
+
+namespace {
+
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'C', 'C', '0', '1'};
+
+struct Trailer {
+  uint64_t length;
+  uint64_t checksum;
+  char magic[8];
+};
+
+struct Settings {
+  std::mutex mu;
+  std::optional<bool> enabled;
+  std::optional<std::string> dir;
+};
+
+Settings& settings() {
+  static Settings s;
+  return s;
+}
+
+uint64_t fnv1a(uint64_t h, const std::string& s) {
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+// 8 bytes at a time, each mixed by a multiply and a rotate: fast enough for megabytes per load.
+uint64_t checksum(const std::string& bytes) {
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ bytes.size();
+  size_t n = bytes.size() / 8;
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t w;
+    std::memcpy(&w, bytes.data() + 8 * i, 8);
+    h = (h ^ (w * 0xff51afd7ed558ccdull)) * 0xc4ceb9fe1a85ec53ull;
+    h = (h << 27) | (h >> 37);
+  }
+  for (size_t i = 8 * n; i < bytes.size(); ++i) h = (h ^ uint8_t(bytes[i])) * 0x100000001b3ull;
+  return h ^ (h >> 33);
+}
+
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::string entry_path(const std::string& key, const std::string& ext) {
+  return disk_cache_dir() + "/halide/" + key + ext;
+}
+
+}  // namespace
+
+bool disk_cache_enabled() {
+  std::lock_guard<std::mutex> lock(settings().mu);
+  if (settings().enabled) return *settings().enabled;
+  const char* env = std::getenv("KILN_CACHE");
+  return !(env && std::string(env) == "0");
+}
+
+void set_disk_cache_enabled(bool on) {
+  std::lock_guard<std::mutex> lock(settings().mu);
+  settings().enabled = on;
+}
+
+std::string disk_cache_dir() {
+  std::lock_guard<std::mutex> lock(settings().mu);
+  if (settings().dir) return *settings().dir;
+  if (const char* d = std::getenv("KILN_CACHE_DIR"); d && *d) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/kiln";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/kiln";
+  return (std::filesystem::temp_directory_path() / "kiln-cache").string();
+}
+
+void set_disk_cache_dir(std::string dir) {
+  std::lock_guard<std::mutex> lock(settings().mu);
+  settings().dir = std::move(dir);
+}
+
+std::string cache_key(const std::vector<std::string>& parts) {
+  uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
+  auto add = [&](const std::string& s) {
+    a = fnv1a(a, s), b = fnv1a(b, s);
+    a = fnv1a(a, "\x1f"), b = fnv1a(b, "\x1e");
+  };
+  add(KILN_CODEGEN_VERSION);
+  for (const std::string& p : parts) add(p);
+  char out[33];
+  std::snprintf(out, sizeof out, "%016llx%016llx", static_cast<unsigned long long>(a),
+                static_cast<unsigned long long>(b));
+  return out;
+}
+
+std::string find_cache_entry(const std::string& key, const std::string& ext) {
+  std::string path = entry_path(key, ext);
+  std::optional<std::string> bytes = read_file(path);
+  if (!bytes) return "";
+  Trailer t{};
+  bool ok = bytes->size() >= sizeof(Trailer);
+  if (ok) {
+    std::memcpy(&t, bytes->data() + bytes->size() - sizeof(Trailer), sizeof(Trailer));
+    bytes->resize(bytes->size() - sizeof(Trailer));
+    ok = std::memcmp(t.magic, kMagic, sizeof kMagic) == 0 && t.length == bytes->size() && t.checksum == checksum(*bytes);
+  }
+  if (ok) return path;
+  log_line(LogChannel::output_code, "disk cache: " + path + " is corrupt (truncated or its checksum differs); "
+                                    "it is removed and recompiled");
+  std::error_code ec;
+  std::filesystem::remove(path, ec);
+  return "";
+}
+
+std::string store_cache_entry(const std::string& key, const std::string& ext, const std::string& payload) {
+  std::optional<std::string> bytes = read_file(payload);
+  KILN_CHECK(bytes.has_value(), "disk cache: cannot read the built file '", payload, "'");
+  Trailer t{bytes->size(), checksum(*bytes), {}};
+  std::memcpy(t.magic, kMagic, sizeof kMagic);
+  std::string path = entry_path(key, ext);
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  KILN_CHECK(!ec, "disk cache: cannot create '", std::filesystem::path(path).parent_path().string(), "': ",
+             ec.message(), " (set KILN_CACHE_DIR to a writable folder, or KILN_CACHE=0)");
+  write_file_atomic("disk cache", path, {{bytes->data(), bytes->size()}, {&t, sizeof t}});
+  return path;
+}
+
+}  // namespace kiln

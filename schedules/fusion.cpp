@@ -1,0 +1,127 @@
+#include "schedules/fusion.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+namespace kiln {
+
+namespace {
+
+// Why a node is not lowered into a pipeline ("" when it is).
+std::string not_lowered_reason(const Graph& g, const GraphNode& n, const std::set<int>& known_symbols) {
+  if (!lowerable(g, n)) {
+    const OpDef& op = *n.op;
+    if (op.random) return "random draws run eagerly (the same generator as eager mode)";
+    if (op.family == KernelFamily::matmul) return "matmul runs as an eager GEMM kernel";
+    if (op.family == KernelFamily::embedding || op.family == KernelFamily::cross_entropy ||
+        op.family == KernelFamily::embedding_backward)
+      return "its indices are checked on the host before any read";
+    if (n.outputs.size() != 1) return "it has several outputs";
+    return "a dim has no product formula, or the op has no Halide definition";
+  }
+  // A pipeline's symbols are read off the graph's inputs at run time: only those that are a
+  // whole dim of some input can be known (a carried [s0*s1] alone does not give s0).
+  std::vector<int> vs = n.inputs;
+  vs.insert(vs.end(), n.outputs.begin(), n.outputs.end());
+  for (int v : vs)
+    for (const SymDim& d : g.values[size_t(v)].sym)
+      for (int s : g.shape_env->canonical(d).syms)
+        if (!known_symbols.count(s)) return "symbol s" + std::to_string(s) + " is not a dim of any input";
+  return "";
+}
+
+// Which nodes go into pipelines, with the reason for each that does not. A view joins one only
+// when every reader of it is in a pipeline too; a view read by an eager kernel (a transposed
+// weight into matmul) or returned stays a view, so no pipeline copies it.
+std::vector<std::string> cut_reasons(const Graph& g) {
+  std::set<int> known;
+  for (const GraphInput& in : g.inputs)
+    for (const SymDim& d : g.values[size_t(in.value)].sym) {
+      SymDim c = g.shape_env->canonical(d);
+      if (!c.opaque && c.coeff == 1 && c.syms.size() == 1) known.insert(c.syms[0]);
+    }
+  std::vector<std::string> reason(g.nodes.size());
+  std::vector<std::vector<int>> readers(g.values.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    reason[i] = not_lowered_reason(g, g.nodes[i], known);
+    for (int v : g.nodes[i].inputs) readers[size_t(v)].push_back(int(i));
+  }
+  std::set<int> outputs(g.outputs.begin(), g.outputs.end());
+  for (size_t i = g.nodes.size(); i-- > 0;) {
+    const GraphNode& n = g.nodes[i];
+    if (!reason[i].empty() || n.op->schedule_class != ScheduleClass::view) continue;
+    int v = n.outputs[0];
+    if (outputs.count(v)) reason[i] = "a returned view stays a view of its input";
+    for (int r : readers[size_t(v)])
+      if (!reason[size_t(r)].empty())
+        reason[i] = "a view read by eager " + g.nodes[size_t(r)].op->name + " stays a view (no copy)";
+  }
+  return reason;
+}
+
+}  // namespace
+
+std::vector<PlannedStep> plan_fusion(const Graph& g) {
+  std::vector<PlannedStep> steps;
+  std::vector<std::string> reason = cut_reasons(g);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!reason[i].empty()) {
+      steps.push_back({int(i), {}, reason[i]});
+      continue;
+    }
+    if (steps.empty() || steps.back().node >= 0) steps.push_back({});
+    steps.back().region.nodes.push_back(int(i));
+  }
+  // Each region's inputs (values it reads but does not make) and outputs (values read later or
+  // returned).
+  std::vector<int> last_use(g.values.size(), -1);
+  std::set<int> graph_outputs(g.outputs.begin(), g.outputs.end());
+  for (size_t si = 0; si < steps.size(); ++si) {
+    auto nodes = steps[si].node >= 0 ? std::vector<int>{steps[si].node} : steps[si].region.nodes;
+    for (int n : nodes)
+      for (int v : g.nodes[size_t(n)].inputs) last_use[size_t(v)] = int(si);
+  }
+  for (size_t si = 0; si < steps.size(); ++si) {
+    Region& r = steps[si].region;
+    if (steps[si].node >= 0) continue;
+    std::set<int> made;
+    for (int n : r.nodes)
+      for (int v : g.nodes[size_t(n)].outputs) made.insert(v);
+    for (int n : r.nodes)
+      for (int v : g.nodes[size_t(n)].inputs)
+        if (!made.count(v) && std::find(r.inputs.begin(), r.inputs.end(), v) == r.inputs.end()) r.inputs.push_back(v);
+    for (int v : made)
+      if (graph_outputs.count(v) || last_use[size_t(v)] > int(si)) r.outputs.push_back(v);
+    r.symbols = region_symbols(g, r);
+  }
+  // A region whose values nobody reads (only views of values used elsewhere) is dropped.
+  steps.erase(std::remove_if(steps.begin(), steps.end(),
+                             [](const PlannedStep& s) { return s.node < 0 && s.region.outputs.empty(); }),
+              steps.end());
+  return steps;
+}
+
+std::string fusion_text(const Graph& g, const std::vector<PlannedStep>& steps) {
+  std::ostringstream os;
+  int regions = 0;
+  auto ids = [](const std::vector<int>& vs) {
+    std::string s;
+    for (int v : vs) s += (s.empty() ? "%" : " %") + std::to_string(v);
+    return s;
+  };
+  for (const PlannedStep& s : steps) {
+    if (s.node >= 0) {
+      const GraphNode& n = g.nodes[size_t(s.node)];
+      os << "eager " << n.op->name << " -> " << ids(n.outputs) << ": " << s.reason << '\n';
+      continue;
+    }
+    os << "region " << regions++ << ": " << s.region.nodes.size() << " ops (";
+    for (size_t k = 0; k < s.region.nodes.size(); ++k)
+      os << (k ? " " : "") << g.nodes[size_t(s.region.nodes[k])].op->name;
+    os << "), reads " << ids(s.region.inputs) << ", writes " << ids(s.region.outputs) << '\n';
+  }
+  return os.str();
+}
+
+}  // namespace kiln

@@ -1,0 +1,114 @@
+#include "schedules/shared_library.h"
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+
+#include "dsl/error.h"
+#include "graph/logs.h"
+#include "schedules/disk_cache.h"
+#include "schedules/jit_target.h"
+#include "schedules/pipeline_memory.h"
+
+namespace kiln {
+
+namespace {
+
+thread_local std::string last_error;
+
+void on_halide_error(void*, const char* message) { last_error += message; }
+
+// The quoted command's output and exit status.
+std::pair<int, std::string> run_command(const std::string& command) {
+  std::string output;
+  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
+  KILN_CHECK(p, "halide backend: cannot run '", command, "'");
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) output.append(buf, n);
+  int status = ::pclose(p);
+  return {status, output};
+}
+
+std::string quoted(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+template <typename F>
+F symbol(void* handle, const char* name, const std::string& path) {
+  void* f = ::dlsym(handle, name);
+  KILN_CHECK(f, "halide backend: '", path, "' has no symbol ", name);
+  return reinterpret_cast<F>(f);
+}
+
+// The standalone runtime: built into the disk cache on first use, loaded once with RTLD_GLOBAL
+// so every cached library's halide_* calls bind to it.
+void load_runtime() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    Halide::Target t = aot_target().without_feature(Halide::Target::NoRuntime);
+    std::string key = cache_key({"halide-runtime", t.to_string()});
+    std::string path = find_cache_entry(key, ".so");
+    if (path.empty()) {
+      auto dir = std::filesystem::temp_directory_path() / ("kiln-runtime-" + key + "-" + std::to_string(::getpid()));
+      std::filesystem::create_directories(dir);
+      Halide::compile_standalone_runtime((dir / "runtime.o").string(), t);
+      link_shared_library({(dir / "runtime.o").string()}, (dir / "runtime.so").string());
+      path = store_cache_entry(key, ".so", (dir / "runtime.so").string());
+      std::filesystem::remove_all(dir);
+      log_line(LogChannel::output_code, "halide: built the standalone runtime for " + t.to_string() + " into " + path);
+    }
+    void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    KILN_CHECK(h, "halide backend: cannot load the Halide runtime '", path, "': ", ::dlerror());
+    symbol<void* (*)(void* (*)(void*, size_t))>(h, "halide_set_custom_malloc", path)(&pipeline_malloc);
+    symbol<void* (*)(void (*)(void*, void*))>(h, "halide_set_custom_free", path)(&pipeline_free);
+    symbol<void* (*)(void (*)(void*, const char*))>(h, "halide_set_error_handler", path)(&on_halide_error);
+  });
+}
+
+}  // namespace
+
+Halide::Target aot_target() {
+  return jit_target().without_feature(Halide::Target::JIT).with_feature(Halide::Target::NoRuntime);
+}
+
+void compile_region_object(Halide::Pipeline& pipeline, const std::vector<Halide::Argument>& args,
+                           const std::string& function, const std::string& object_path) {
+  pipeline.compile_to_object(object_path, args, function, aot_target());
+}
+
+void link_shared_library(const std::vector<std::string>& objects, const std::string& library_path) {
+  const char* cc = std::getenv("CC");
+  std::string command = std::string(cc && *cc ? cc : "cc") + " -shared -o " + quoted(library_path);
+  for (const std::string& o : objects) command += " " + quoted(o);
+  auto [status, output] = run_command(command);
+  KILN_CHECK(status == 0, "halide backend: linking a shared library failed (", command, "):\n", output,
+             "kiln links cached pipelines with the system C compiler (set CC, or KILN_CACHE=0 to use "
+             "Halide's JIT without the disk cache)");
+}
+
+SharedLibrary::SharedLibrary(const std::string& path) : path_(path) {
+  load_runtime();
+  void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  KILN_CHECK(h, "halide backend: cannot load '", path, "': ", ::dlerror());
+  handle_ = std::shared_ptr<void>(h, [](void* p) { ::dlclose(p); });
+}
+
+RegionFunction SharedLibrary::function(const std::string& name) const {
+  return symbol<RegionFunction>(handle_.get(), (name + "_argv").c_str(), path_);
+}
+
+void call_region(RegionFunction fn, void** args, const std::string& what) {
+  last_error.clear();
+  int status = fn(args);
+  if (status != 0)
+    throw_error("halide backend: ", what, " failed (Halide error ", status, ")",
+                last_error.empty() ? std::string() : ": " + last_error);
+}
+
+}  // namespace kiln

@@ -1,0 +1,47 @@
+// Compiled regions as shared libraries: Halide objects built `no_runtime` are linked into one
+// shared library per graph and dlopen'ed; they all call one standalone Halide runtime, itself a
+// shared library in the disk cache, loaded once per process with RTLD_GLOBAL (DESIGN.md: one
+// runtime per process). The runtime's allocations go to kiln's caching allocator and its errors
+// become kiln::Error.
+//
+//   compile_region_object(pipeline, args, "kiln_region_0", dir + "/r0.o");
+//   link_shared_library({dir + "/r0.o"}, dir + "/graph.so");
+//   SharedLibrary lib(path);
+//   auto fn = lib.function("kiln_region_0");  // int(void** args): inputs, params, outputs
+//   call_region(fn, args, "a region of 7 ops");
+#pragma once
+#include <Halide.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+using RegionFunction = int (*)(void**);
+
+// The target of cached code: the JIT target, ahead of time, without its own runtime.
+Halide::Target aot_target();
+
+void compile_region_object(Halide::Pipeline& pipeline, const std::vector<Halide::Argument>& args,
+                           const std::string& function, const std::string& object_path);
+
+// Links objects into a shared library with the system C compiler (CC, else cc).
+void link_shared_library(const std::vector<std::string>& objects, const std::string& library_path);
+
+// A dlopen'ed library (closed with the last handle). Loading it first loads the runtime.
+class SharedLibrary {
+ public:
+  explicit SharedLibrary(const std::string& path);
+  RegionFunction function(const std::string& name) const;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::shared_ptr<void> handle_;
+};
+
+// Calls a region's argv entry point; a Halide error becomes a kiln::Error naming `what`.
+void call_region(RegionFunction fn, void** args, const std::string& what);
+
+}  // namespace kiln
