@@ -29,6 +29,7 @@ struct Trailer {
 
 struct Settings {
   std::mutex mu;
+  DiskCacheStats stats;
   std::optional<bool> enabled;
   std::optional<std::string> dir;
 };
@@ -95,6 +96,18 @@ void set_disk_cache_dir(std::string dir) {
   settings().dir = std::move(dir);
 }
 
+DiskCacheStats disk_cache_stats() {
+  std::lock_guard<std::mutex> lock(settings().mu);
+  return settings().stats;
+}
+
+namespace {
+void count(int64_t DiskCacheStats::*field) {
+  std::lock_guard<std::mutex> lock(settings().mu);
+  ++(settings().stats.*field);
+}
+}  // namespace
+
 std::string cache_key(const std::vector<std::string>& parts) {
   uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
   auto add = [&](const std::string& s) {
@@ -112,7 +125,10 @@ std::string cache_key(const std::vector<std::string>& parts) {
 std::string find_cache_entry(const std::string& key, const std::string& ext) {
   std::string path = entry_path(key, ext);
   std::optional<std::string> bytes = read_file(path);
-  if (!bytes) return "";
+  if (!bytes) {
+    count(&DiskCacheStats::misses);
+    return "";
+  }
   Trailer t{};
   bool ok = bytes->size() >= sizeof(Trailer);
   if (ok) {
@@ -120,7 +136,11 @@ std::string find_cache_entry(const std::string& key, const std::string& ext) {
     bytes->resize(bytes->size() - sizeof(Trailer));
     ok = std::memcmp(t.magic, kMagic, sizeof kMagic) == 0 && t.length == bytes->size() && t.checksum == checksum(*bytes);
   }
-  if (ok) return path;
+  if (ok) {
+    count(&DiskCacheStats::hits);
+    return path;
+  }
+  count(&DiskCacheStats::corrupt);
   log_line(LogChannel::output_code, "disk cache: " + path + " is corrupt (truncated or its checksum differs); "
                                     "it is removed and recompiled");
   std::error_code ec;
@@ -139,6 +159,7 @@ std::string store_cache_entry(const std::string& key, const std::string& ext, co
   KILN_CHECK(!ec, "disk cache: cannot create '", std::filesystem::path(path).parent_path().string(), "': ",
              ec.message(), " (set KILN_CACHE_DIR to a writable folder, or KILN_CACHE=0)");
   write_file_atomic("disk cache", path, {{bytes->data(), bytes->size()}, {&t, sizeof t}});
+  count(&DiskCacheStats::writes);
   return path;
 }
 

@@ -8,6 +8,7 @@
 //   std::string path = find_cache_entry(key, ".so");
 //   if (path.empty()) path = store_cache_entry(key, ".so", built_library_path);
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,12 @@ bool disk_cache_enabled();
 void set_disk_cache_enabled(bool on);  // overrides KILN_CACHE
 std::string disk_cache_dir();
 void set_disk_cache_dir(std::string dir);  // overrides KILN_CACHE_DIR
+
+// What this process's lookups found, and how many entries it wrote.
+struct DiskCacheStats {
+  int64_t hits = 0, misses = 0, corrupt = 0, writes = 0;
+};
+DiskCacheStats disk_cache_stats();
 
 // A 128-bit hex key of the parts, kiln's codegen sources and Halide's version (KILN_CODEGEN_VERSION).
 std::string cache_key(const std::vector<std::string>& parts);
