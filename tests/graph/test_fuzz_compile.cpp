@@ -5,8 +5,10 @@
 //
 // KILN_FUZZ_BACKEND picks the backend (else KILN_BACKEND, else "eager"; "fuzz_decomposed" is the
 // eager backend after every decomposition), KILN_FUZZ_PROGRAMS / KILN_FUZZ_FIRST_SEED the seeds
-// (default 2000 programs on "eager", 100 on others, which compile for real), e.g.
+// (default 2000 programs on "eager", 100 on others, which compile for real), KILN_FUZZ_SCHEDULER
+// the halide backend's scheduler (kiln, mullapudi2016, adams2019, li2018), e.g.
 //   KILN_FUZZ_BACKEND=halide KILN_FUZZ_PROGRAMS=1000 build/bin/test_graph_fuzz_compile
+// tests/CMakeLists.txt runs the halide backend in CI as shards of this program (fuzz_halide_*).
 #include <array>
 #include <cmath>
 #include <cstdlib>
@@ -126,7 +128,8 @@ std::string run_and_compare(const FuzzProgram& p, const std::string& backend_nam
   if (batch2 > 0)
     for (const Tensor& x : inputs[0]) mark_dynamic(x, 0);
   auto f = compile([&p](std::vector<Tensor> xs) { return run_program(p, xs); },
-                   {.backend = backend_name, .name = "fuzz program " + std::to_string(p.seed)});
+                   {.backend = backend_name, .scheduler = env_string("KILN_FUZZ_SCHEDULER", "kiln"),
+                    .name = "fuzz program " + std::to_string(p.seed)});
   for (int call = 0; call < 2; ++call) {
     std::string at = "call " + std::to_string(call + 1);
     int64_t batch = call == 1 && batch2 > 0 ? batch2 : p.batch;
