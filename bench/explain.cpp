@@ -1,10 +1,13 @@
 // `kiln explain NAME [--dump DIR]`: what compile() captures for a zoo model or an example: its
 // graphs, graph breaks with their lines, and guards. --dump DIR also writes each graph there
-// (text and Graphviz dot), as KILN_DEBUG_DIR does.
+// (text and Graphviz dot), as KILN_DEBUG_DIR does; for a zoo model it then compiles it on the
+// halide backend (KILN_CACHE=0, so nothing is skipped) and writes, per graph, the fusion plan and,
+// per region, kiln's schedule as C++ source, Halide's stmt and stmt_html and the assembly.
 #include <cstdio>
 
 #include "bench/commands.h"
 #include "bench/zoo.h"
+#include "schedules/disk_cache.h"
 #include "examples/branchy_model.h"
 #include "examples/dynamic_shapes_demo.h"
 
@@ -53,9 +56,15 @@ int run_explain(const std::string& name, const std::string& dump_dir) {
     CompiledFunction<std::vector<Tensor>(std::vector<Tensor>)> f(
         [&](std::vector<Tensor> xs) { return m.forward(xs); }, {.name = name}, m.module.get());
     r = explain(f, m.make_inputs());
+    if (!dump_dir.empty()) {
+      set_disk_cache_enabled(false);
+      CompiledFunction<std::vector<Tensor>(std::vector<Tensor>)> compiled(
+          [&](std::vector<Tensor> xs) { return m.forward(xs); }, {.backend = "halide", .name = name}, m.module.get());
+      compiled(m.make_inputs());
+    }
   }
   std::printf("%s", r.text().c_str());
-  if (!dump_dir.empty()) std::printf("graphs written to %s\n", dump_dir.c_str());
+  if (!dump_dir.empty()) std::printf("graphs, fusion plans and regions written to %s\n", dump_dir.c_str());
   return 0;
 }
 

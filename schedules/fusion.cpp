@@ -13,7 +13,7 @@ std::string not_lowered_reason(const Graph& g, const GraphNode& n, const std::se
   if (!lowerable(g, n)) {
     const OpDef& op = *n.op;
     if (op.random) return "random draws run eagerly (the same generator as eager mode)";
-    if (op.family == KernelFamily::matmul) return "matmul runs as an eager GEMM kernel";
+    if (op.family == KernelFamily::matmul) return "matmul runs as an eager GEMM kernel (a weight read transposed is packed once per version)";
     if (op.family == KernelFamily::embedding || op.family == KernelFamily::cross_entropy ||
         op.family == KernelFamily::embedding_backward)
       return "its indices are checked on the host before any read";

@@ -24,6 +24,7 @@
 #include "schedules/lower_region.h"
 #include "schedules/pipeline_memory.h"
 #include "schedules/shared_library.h"
+#include "schedules/weight_packing.h"
 
 namespace kiln {
 
@@ -35,6 +36,7 @@ struct Step {
   LoweredRegion lowered;
   Halide::Pipeline pipeline;          // JIT-compiled (KILN_CACHE=0)
   RegionFunction function = nullptr;  // or loaded from the cache's shared library
+  std::shared_ptr<PackedWeight> packed_b;  // a matmul's weight, packed once per version
 };
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
@@ -92,6 +94,7 @@ class HalideGraph final : public CompiledGraph {
         const GraphNode& n = g.nodes[size_t(s.node)];
         TensorList args;
         for (int v : n.inputs) args.push_back(values[size_t(v)]);
+        if (s.packed_b) args[1] = s.packed_b->get(args[1]);
         TensorList outs = dispatch(*n.op, args, n.attrs);
         for (size_t k = 0; k < n.outputs.size(); ++k) values[size_t(n.outputs[k])] = outs[k];
       } else {
@@ -295,7 +298,10 @@ class HalideBackend final : public Backend {
     std::string fusion = fusion_text(*g, plan);
     log_line(LogChannel::fusion, options.label + ":\n" + fusion);
     debug_dump(options.label + ".fusion", "txt", fusion);
-    for (PlannedStep& p : plan) steps.push_back({p.node, std::move(p.region), {}, {}, nullptr});
+    for (PlannedStep& p : plan) {
+      steps.push_back({p.node, std::move(p.region), {}, {}, nullptr, nullptr});
+      if (p.node >= 0 && packs_weight(*g, g->nodes[size_t(p.node)])) steps.back().packed_b = std::make_shared<PackedWeight>();
+    }
 
     std::shared_ptr<SharedLibrary> library;
     bool any_region = std::any_of(steps.begin(), steps.end(), [](const Step& s) { return s.node < 0; });
