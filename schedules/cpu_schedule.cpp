@@ -60,6 +60,8 @@ void vector_partials(Func f) {
     // Per row (f's innermost var), so the partials are one dense vector, not a strided slab.
     partials.compute_at(f, f.args().empty() ? Var::outermost() : f.args()[0]).vectorize(u, lanes);
     partials.update().vectorize(u, lanes);
+    // The partials' final sum as one horizontal vector reduction, not `lanes` scalar steps.
+    f.update().atomic().vectorize(ri);
   } catch (const CompileError&) {
   }
 }

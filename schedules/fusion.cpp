@@ -65,13 +65,28 @@ std::vector<std::string> cut_reasons(const Graph& g) {
 std::vector<PlannedStep> plan_fusion(const Graph& g) {
   std::vector<PlannedStep> steps;
   std::vector<std::string> reason = cut_reasons(g);
+  int open = -1;        // the region being grown (always the last step)
+  std::set<int> made;   // values it makes
   for (size_t i = 0; i < g.nodes.size(); ++i) {
-    if (!reason[i].empty()) {
+    const GraphNode& n = g.nodes[i];
+    if (reason[i].empty()) {
+      if (open < 0) {
+        steps.push_back({});
+        open = int(steps.size()) - 1;
+      }
+      steps[size_t(open)].region.nodes.push_back(int(i));
+      made.insert(n.outputs.begin(), n.outputs.end());
+    } else if (open >= 0 && n.op->schedule_class == ScheduleClass::view && !made.count(n.inputs[0])) {
+      // A view kept outside pipelines costs nothing and does not need the open region: it moves
+      // before it, so the region goes on growing (attention's views of q, k and v between the
+      // score and softmax ops would cut it otherwise).
+      steps.insert(steps.begin() + open, {int(i), {}, reason[i]});
+      ++open;
+    } else {
       steps.push_back({int(i), {}, reason[i]});
-      continue;
+      open = -1;
+      made.clear();
     }
-    if (steps.empty() || steps.back().node >= 0) steps.push_back({});
-    steps.back().region.nodes.push_back(int(i));
   }
   // Each region's inputs (values it reads but does not make) and outputs (values read later or
   // returned).
