@@ -23,6 +23,7 @@
 #include "schedules/jit_target.h"
 #include "schedules/lower_region.h"
 #include "schedules/pipeline_memory.h"
+#include "schedules/schedule_source.h"
 #include "schedules/shared_library.h"
 #include "schedules/weight_packing.h"
 
@@ -225,7 +226,13 @@ void build_region(const Graph& g, Step& s, const BackendOptions& options, int in
   s.lowered = lower_region(g, s.region);
   s.pipeline = Halide::Pipeline(s.lowered.outputs);
   schedule(g, s, options.scheduler);
-  dump_region(s, options.label + ".region_" + std::to_string(index));
+  std::string name = options.label + ".region_" + std::to_string(index);
+  if (log_enabled(LogChannel::schedule) || !debug_dir().empty()) {
+    std::string source = "// " + name + " (" + options.scheduler + " schedule)\n" + schedule_source(s.lowered.outputs);
+    log_line(LogChannel::schedule, source);
+    debug_dump(name + ".schedule", "cpp", source);
+  }
+  dump_region(s, name);
 }
 
 std::string function_name(int region) { return "kiln_region_" + std::to_string(region); }
