@@ -22,7 +22,8 @@ commands:
         median eager time per op: one element (host overhead) and a large tensor (throughput)
   bench models [--device cpu] [--backend halide|eager] [--scheduler kiln|mullapudi2016|adams2019|li2018]
                [--filter NAME] [--json FILE]
-        every zoo model eager against compiled: median ms, cold compile seconds, kernels per call
+        every zoo model eager against compiled: median ms, compile seconds cold (empty disk cache)
+        and warm (fresh process, filled disk cache), kernels per call
   bench compile [--json FILE]
         host overhead of one call of a compiled function (guards, lookup, graph run)
   explain NAME [--dump DIR]
@@ -83,8 +84,19 @@ int main(int argc, char** argv) {
       }
       return kiln::bench::run_explain(name, dump);
     }
+    if (args[0] == "bench" && args.size() >= 3 && args[1] == "compile-once") {
+      kiln::bench::BenchOptions o;
+      o.filter = args[2];
+      for (size_t i = 3; i < args.size(); ++i) {
+        if (args[i] == "--backend") o.backend = value(i);
+        else if (args[i] == "--scheduler") o.scheduler = value(i);
+        else kiln::throw_error("kiln bench compile-once: unknown option '", args[i], "'");
+      }
+      return kiln::bench::run_compile_once(o);
+    }
     if (args[0] == "bench" && args.size() >= 2 && args[1] == "models") {
       kiln::bench::BenchOptions o;
+      o.self_path = self_path(argv[0]);
       for (size_t i = 2; i < args.size(); ++i) {
         if (args[i] == "--device") o.device = parse_device(value(i));
         else if (args[i] == "--backend") o.backend = value(i);
