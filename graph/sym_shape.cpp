@@ -162,8 +162,41 @@ std::vector<TensorMeta> ShapeEnv::infer(const OpDef& op, const std::vector<Tenso
     try {
       probed = op.infer(probe_metas(0), attrs);
     } catch (const Error&) {
-      for (int r : rs) specialize(SymDim::symbol(r), op.name + "'s shape rule needs a fixed size");
-      return all_static();
+      // Fix as few sizes as the rule needs: one symbol held at its hint, if that is enough
+      // (matmul's K against a weight), else all of them.
+      std::set<int> live;
+      for (int r : rs)
+        if (!symbols_[root(r)].specialized) live.insert(root(r));
+      auto holding = [&](int set, int held) {
+        std::vector<TensorMeta> p = metas;
+        for (size_t i = 0; i < p.size(); ++i)
+          for (size_t d = 0; d < syms[i].size(); ++d) {
+            SymDim c = canonical(syms[i][d]);
+            if (c.opaque) continue;
+            int64_t v = c.coeff;
+            for (int x : c.syms) v *= x == held ? symbols_[x].hint : probe_of(x, set);
+            p[i].shape[d] = v;
+          }
+        return p;
+      };
+      int held = -1;
+      for (int r : live) {
+        try {
+          op.infer(holding(0, r), attrs);
+          op.infer(holding(1, r), attrs);
+          held = r;
+          break;
+        } catch (const Error&) {
+        }
+      }
+      for (int r : live)
+        if (held < 0 || r == held) specialize(SymDim::symbol(r), op.name + "'s shape rule needs a fixed size");
+      try {
+        probed = op.infer(probe_metas(0), attrs);
+      } catch (const Error&) {
+        for (int r : rs) specialize(SymDim::symbol(r), op.name + "'s shape rule needs a fixed size");
+        return all_static();
+      }
     }
   }
   try {

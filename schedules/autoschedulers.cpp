@@ -38,14 +38,14 @@ std::string apply_halide_autoscheduler(const std::string& name, const Graph& g, 
   KILN_CHECK(std::find(names.begin(), names.end(), name) != names.end(), "compile: unknown scheduler '", name,
              "' (kiln, mullapudi2016, adams2019, li2018)");
   load(name);
-  auto estimates = [&](int v) {
+  auto estimates = [&](const Shape& s) {  // the traced sizes
     Halide::Region region;
-    const Shape& s = g.values[size_t(v)].meta.shape;  // the traced sizes
     for (size_t d = s.size(); d-- > 0;) region.push_back({0, int32_t(s[d])});
     return region;
   };
-  for (size_t k = 0; k < r.inputs.size(); ++k) lowered.inputs[k].set_estimates(estimates(r.inputs[k]));
-  for (size_t k = 0; k < r.outputs.size(); ++k) lowered.outputs[k].set_estimates(estimates(r.outputs[k]));
+  for (size_t k = 0; k < r.inputs.size(); ++k) lowered.inputs[k].set_estimates(estimates(region_input_shape(g, r, k)));
+  for (size_t k = 0; k < r.outputs.size(); ++k)
+    lowered.outputs[k].set_estimates(estimates(g.values[size_t(r.outputs[k])].meta.shape));
   for (auto& [sym, p] : lowered.symbols) p.set_estimate(int32_t(g.shape_env->symbol(sym).hint));
   int cores = int(std::max(1u, std::thread::hardware_concurrency()));
   Halide::MachineParams machine(cores, 32ull << 20, 40);

@@ -13,7 +13,8 @@ std::string not_lowered_reason(const Graph& g, const GraphNode& n, const std::se
   if (!lowerable(g, n)) {
     const OpDef& op = *n.op;
     if (op.random) return "random draws run eagerly (the same generator as eager mode)";
-    if (op.family == KernelFamily::matmul) return "matmul runs as an eager GEMM kernel (a weight read transposed is packed once per version)";
+    if (op.family == KernelFamily::matmul)
+      return "matmul runs as an eager GEMM kernel (a pipeline's GEMM needs f32 and a weight read transposed)";
     if (op.family == KernelFamily::embedding || op.family == KernelFamily::cross_entropy ||
         op.family == KernelFamily::embedding_backward)
       return "its indices are checked on the host before any read";
@@ -53,6 +54,10 @@ std::vector<std::string> cut_reasons(const Graph& g) {
     if (!reason[i].empty() || n.op->schedule_class != ScheduleClass::view) continue;
     int v = n.outputs[0];
     if (outputs.count(v)) reason[i] = "a returned view stays a view of its input";
+    for (int r : readers[size_t(v)])
+      if (reason[size_t(r)].empty() && g.nodes[size_t(r)].op->family == KernelFamily::matmul &&
+          g.nodes[size_t(r)].inputs[1] == v)
+        reason[i] = "the weight view is packed into panels for the GEMM (once per version)";
     for (int r : readers[size_t(v)])
       if (!reason[size_t(r)].empty())
         reason[i] = "a view read by eager " + g.nodes[size_t(r)].op->name + " stays a view (no copy)";
@@ -108,6 +113,8 @@ std::vector<PlannedStep> plan_fusion(const Graph& g) {
         if (!made.count(v) && std::find(r.inputs.begin(), r.inputs.end(), v) == r.inputs.end()) r.inputs.push_back(v);
     for (int v : made)
       if (graph_outputs.count(v) || last_use[size_t(v)] > int(si)) r.outputs.push_back(v);
+    for (int n : r.nodes)
+      if (g.nodes[size_t(n)].op->family == KernelFamily::matmul) r.packed.push_back(g.nodes[size_t(n)].inputs[1]);
     r.symbols = region_symbols(g, r);
   }
   // A region whose values nobody reads (only views of values used elsewhere) is dropped.
@@ -134,7 +141,9 @@ std::string fusion_text(const Graph& g, const std::vector<PlannedStep>& steps) {
     os << "region " << regions++ << ": " << s.region.nodes.size() << " ops (";
     for (size_t k = 0; k < s.region.nodes.size(); ++k)
       os << (k ? " " : "") << g.nodes[size_t(s.region.nodes[k])].op->name;
-    os << "), reads " << ids(s.region.inputs) << ", writes " << ids(s.region.outputs) << '\n';
+    os << "), reads " << ids(s.region.inputs) << ", writes " << ids(s.region.outputs);
+    if (!s.region.packed.empty()) os << ", GEMM weights packed: " << ids(s.region.packed);
+    os << '\n';
   }
   return os.str();
 }

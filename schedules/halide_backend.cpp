@@ -37,7 +37,8 @@ struct Step {
   LoweredRegion lowered;
   Halide::Pipeline pipeline;          // JIT-compiled (KILN_CACHE=0)
   RegionFunction function = nullptr;  // or loaded from the cache's shared library
-  std::shared_ptr<PackedWeight> packed_b;  // a matmul's weight, packed once per version
+  std::shared_ptr<PackedWeight> packed_b;  // an eager matmul's weight, packed once per version
+  std::vector<std::shared_ptr<PackedWeight>> packers;  // per region input: its packed panels, or null
 };
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
@@ -121,7 +122,10 @@ class HalideGraph final : public CompiledGraph {
     const Graph& g = *g_;
     std::vector<Halide::Buffer<>> buffers;
     buffers.reserve(s.region.inputs.size() + s.region.outputs.size());
-    for (int v : s.region.inputs) buffers.push_back(as_buffer(values[size_t(v)]));
+    for (size_t k = 0; k < s.region.inputs.size(); ++k) {
+      const Tensor& t = values[size_t(s.region.inputs[k])];
+      buffers.push_back(as_buffer(s.packers[k] ? s.packers[k]->get(t) : t));
+    }
     std::vector<int32_t> sizes;
     for (int sym : s.region.symbols) {
       KILN_CHECK(symbols[size_t(sym)] >= 0, "halide backend: symbol s", sym, " is not the size of any input");
@@ -172,20 +176,19 @@ class HalideGraph final : public CompiledGraph {
 void trial_run(const Graph& g, Step& s) {
   Halide::ParamMap params;
   std::vector<Halide::Buffer<>> keep;
-  auto buffer = [&](int v) {
-    const Value& val = g.values[size_t(v)];
-    std::vector<int> extents(val.meta.shape.rbegin(), val.meta.shape.rend());
-    Halide::Buffer<> b(halide_type(val.meta.dtype), extents);
+  auto buffer = [&](int v, const Shape& shape) {
+    std::vector<int> extents(shape.rbegin(), shape.rend());
+    Halide::Buffer<> b(halide_type(g.values[size_t(v)].meta.dtype), extents);
     std::memset(b.data(), 0, b.size_in_bytes());
     return b;
   };
   for (size_t k = 0; k < s.region.inputs.size(); ++k) {
-    keep.push_back(buffer(s.region.inputs[k]));
+    keep.push_back(buffer(s.region.inputs[k], region_input_shape(g, s.region, k)));
     params.set(s.lowered.inputs[k], keep.back());
   }
   for (const auto& [sym, p] : s.lowered.symbols) params.set(p, int32_t(g.shape_env->symbol(sym).hint));
   std::vector<Halide::Buffer<>> outs;
-  for (int v : s.region.outputs) outs.push_back(buffer(v));
+  for (int v : s.region.outputs) outs.push_back(buffer(v, g.values[size_t(v)].meta.shape));
   Halide::Realization real(outs);
   s.pipeline.realize(real, jit_target(), params);
 }
@@ -306,8 +309,14 @@ class HalideBackend final : public Backend {
     log_line(LogChannel::fusion, options.label + ":\n" + fusion);
     debug_dump(options.label + ".fusion", "txt", fusion);
     for (PlannedStep& p : plan) {
-      steps.push_back({p.node, std::move(p.region), {}, {}, nullptr, nullptr});
-      if (p.node >= 0 && packs_weight(*g, g->nodes[size_t(p.node)])) steps.back().packed_b = std::make_shared<PackedWeight>();
+      steps.push_back({p.node, std::move(p.region), {}, {}, nullptr, nullptr, {}});
+      Step& s = steps.back();
+      if (p.node >= 0 && packs_weight(*g, g->nodes[size_t(p.node)]))
+        s.packed_b = std::make_shared<PackedWeight>(PackedWeight::Layout::dense);
+      for (int v : s.region.inputs)
+        s.packers.push_back(std::find(s.region.packed.begin(), s.region.packed.end(), v) != s.region.packed.end()
+                                ? std::make_shared<PackedWeight>(PackedWeight::Layout::panels)
+                                : nullptr);
     }
 
     std::shared_ptr<SharedLibrary> library;

@@ -1,8 +1,10 @@
 #include "schedules/lower_region.h"
 
+#include <algorithm>
 #include <set>
 
 #include "dsl/error.h"
+#include "schedules/weight_packing.h"
 
 namespace kiln {
 
@@ -42,12 +44,16 @@ class Lowering {
   LoweredRegion run() {
     for (int s : r_.symbols) out_.symbols.emplace(s, Param<int32_t>(named("s", s)));
     for (size_t k = 0; k < r_.inputs.size(); ++k) lower_input(r_.inputs[k], int(k));
-    std::map<int, int> uses;
     for (int n : r_.nodes)
-      for (int v : g_.nodes[n].inputs) ++uses[v];
+      for (int v : g_.nodes[n].inputs) {
+        ++uses_[v];
+        reader_[v] = n;
+      }
+    std::map<int, int>& uses = uses_;
     for (int n : r_.nodes) {
       const GraphNode& node = g_.nodes[n];
       lower_node(node);
+      if (node.op->family == KernelFamily::matmul) continue;  // lower_matmul decides
       // A pointwise value read twice is computed once, into a Func its readers call; others are
       // one expression with their readers (a chain of pointwise ops is a single Expr).
       // At rank 0 every pointwise value is its own stage too: one element costs nothing, and
@@ -60,6 +66,7 @@ class Lowering {
       else if (shared)
         out_.materialized.push_back(func_of(node.outputs[0]).func);
     }
+    for (LoweredGemm& gemm : out_.gemms) out_.materialized.push_back(func_of(gemm.root).func);
     for (int v : r_.outputs) func_of(v);
     // Outputs are the values' own Funcs, except where two outputs share one or an output is an
     // input: a pipeline needs distinct output Funcs, so those get a copy.
@@ -124,6 +131,10 @@ class Lowering {
   bool is_one(int v, size_t d) const { return g_.values[v].sym[d] == SymDim::constant(1); }
 
   void lower_input(int v, int k) {
+    if (std::find(r_.packed.begin(), r_.packed.end(), v) != r_.packed.end()) {
+      lower_packed_input(v, k);
+      return;
+    }
     const Value& val = g_.values[v];
     int rank = int(val.meta.shape.size());
     ImageParam p(halide_type(val.meta.dtype), rank, named("in", k));
@@ -143,10 +154,68 @@ class Lowering {
     out_.values[v] = {f, shape, val.meta.dtype};
   }
 
+  // A weight packed in 32-column panels (weight_packing.h): f32 [ceil(N/32), K, 32], dense.
+  void lower_packed_input(int v, int k) {
+    const Shape& kn = g_.values[v].meta.shape;
+    ImageParam p(Float(32), 3, named("packed", k));
+    int64_t panels = panel_shape(kn)[0];
+    p.dim(0).set_bounds(0, kGemmPanel).set_stride(1);
+    p.dim(1).set_bounds(0, int32_t(kn[0])).set_stride(kGemmPanel);
+    p.dim(2).set_bounds(0, int32_t(panels)).set_stride(int32_t(kn[0] * kGemmPanel));
+    out_.inputs.push_back(p);
+    packed_[v] = p;
+  }
+
+  // The matmul's pointwise epilogue: from its value, the chain of single readers that are
+  // pointwise ops of the same shape inside the region; the last of them (or the matmul's value)
+  // is where the GEMM's tiles are computed.
+  int epilogue_root(int v) {
+    while (std::find(r_.outputs.begin(), r_.outputs.end(), v) == r_.outputs.end() && uses_[v] == 1) {
+      const GraphNode& reader = g_.nodes[size_t(reader_.at(v))];
+      int out = reader.outputs[0];
+      if (!is_pointwise(reader) || reader.op->family == KernelFamily::copy || g_.values[size_t(out)].sym != g_.values[size_t(v)].sym)
+        break;
+      v = out;
+    }
+    return v;
+  }
+
+  // out[..., m, n] = sum_k a[..., m, k] * b[k, n], b read from its packed panels. a's rows are
+  // clamped, so the 8-row tiles of the schedule never read past its last row.
+  void lower_matmul(const GraphNode& n) {
+    int a = n.inputs[0], b = n.inputs[1], v = n.outputs[0];
+    HalideTensor ta = func_of(a);
+    bool a_is_input = false;
+    for (const ImageParam& p : out_.inputs) a_is_input = a_is_input || ta.func.name() == p.name() + "_f";
+    if (!a_is_input) out_.materialized.push_back(ta.func);  // computed once, not once per panel
+    int R = ta.rank();
+    int64_t K = g_.values[size_t(b)].meta.shape[0];
+    std::vector<Var> vars = halide_vars(R);  // d0 = n, d1 = m, then batch dims
+    Var j("j"), p("p");
+    std::vector<Expr> a_at{Expr(), clamp(vars[1], 0, ta.shape[size_t(R - 2)] - 1)};
+    std::vector<Var> acc_args{j, vars[1]};
+    for (int d = 2; d < R; ++d) a_at.push_back(vars[size_t(d)]), acc_args.push_back(vars[size_t(d)]);
+    acc_args.push_back(p);
+    RDom r(0, int32_t(K), named("k", v));
+    a_at[0] = r;
+    Func acc(named("gemm", v));
+    acc(acc_args) = 0.0f;
+    acc(acc_args) += ta.func(a_at) * packed_.at(b)(j, r, p);
+    std::vector<Expr> o_at{vars[0] % kGemmPanel, vars[1]};
+    for (int d = 2; d < R; ++d) o_at.push_back(vars[size_t(d)]);
+    o_at.push_back(vars[0] / kGemmPanel);
+    Func o(named("matmul", v));
+    o(vars) = acc(o_at);
+    out_.values[v] = {o, shape_of(v), DType::f32};
+    out_.gemms.push_back({acc, v, epilogue_root(v)});
+  }
+
   void lower_node(const GraphNode& n) {
     const OpDef& op = *n.op;
     int v = n.outputs[0];
-    if (op.family == KernelFamily::copy) {
+    if (op.family == KernelFamily::matmul) {
+      lower_matmul(n);
+    } else if (op.family == KernelFamily::copy) {
       int in = n.inputs[0];
       define_expr(v, named("contiguous", v), [this, in](const std::vector<Expr>& a) { return at(in, a); });
     } else if (is_pointwise(n)) {
@@ -308,13 +377,40 @@ class Lowering {
   LoweredRegion out_;
   std::map<int, std::function<Expr(const std::vector<Expr>&)>> expr_of_;  // values inlined as Exprs
   std::map<int, std::string> names_;
+  std::map<int, ImageParam> packed_;  // packed weights, by the value they hold
+  std::map<int, int> uses_;           // readers of each value inside the region
+  std::map<int, int> reader_;         // a reader of each value (the only one when uses_ is 1)
 };
 
 }  // namespace
 
+constexpr int64_t kGemmMaxABytes = 1 << 20;
+
+bool gemm_lowerable(const Graph& g, const GraphNode& n) {
+  if (n.op->family != KernelFamily::matmul || !packs_weight(g, n)) return false;
+  const Value& a = g.values[size_t(n.inputs[0])];
+  const Value& b = g.values[size_t(n.inputs[1])];
+  const Value& out = g.values[size_t(n.outputs[0])];
+  if (a.meta.dtype != DType::f32 || b.meta.dtype != DType::f32 || out.meta.dtype != DType::f32) return false;
+  // Batched a ([B, T, C] in a transformer) measured slower than the eager GEMM, which folds the
+  // batch into M (tiny_gpt: a 14-op region with three GEMMs took 0.79 ms against 0.55 eager).
+  if (a.meta.shape.size() != 2 || !b.sym[0].is_static() || !b.sym[1].is_static() || b.meta.shape[1] < kGemmPanel)
+    return false;
+  // Each task streams one panel of b against all of a: a must stay in L2 for that to pay.
+  // Larger problems (a transformer block's 1024-row GEMMs) run faster on the eager GEMM, whose
+  // tasks take 256-row chunks (measured: the 1024x512x2048 GEMM in a pipeline took 1.3x longer).
+  if (numel(a.meta.shape) * 4 > kGemmMaxABytes) return false;
+  int readers = 0;
+  for (const GraphNode& other : g.nodes)
+    for (int v : other.inputs) readers += v == n.inputs[1];
+  for (int v : g.outputs) readers += v == n.inputs[1];
+  return readers == 1;
+}
+
 bool lowerable(const Graph& g, const GraphNode& n) {
   const OpDef& op = *n.op;
-  if (op.random || op.family == KernelFamily::matmul) return false;  // eager kernels (for now)
+  if (op.family == KernelFamily::matmul && !gemm_lowerable(g, n)) return false;  // the eager GEMM
+  if (op.random) return false;  // eager kernels: the same generator as eager mode
   // Their eager runners check indices and targets on the host; inside a pipeline a bad index
   // would read out of bounds.
   if (op.family == KernelFamily::embedding || op.family == KernelFamily::cross_entropy ||
@@ -327,10 +423,16 @@ bool lowerable(const Graph& g, const GraphNode& n) {
   for (int v : n.inputs)
     for (const SymDim& d : g.values[v].sym)
       if (g.shape_env->canonical(d).opaque) return false;
-  if (is_pointwise(n) || op.schedule_class == ScheduleClass::view) return true;
+  if (is_pointwise(n) || op.schedule_class == ScheduleClass::view || op.family == KernelFamily::matmul) return true;
   if (op.schedule_class == ScheduleClass::creation)
     return op.name == "full" || op.name == "arange" || op.name == "linspace";
   return bool(op.define);
+}
+
+Shape region_input_shape(const Graph& g, const Region& r, size_t k) {
+  int v = r.inputs[k];
+  const Shape& s = g.values[size_t(v)].meta.shape;
+  return std::find(r.packed.begin(), r.packed.end(), v) != r.packed.end() ? panel_shape(s) : s;
 }
 
 std::vector<int> region_symbols(const Graph& g, const Region& r) {

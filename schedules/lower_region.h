@@ -19,6 +19,16 @@ struct Region {
   std::vector<int> inputs;   // value ids read from outside the region
   std::vector<int> outputs;  // value ids needed outside the region (or graph outputs)
   std::vector<int> symbols;  // root symbols of the region's dims: the pipeline's scalar params
+  std::vector<int> packed;   // inputs read as packed weight panels (weight_packing.h) by a GEMM
+};
+
+// A matmul lowered as a GEMM on a packed weight: acc(j, m, batch..., p) sums one output row m of
+// panel p (32 columns, j); the matmul's value is acc read back at (n % 32, m, ..., n / 32).
+struct LoweredGemm {
+  Halide::Func acc;
+  int value = -1;  // the matmul's output
+  int root = -1;   // the value whose Func the GEMM's tiles are computed in: the matmul's own, or
+                   // the last op of its pointwise epilogue (bias, activation, residual add)
 };
 
 struct LoweredRegion {
@@ -27,10 +37,18 @@ struct LoweredRegion {
   std::vector<Halide::Func> outputs;       // one per Region::outputs
   std::vector<Halide::Func> materialized;  // outputs of non-pointwise nodes and shared values
   std::map<int, HalideTensor> values;      // every value of the region, by id
+  std::vector<LoweredGemm> gemms;
 };
 
 // Whether the Halide lowering covers this node (others run through their eager kernels).
 bool lowerable(const Graph& g, const GraphNode& n);
+
+// Whether a matmul runs as a GEMM inside a pipeline: f32, b a packed weight (static K and N >= 32)
+// read by this matmul only, a 2-D and at most 1 MiB (as traced).
+bool gemm_lowerable(const Graph& g, const GraphNode& n);
+
+// The shape of the region's k-th input as the pipeline reads it (packed weights as panels).
+Shape region_input_shape(const Graph& g, const Region& r, size_t k);
 
 // The root symbols the dims of the region's values mention, in increasing order.
 std::vector<int> region_symbols(const Graph& g, const Region& r);

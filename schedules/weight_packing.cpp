@@ -1,8 +1,32 @@
 #include "schedules/weight_packing.h"
 
+#include "dsl/error.h"
 #include "dsl/storage.h"
 
 namespace kiln {
+
+namespace {
+
+Tensor pack_panels(const Tensor& b) {
+  KILN_CHECK(b.dtype() == f32 && b.dim() == 2, "halide backend: panel packing takes a 2-D f32 weight, got ",
+             b.dtype(), to_string(b.shape()));
+  int64_t k_size = b.size(0), n_size = b.size(1);
+  Shape shape = panel_shape(b.shape());
+  int64_t panels = shape[0];
+  Tensor out = Tensor::empty(shape, {f32, Device::cpu()});
+  const float* src = static_cast<const float*>(b.data_ptr());
+  float* dst = static_cast<float*>(out.data_ptr());
+  int64_t sk = b.stride(0), sn = b.stride(1);
+  for (int64_t p = 0; p < panels; ++p)
+    for (int64_t k = 0; k < k_size; ++k)
+      for (int64_t j = 0; j < kGemmPanel; ++j) {
+        int64_t n = p * kGemmPanel + j;
+        *dst++ = n < n_size ? src[k * sk + n * sn] : 0.0f;
+      }
+  return out;
+}
+
+}  // namespace
 
 bool packs_weight(const Graph& g, const GraphNode& n) {
   if (n.op->family != KernelFamily::matmul || n.inputs.size() != 2) return false;
@@ -26,7 +50,7 @@ Tensor PackedWeight::get(const Tensor& b) const {
               strides_ == t.strides && offset_ == t.offset;
   if (!same) {
     version_ = t.storage->version.load();  // read before the copy: a write during it repacks next time
-    packed_ = b.contiguous();
+    packed_ = layout_ == Layout::panels ? pack_panels(b) : b.contiguous();
     storage_ = t.storage;
     shape_ = t.shape, strides_ = t.strides, offset_ = t.offset;
   }

@@ -1,9 +1,12 @@
-// Packed matmul weights: a compiled graph's matmul whose right operand is a strided view of a
-// captured tensor (a Linear's weight read as weight.t()) runs on a dense copy of that view, made
+// Packed matmul weights: a compiled graph's matmul whose right operand b is a strided view of a
+// captured tensor (a Linear's weight read as weight.t()) reads a packed copy of that view, made
 // once and reused while the tensor's storage and version are unchanged. Every kiln write (copy_,
 // the optimizers, load_state_dict) bumps the version, so an update repacks on the next call; a
 // write through data_ptr() does not, and must not be used on weights of a compiled function.
-// The GEMM then reads b dense instead of gathering a transposed panel on every call.
+//
+// Two layouts: `dense` (b contiguous, for the eager GEMM) and `panels` (f32 [ceil(N/32), K, 32]:
+// each 32-column panel of b contiguous, zero past N), which the GEMM inside a pipeline streams
+// with no per-call packing (lower_region.h, cpu_schedule.h).
 #pragma once
 #include <memory>
 #include <mutex>
@@ -13,16 +16,25 @@
 
 namespace kiln {
 
-// Whether node n is a matmul whose b is a non-contiguous view chain of a captured graph input.
+constexpr int kGemmPanel = 32;  // columns per packed panel
+
+// The panels' shape for a K x N weight: [ceil(N/32), K, 32].
+inline Shape panel_shape(const Shape& kn) { return {(kn[1] + kGemmPanel - 1) / kGemmPanel, kn[0], kGemmPanel}; }
+
+// Whether node n is a matmul whose b is a non-contiguous 2-D view chain of a captured graph input.
 bool packs_weight(const Graph& g, const GraphNode& n);
 
 class PackedWeight {
  public:
-  // b as a contiguous tensor: the packed copy while b's storage, version and layout are the ones
+  enum class Layout { dense, panels };
+  explicit PackedWeight(Layout layout) : layout_(layout) {}
+
+  // b (K x N) in this layout: the packed copy while b's storage, version and layout are the ones
   // it was made from, else a fresh one.
   Tensor get(const Tensor& b) const;
 
  private:
+  Layout layout_;
   mutable std::mutex mu_;
   mutable std::weak_ptr<Storage> storage_;
   mutable uint64_t version_ = 0;

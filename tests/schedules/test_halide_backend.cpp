@@ -2,6 +2,9 @@
 // dtype conversions, reductions, row ops, views as index arithmetic, creation ops, eager steps
 // (matmul, random) between regions, symbolic sizes, every zoo model, Halide's autoschedulers, and
 // the fallback to "eager" for graphs that autograd must record.
+#include <array>
+#include <cmath>
+
 #include "bench/zoo.h"
 #include "support/reference.h"
 
@@ -109,6 +112,44 @@ BOOST_AUTO_TEST_CASE(packed_weights_follow_in_place_updates) {
   w.slice(0, 0, 8).copy_(random_tensor({8, 40}, f32, 4));  // a write through a view of it
   check_close(f(x), linear_reference(x, w), {16, 48}, "after a write through a view");
   BOOST_TEST(f.stats().compiles == 1);
+}
+
+// f32 sums of k products of values in [-2, 2]: rounding grows with k.
+Tolerance gemm_tolerance(int64_t k) { return {2e-6 * double(k), 1e-6 * double(k)}; }
+
+// gelu(x @ w.t() + bias) in double (exact erf GELU).
+std::vector<double> linear_gelu_reference(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  std::vector<double> y = linear_reference(x, w), b = host_values(bias);
+  for (size_t i = 0; i < y.size(); ++i) {
+    double v = y[i] + b[i % b.size()];
+    y[i] = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+  }
+  return y;
+}
+
+BOOST_AUTO_TEST_CASE(gemm_in_a_pipeline_with_its_epilogue) {
+  NoGradGuard no_grad;
+  // Shapes around the GEMM's tiles: 8 rows by 32 columns, with tails in M, N and K.
+  for (auto [m, k, n] : std::vector<std::array<int64_t, 3>>{{16, 64, 64}, {13, 37, 40}, {3, 5, 33}, {70, 130, 97}}) {
+    BOOST_TEST_CONTEXT("m " << m << " k " << k << " n " << n) {
+      Tensor w = random_tensor({n, k}, f32, uint64_t(m + k)), bias = random_tensor({n}, f32, uint64_t(n));
+      auto fn = [&](const Tensor& x) { return gelu(matmul(x, w.t()) + bias); };
+      auto f = compile(fn, halide());
+      Tensor x = random_tensor({m, k}, f32, uint64_t(m * k));
+      check_close(f(x), linear_gelu_reference(x, w, bias), {m, n}, gemm_tolerance(k), "fused GEMM");
+      BOOST_TEST(f.stats().kernels == 1);  // matmul, bias and gelu in one pipeline
+    }
+  }
+  // A dynamic number of rows: one compile, any M.
+  Tensor w = random_tensor({48, 24}, f32, 5), bias = random_tensor({48}, f32, 6);
+  auto fn = [&](const Tensor& x) { return gelu(matmul(x * 2.0, w.t()) + bias); };
+  auto f = compile(fn, {.backend = "halide", .dynamic = true});
+  for (int64_t m : {9, 2, 31}) {
+    Tensor x = random_tensor({m, 24}, f32, uint64_t(m));
+    check_close(f(x), linear_gelu_reference(x * 2.0, w, bias), {m, 48}, gemm_tolerance(24),
+                "dynamic M = " + std::to_string(m));
+  }
+  BOOST_TEST(f.stats().compiles == 1);  // only K is fixed (the weight's), M stays symbolic
 }
 
 BOOST_AUTO_TEST_CASE(symbolic_sizes_are_parameters) {
