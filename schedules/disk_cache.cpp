@@ -2,6 +2,7 @@
 
 #include <Halide.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -66,6 +67,36 @@ std::optional<std::string> read_file(const std::string& path) {
 
 std::string entry_path(const std::string& key, const std::string& ext) {
   return disk_cache_dir() + "/halide/" + key + ext;
+}
+
+// Keeps the cache under KILN_CACHE_MAX_MB (default 2048) after each write: the least recently
+// used entries go first (a hit refreshes an entry's time), never `keep` (just written, about to be
+// loaded). A write follows a compile of 0.1 s or more, so the scan of the folder is cheap beside it.
+void evict_old_entries(const std::filesystem::path& dir, const std::filesystem::path& keep) {
+  const char* env = std::getenv("KILN_CACHE_MAX_MB");
+  uint64_t limit = (env && *env ? std::strtoull(env, nullptr, 10) : 2048) << 20;
+  struct Entry {
+    std::filesystem::file_time_type time;
+    uint64_t size;
+    std::filesystem::path path;
+  };
+  std::vector<Entry> entries;
+  uint64_t total = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (!e.is_regular_file(ec) || e.path().filename().string()[0] == '.') continue;
+    total += e.file_size(ec);
+    if (e.path() != keep) entries.push_back({e.last_write_time(ec), e.file_size(ec), e.path()});
+  }
+  if (total <= limit) return;
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.time < b.time; });
+  int removed = 0;
+  for (const Entry& e : entries) {
+    if (total <= limit * 8 / 10) break;
+    if (std::filesystem::remove(e.path, ec)) total -= e.size, ++removed;
+  }
+  log_line(LogChannel::output_code, "disk cache: over " + std::to_string(limit >> 20) + " MiB; removed the " +
+                                        std::to_string(removed) + " least recently used entries");
 }
 
 }  // namespace
@@ -138,6 +169,8 @@ std::string find_cache_entry(const std::string& key, const std::string& ext) {
   }
   if (ok) {
     count(&DiskCacheStats::hits);
+    std::error_code ec;
+    std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now(), ec);  // recently used
     return path;
   }
   count(&DiskCacheStats::corrupt);
@@ -146,6 +179,11 @@ std::string find_cache_entry(const std::string& key, const std::string& ext) {
   std::error_code ec;
   std::filesystem::remove(path, ec);
   return "";
+}
+
+void remove_cache_entry(const std::string& key, const std::string& ext) {
+  std::error_code ec;
+  std::filesystem::remove(entry_path(key, ext), ec);
 }
 
 std::string store_cache_entry(const std::string& key, const std::string& ext, const std::string& payload) {
@@ -160,6 +198,7 @@ std::string store_cache_entry(const std::string& key, const std::string& ext, co
              ec.message(), " (set KILN_CACHE_DIR to a writable folder, or KILN_CACHE=0)");
   write_file_atomic("disk cache", path, {{bytes->data(), bytes->size()}, {&t, sizeof t}});
   count(&DiskCacheStats::writes);
+  evict_old_entries(std::filesystem::path(path).parent_path(), path);
   return path;
 }
 

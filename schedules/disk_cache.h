@@ -2,7 +2,8 @@
 // turns it off). An entry is one file named by its key: the payload (a shared library) followed by
 // a trailer holding the payload's length and checksum. Entries are written atomically (temporary
 // file, then rename), so processes can share the cache; an entry whose trailer does not match is
-// corrupt: it is removed and reported as missing, never loaded.
+// corrupt: it is removed and reported as missing, never loaded. The cache stays under
+// KILN_CACHE_MAX_MB (default 2048) by removing the least recently used entries.
 //
 //   std::string key = cache_key({graph_text, target, "kiln-schedule"});
 //   std::string path = find_cache_entry(key, ".so");
@@ -30,6 +31,9 @@ std::string cache_key(const std::vector<std::string>& parts);
 
 // The path of the verified entry, or "" when it is missing or corrupt.
 std::string find_cache_entry(const std::string& key, const std::string& ext);
+
+// Removes entry `key` (a library that passed its checksum but failed to load).
+void remove_cache_entry(const std::string& key, const std::string& ext);
 
 // Copies the file at `payload` into the cache as entry `key` and returns the entry's path.
 std::string store_cache_entry(const std::string& key, const std::string& ext, const std::string& payload);

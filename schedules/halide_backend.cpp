@@ -326,8 +326,7 @@ class HalideBackend final : public Backend {
         library = load_or_build(*g, steps, options);
       } catch (const Error& e) {  // a cached library that does not load: rebuild it once
         log_line(LogChannel::output_code, std::string("halide: ") + e.what() + "; rebuilding");
-        std::error_code ec;
-        std::filesystem::remove(disk_cache_dir() + "/halide/" + graph_key(*g, options) + ".so", ec);
+        remove_cache_entry(graph_key(*g, options), ".so");
         library = load_or_build(*g, steps, options);
       }
       return std::make_shared<HalideGraph>(std::move(g), std::move(steps), std::move(library));

@@ -1,6 +1,7 @@
 // The disk cache of compiled code: entries round-trip; truncated or altered entries are detected,
 // removed and rebuilt, never loaded; a compiled graph is loaded from the cache by a second
 // compile; KILN_CACHE=0 writes nothing; threads compiling one graph at once leave one valid entry.
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -94,6 +95,24 @@ BOOST_AUTO_TEST_CASE(entries_round_trip_and_damage_is_detected) {
   write_bytes(path, "");  // empty
   BOOST_TEST(find_cache_entry(key, ".bin").empty());
   BOOST_TEST(disk_cache_stats().corrupt - before.corrupt == 3);
+  fs::remove(src);
+}
+
+BOOST_AUTO_TEST_CASE(the_least_recently_used_entries_go_past_the_size_limit) {
+  FreshCache cache("evict");
+  fs::path src = fs::temp_directory_path() / ("kiln-test-payload-" + std::to_string(::getpid()));
+  write_bytes(src, std::string(400 << 10, 'x'));  // 400 KiB each, limit 1 MiB
+  ::setenv("KILN_CACHE_MAX_MB", "1", 1);
+  std::string a = store_cache_entry(cache_key({"a"}), ".bin", src.string());
+  std::string b = store_cache_entry(cache_key({"b"}), ".bin", src.string());
+  fs::last_write_time(a, fs::file_time_type::clock::now() - std::chrono::hours(2));
+  fs::last_write_time(b, fs::file_time_type::clock::now() - std::chrono::hours(1));
+  BOOST_TEST(!find_cache_entry(cache_key({"a"}), ".bin").empty());  // a hit: a is the most recent now
+  std::string c = store_cache_entry(cache_key({"c"}), ".bin", src.string());  // 1.2 MiB: b goes
+  ::unsetenv("KILN_CACHE_MAX_MB");
+  BOOST_TEST(fs::exists(a));
+  BOOST_TEST(!fs::exists(b));
+  BOOST_TEST(fs::exists(c));
   fs::remove(src);
 }
 
