@@ -16,6 +16,7 @@ namespace {
 constexpr int64_t kParallelMinElements = 1 << 15;
 constexpr int64_t kElementsPerTask = 1 << 16;  // a task of Halide's thread pool costs microseconds
 constexpr int64_t kGemmMinTasks = 8, kGemmChunkRows = 64;
+constexpr int kTile = 64;  // 2-D tiles of transposing Funcs: 64 x 64 f32 is 16 KiB, in L1
 
 int vector_lanes(const Func& f) { return jit_target().natural_vector_size(f.output_types()[0]); }
 
@@ -48,6 +49,16 @@ Reduces reduction_kind(const Graph& g, int value) {
     }
     default: return Reduces::nothing;
   }
+}
+
+// Input elements read per element of `value`: more than one for a reduction's result.
+int64_t work_per_element(const Graph& g, int value) {
+  int p = g.values[size_t(value)].producer;
+  int64_t out = numel(g.values[size_t(value)].meta.shape);
+  if (p < 0 || out == 0) return 1;
+  int64_t in = 0;
+  for (int i : g.nodes[size_t(p)].inputs) in = std::max(in, numel(g.values[size_t(i)].meta.shape));
+  return std::max<int64_t>(1, in / out);
 }
 
 // A row reduction: split into vector partial results (many independent accumulators instead of
@@ -99,10 +110,32 @@ std::vector<Func> calls_until(const Func& f, const std::set<std::string>& stop) 
   return out;
 }
 
-// A materialized Func: tasks of whole outer rows (at least kElementsPerTask elements each) in
-// parallel when it is large, its innermost dim vectorized; the reductions of its definition are
-// computed per outer row (row and column reductions) or per tile of columns (1-D results).
-void schedule_root(Func f, const Shape& shape, Reduces reduces, const std::vector<Func>& inner) {
+// A column reduction computed once for all rows (softmax along dim 0 reads it for every row):
+// a task per vector of columns, in parallel, the reduction loop outside the vector.
+void column_reduction_root(Func g) {
+  g.compute_root();
+  std::vector<Var> v = pure_vars(g);
+  if (v.empty()) return;
+  int lanes = vector_lanes(g);
+  g.vectorize(v[0], lanes, TailStrategy::GuardWithIf);
+  for (int u = 0; u < g.num_update_definitions(); ++u) {
+    Var xo("xo"), xi("xi");
+    std::vector<VarOrRVar> order{xi};
+    for (const RVar& r : g.rvars(u)) order.push_back(r);
+    order.push_back(xo);
+    for (size_t i = 1; i < v.size(); ++i) order.push_back(v[i]);
+    g.update(u).split(v[0], xo, xi, lanes, TailStrategy::GuardWithIf).reorder(order).vectorize(xi).parallel(xo);
+  }
+}
+
+// A materialized Func (pure: lower_region wraps reductions) in tasks of about kElementsPerTask
+// units of work (an element of a reduction's result costs the elements it reads), in parallel
+// when there is more than one; its innermost dim vectorized. The reductions of its definition
+// are computed per outer row (row reductions; column ones when the result is 1-D, per tile of
+// columns), once for all rows (column reductions read by every row), or with 2-D tiles when
+// values are read across their layout (transposes).
+void schedule_root(Func f, const Shape& shape, Reduces reduces, const std::vector<Func>& inner, int64_t work,
+                   bool transposed) {
   f.compute_root();
   std::vector<Var> v = pure_vars(f);
   int R = int(v.size());
@@ -114,16 +147,22 @@ void schedule_root(Func f, const Shape& shape, Reduces reduces, const std::vecto
     return;
   }
   int lanes = vector_lanes(f);
-  bool big = numel(shape) >= kParallelMinElements;
+  bool big = numel(shape) * work >= kParallelMinElements;
   Var to("to"), t("t");
+  if (R >= 2 && reduces == Reduces::nothing && transposed && shape[R - 1] >= kTile && shape[R - 2] >= kTile) {
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    f.tile(v[0], v[1], xo, yo, xi, yi, kTile, kTile, TailStrategy::GuardWithIf).vectorize(xi, lanes);
+    if (big) f.parallel(R >= 3 ? v[R - 1] : yo);
+    return;
+  }
   if (R >= 2) {
-    int64_t row = numel(shape) / std::max<int64_t>(shape[0], 1);
+    int64_t row = numel(shape) / std::max<int64_t>(shape[0], 1) * work;
     int64_t rows_per_task = std::max<int64_t>(1, kElementsPerTask / std::max<int64_t>(row, 1));
     f.split(v[R - 1], to, t, int(std::min<int64_t>(rows_per_task, INT32_MAX)), TailStrategy::GuardWithIf);
     if (big && shape[0] > rows_per_task) f.parallel(to);
   } else {
-    int64_t tile = reduces == Reduces::columns ? 16 * lanes : kElementsPerTask;
-    f.split(v[0], to, t, int(tile), TailStrategy::GuardWithIf);
+    int64_t tile = reduces == Reduces::columns ? 16 * lanes : std::max<int64_t>(lanes, kElementsPerTask / work);
+    f.split(v[0], to, t, int(std::min<int64_t>(tile, INT32_MAX)), TailStrategy::GuardWithIf);
     if (big || reduces == Reduces::columns) f.parallel(to);
   }
   if (shape.back() >= lanes) {
@@ -131,6 +170,10 @@ void schedule_root(Func f, const Shape& shape, Reduces reduces, const std::vecto
     else f.vectorize(t, lanes, TailStrategy::GuardWithIf);
   }
   for (Func g : inner) {
+    if (reduces == Reduces::columns && R >= 2) {
+      column_reduction_root(g);
+      continue;
+    }
     g.compute_at(f, R >= 2 ? t : to);
     if (reduces == Reduces::rows) vector_partials(g);
     else if (reduces == Reduces::columns) vector_columns(g);
@@ -195,7 +238,8 @@ void schedule_cpu(const Graph& g, const Region& r, LoweredRegion& lowered) {
       KILN_CHECK(inner.size() == 1, "kiln schedule: a GEMM's epilogue holds another reduction");
       schedule_gemm(f, *gemm, g.values[size_t(v)].meta.shape);
     } else {
-      schedule_root(f, g.values[size_t(v)].meta.shape, reduction_kind(g, v), inner);
+      schedule_root(f, g.values[size_t(v)].meta.shape, reduction_kind(g, v), inner, work_per_element(g, v),
+                    lowered.transposed);
     }
   }
 }

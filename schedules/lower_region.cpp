@@ -141,6 +141,7 @@ class Lowering {
     // A dense innermost dim (as traced; guards and the eager kernels keep it so) gets dense vector
     // loads; any other layout is read through its strides.
     if (rank > 0) p.dim(0).set_stride(val.strides.back() == 1 && val.meta.shape.back() != 1 ? Expr(1) : Expr());
+    if (rank > 1 && val.strides.back() != 1 && val.meta.shape.back() != 1) out_.transposed = true;
     std::vector<Expr> shape = shape_of(v);
     for (int d = 0; d < rank; ++d) {
       int h = rank - 1 - d;
@@ -306,6 +307,12 @@ class Lowering {
         c(vars) = convert(y.func(vars), y.dtype, want);
         y.func = c;
       }
+      if (y.func.has_update_definition()) {  // a pure Func over it: schedules see one kind of root
+        std::vector<Var> vars = halide_vars(y.rank());
+        Func w(named(n.op->name + "_out", v));
+        w(vars) = y.func(vars);
+        y.func = w;
+      }
       out_.values[v] = {y.func, shape_of(v), want};
     }
   }
@@ -313,6 +320,7 @@ class Lowering {
   // Views: the output's coordinates mapped to the input's, as index arithmetic.
   void lower_view(const GraphNode& n) {
     int v = n.outputs[0];
+    if (n.op->name == "transpose" || n.op->name == "permute") out_.transposed = true;
     define_expr(v, named(n.op->name, v),
                 [this, &n](const std::vector<Expr>& args) { return view_at(n, args); });
   }

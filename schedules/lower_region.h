@@ -38,6 +38,7 @@ struct LoweredRegion {
   std::vector<Halide::Func> materialized;  // outputs of non-pointwise nodes and shared values
   std::map<int, HalideTensor> values;      // every value of the region, by id
   std::vector<LoweredGemm> gemms;
+  bool transposed = false;  // some value is read across its layout (a transposed input or view)
 };
 
 // Whether the Halide lowering covers this node (others run through their eager kernels).

@@ -8,10 +8,12 @@
 // (default 2000 programs on "eager", 100 on others, which compile for real), KILN_FUZZ_SCHEDULER
 // the halide backend's scheduler (kiln, mullapudi2016, adams2019, li2018), e.g.
 //   KILN_FUZZ_BACKEND=halide KILN_FUZZ_PROGRAMS=1000 build/bin/test_graph_fuzz_compile
+// KILN_FUZZ_PRINT=1 prints each program before it runs (for crashes).
 // tests/CMakeLists.txt runs the halide backend in CI as shards of this program (fuzz_halide_*).
 #include <array>
 #include <cmath>
 #include <cstdlib>
+#include <iostream>
 #include <set>
 #include <sstream>
 
@@ -198,6 +200,8 @@ FuzzSummary fuzz(uint64_t first_seed, uint64_t count, const FuzzConfig& config, 
     FuzzProgram p = generate_program(seed, config);
     for (const FuzzStep& s : p.steps) ++sum.steps[size_t(s.op)];
     sum.layout_dependent += p.layout_dependent;
+    if (std::getenv("KILN_FUZZ_PRINT"))  // a crash prints nothing else: the program first
+      std::cerr << "seed " << seed << ":\n" << program_to_cpp(p) << std::flush;
     int64_t batch2 = p.dynamic ? p.batch + 1 + int64_t(seed % 3) : 0;
     std::string diff = run_and_compare(p, backend_name, batch2, widen);
     if (diff.empty()) continue;
