@@ -24,6 +24,9 @@ commands:
                [--filter NAME] [--json FILE]
         every zoo model eager against compiled: median ms, compile seconds cold (empty disk cache)
         and warm (fresh process, filled disk cache), kernels per call
+  bench regions [--scheduler S] [--filter NAME] [--json FILE]
+        single fused regions (rows, columns, transposes, a GEMM with its epilogue) compiled
+        against eager: one line per schedule template case
   bench compile [--json FILE]
         host overhead of one call of a compiled function (guards, lookup, graph run)
   explain NAME [--dump DIR]
@@ -106,6 +109,16 @@ int main(int argc, char** argv) {
         else kiln::throw_error("kiln bench models: unknown option '", args[i], "'");
       }
       return kiln::bench::run_bench_models(o);
+    }
+    if (args[0] == "bench" && args.size() >= 2 && args[1] == "regions") {
+      kiln::bench::BenchOptions o;
+      for (size_t i = 2; i < args.size(); ++i) {
+        if (args[i] == "--scheduler") o.scheduler = value(i);
+        else if (args[i] == "--filter") o.filter = value(i);
+        else if (args[i] == "--json") o.json_path = value(i);
+        else kiln::throw_error("kiln bench regions: unknown option '", args[i], "'");
+      }
+      return kiln::bench::run_bench_regions(o);
     }
     if (args[0] == "bench" && args.size() >= 2 && args[1] == "compile") {
       kiln::bench::BenchOptions o;
