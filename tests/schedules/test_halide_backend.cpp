@@ -152,6 +152,25 @@ BOOST_AUTO_TEST_CASE(gemm_in_a_pipeline_with_its_epilogue) {
   BOOST_TEST(f.stats().compiles == 1);  // only K is fixed (the weight's), M stays symbolic
 }
 
+BOOST_AUTO_TEST_CASE(transposing_regions_in_tiles) {
+  // 64 x 64 tiles of 8 x 8 blocks: sizes with and without tails in both dims.
+  for (auto [r, c] : std::vector<std::array<int64_t, 2>>{{128, 64}, {67, 130}, {200, 71}}) {
+    BOOST_TEST_CONTEXT(r << " x " << c) {
+      Tensor a = random_tensor({r, c}, f32, uint64_t(r)), b = random_tensor({c, r}, f32, uint64_t(c));
+      auto f = compile([](const Tensor& x, const Tensor& y) { return std::make_tuple(x + y.t() * 2.0, x.t().contiguous()); },
+                       halide());
+      auto [sum, t] = f(a, b);
+      std::vector<double> av = host_values(a), bv = host_values(b), want_sum, want_t;
+      for (int64_t i = 0; i < r; ++i)
+        for (int64_t j = 0; j < c; ++j) want_sum.push_back(av[size_t(i * c + j)] + 2 * bv[size_t(j * r + i)]);
+      for (int64_t j = 0; j < c; ++j)
+        for (int64_t i = 0; i < r; ++i) want_t.push_back(av[size_t(i * c + j)]);
+      check_close(sum, want_sum, {r, c}, "x + y.t() * 2");
+      check_close(t, want_t, {c, r}, "x.t().contiguous()");
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(symbolic_sizes_are_parameters) {
   auto fn = [](const Tensor& x, const Tensor& y) { return softmax(x + y, -1).flatten() * 2.0; };
   auto f = compile(fn, {.backend = "halide", .dynamic = true});
