@@ -139,11 +139,30 @@ std::vector<TensorMeta> ShapeEnv::infer(const OpDef& op, const std::vector<Tenso
     return out;
   }
 
-  auto probe_metas = [&](int set) {
+  // The inputs at probe set `set`, except symbol `held` (if any), which keeps its hint.
+  auto probe_metas = [&](int set, int held = -1) {
     std::vector<TensorMeta> p = metas;
     for (size_t i = 0; i < p.size(); ++i)
-      for (size_t d = 0; d < syms[i].size(); ++d) p[i].shape[d] = probe(syms[i][d], p[i].shape[d], set);
+      for (size_t d = 0; d < syms[i].size(); ++d) {
+        SymDim c = canonical(syms[i][d]);
+        if (held < 0 || c.opaque || std::find(c.syms.begin(), c.syms.end(), held) == c.syms.end()) {
+          p[i].shape[d] = probe(syms[i][d], p[i].shape[d], set);
+          continue;
+        }
+        int64_t v = c.coeff;
+        for (int x : c.syms) v *= x == held ? symbols_[x].hint : probe_of(x, set);
+        p[i].shape[d] = v;
+      }
     return p;
+  };
+  // The symbols the inputs still depend on, sorted.
+  auto live_roots = [&] {
+    std::vector<int> live;
+    for (int r : roots)
+      if (!symbols_[root(r)].specialized) live.push_back(root(r));
+    std::sort(live.begin(), live.end());
+    live.erase(std::unique(live.begin(), live.end()), live.end());
+    return live;
   };
   auto all_static = [&] {
     for (size_t k = 0; k < out.size(); ++k) out_syms[k] = static_shape(out[k].shape);
@@ -164,26 +183,12 @@ std::vector<TensorMeta> ShapeEnv::infer(const OpDef& op, const std::vector<Tenso
     } catch (const Error&) {
       // Fix as few sizes as the rule needs: one symbol held at its hint, if that is enough
       // (matmul's K against a weight), else all of them.
-      std::set<int> live;
-      for (int r : rs)
-        if (!symbols_[root(r)].specialized) live.insert(root(r));
-      auto holding = [&](int set, int held) {
-        std::vector<TensorMeta> p = metas;
-        for (size_t i = 0; i < p.size(); ++i)
-          for (size_t d = 0; d < syms[i].size(); ++d) {
-            SymDim c = canonical(syms[i][d]);
-            if (c.opaque) continue;
-            int64_t v = c.coeff;
-            for (int x : c.syms) v *= x == held ? symbols_[x].hint : probe_of(x, set);
-            p[i].shape[d] = v;
-          }
-        return p;
-      };
+      std::vector<int> live = live_roots();
       int held = -1;
       for (int r : live) {
         try {
-          op.infer(holding(0, r), attrs);
-          op.infer(holding(1, r), attrs);
+          op.infer(probe_metas(0, r), attrs);
+          op.infer(probe_metas(1, r), attrs);
           held = r;
           break;
         } catch (const Error&) {
@@ -213,11 +218,7 @@ std::vector<TensorMeta> ShapeEnv::infer(const OpDef& op, const std::vector<Tenso
 
   // Each output dim: factor the probe value by the symbols' probes; what remains is the constant.
   // A dim whose factoring does not reproduce the hint is some other function (a sum): opaque.
-  std::vector<int> live;
-  for (int r : roots)
-    if (!symbols_[root(r)].specialized) live.push_back(root(r));
-  std::sort(live.begin(), live.end());
-  live.erase(std::unique(live.begin(), live.end()), live.end());
+  std::vector<int> live = live_roots();
   // An opaque input (its size has no formula, so it was probed at its hint) makes every output
   // dim opaque: the probes cannot tell which of them follow it.
   for (size_t k = 0; k < out.size(); ++k) {
