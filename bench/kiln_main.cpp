@@ -5,6 +5,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,25 @@ std::string self_path(const char* argv0) {
   return n > 0 ? std::string(buf, size_t(n)) : std::string(argv0);
 }
 
+// The options of `kiln bench <sub>` from args[first] on; any option not in `allowed` is an error.
+kiln::bench::BenchOptions parse_bench_options(const std::vector<std::string>& args, size_t first,
+                                              const std::set<std::string>& allowed) {
+  kiln::bench::BenchOptions o;
+  std::string command = "kiln " + args[0] + " " + args[1];
+  for (size_t i = first; i < args.size(); ++i) {
+    const std::string& opt = args[i];
+    KILN_CHECK(allowed.count(opt), command, ": unknown option '", opt, "'");
+    KILN_CHECK(i + 1 < args.size(), command, ": option ", opt, " needs a value");
+    const std::string& v = args[++i];
+    if (opt == "--device") o.device = parse_device(v);
+    else if (opt == "--backend") o.backend = v;
+    else if (opt == "--scheduler") o.scheduler = v;
+    else if (opt == "--filter") o.filter = v;
+    else if (opt == "--json") o.json_path = v;
+  }
+  return o;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -88,56 +108,25 @@ int main(int argc, char** argv) {
       return kiln::bench::run_explain(name, dump);
     }
     if (args[0] == "bench" && args.size() >= 3 && args[1] == "compile-once") {
-      kiln::bench::BenchOptions o;
+      kiln::bench::BenchOptions o = parse_bench_options(args, 3, {"--backend", "--scheduler"});
       o.filter = args[2];
-      for (size_t i = 3; i < args.size(); ++i) {
-        if (args[i] == "--backend") o.backend = value(i);
-        else if (args[i] == "--scheduler") o.scheduler = value(i);
-        else kiln::throw_error("kiln bench compile-once: unknown option '", args[i], "'");
-      }
       return kiln::bench::run_compile_once(o);
     }
-    if (args[0] == "bench" && args.size() >= 2 && args[1] == "models") {
+    if (args[0] == "bench" && args.size() >= 2) {
+      const std::string& sub = args[1];
       kiln::bench::BenchOptions o;
-      o.self_path = self_path(argv[0]);
-      for (size_t i = 2; i < args.size(); ++i) {
-        if (args[i] == "--device") o.device = parse_device(value(i));
-        else if (args[i] == "--backend") o.backend = value(i);
-        else if (args[i] == "--scheduler") o.scheduler = value(i);
-        else if (args[i] == "--filter") o.filter = value(i);
-        else if (args[i] == "--json") o.json_path = value(i);
-        else kiln::throw_error("kiln bench models: unknown option '", args[i], "'");
+      if (sub == "models") {
+        o = parse_bench_options(args, 2, {"--device", "--backend", "--scheduler", "--filter", "--json"});
+        o.self_path = self_path(argv[0]);
+        return kiln::bench::run_bench_models(o);
       }
-      return kiln::bench::run_bench_models(o);
-    }
-    if (args[0] == "bench" && args.size() >= 2 && args[1] == "regions") {
-      kiln::bench::BenchOptions o;
-      for (size_t i = 2; i < args.size(); ++i) {
-        if (args[i] == "--scheduler") o.scheduler = value(i);
-        else if (args[i] == "--filter") o.filter = value(i);
-        else if (args[i] == "--json") o.json_path = value(i);
-        else kiln::throw_error("kiln bench regions: unknown option '", args[i], "'");
+      if (sub == "regions") return kiln::bench::run_bench_regions(parse_bench_options(args, 2, {"--scheduler", "--filter", "--json"}));
+      if (sub == "compile") return kiln::bench::run_bench_compile(parse_bench_options(args, 2, {"--json"}));
+      if (sub == "ops") {
+        o = parse_bench_options(args, 2, {"--device", "--json", "--filter"});
+        o.self_path = self_path(argv[0]);
+        return kiln::bench::run_bench_ops(o);
       }
-      return kiln::bench::run_bench_regions(o);
-    }
-    if (args[0] == "bench" && args.size() >= 2 && args[1] == "compile") {
-      kiln::bench::BenchOptions o;
-      for (size_t i = 2; i < args.size(); ++i) {
-        if (args[i] == "--json") o.json_path = value(i);
-        else kiln::throw_error("kiln bench compile: unknown option '", args[i], "'");
-      }
-      return kiln::bench::run_bench_compile(o);
-    }
-    if (args[0] == "bench" && args.size() >= 2 && args[1] == "ops") {
-      kiln::bench::BenchOptions o;
-      o.self_path = self_path(argv[0]);
-      for (size_t i = 2; i < args.size(); ++i) {
-        if (args[i] == "--device") o.device = parse_device(value(i));
-        else if (args[i] == "--json") o.json_path = value(i);
-        else if (args[i] == "--filter") o.filter = value(i);
-        else kiln::throw_error("kiln bench ops: unknown option '", args[i], "'");
-      }
-      return kiln::bench::run_bench_ops(o);
     }
     std::fprintf(stderr, "kiln: unknown command '%s'\n\n%s", args[0].c_str(), kUsage);
     return 2;
