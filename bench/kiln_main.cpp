@@ -33,7 +33,9 @@ commands:
   explain NAME [--dump DIR]
         graphs, graph breaks (reason, file:line) and guards that compile() captures for a zoo
         model (mlp, transformer_block, norm_softmax, tiny_gpt) or an example (graph_break,
-        graph_break_where, dynamic_shapes); --dump writes each graph's text and dot to DIR
+        graph_break_where, dynamic_shapes); --dump writes each graph's text and dot to DIR and,
+        for a zoo model compiled on the halide backend, its fusion plan and each region's
+        schedule source, stmt, stmt_html and assembly
   help  this text
 )";
 
