@@ -49,7 +49,6 @@ class Lowering {
         ++uses_[v];
         reader_[v] = n;
       }
-    std::map<int, int>& uses = uses_;
     for (int n : r_.nodes) {
       const GraphNode& node = g_.nodes[n];
       lower_node(node);
@@ -58,8 +57,8 @@ class Lowering {
       // one expression with their readers (a chain of pointwise ops is a single Expr).
       // At rank 0 every pointwise value is its own stage too: one element costs nothing, and
       // Halide 14's simplifier blows up on nested f64 sin/cos inlined into one scalar expression.
-      bool scalar = g_.values[size_t(node.outputs[0])].meta.shape.empty() && uses[node.outputs[0]] > 0;
-      bool shared = is_pointwise(node) && node.op->family != KernelFamily::copy && (uses[node.outputs[0]] > 1 || scalar);
+      bool scalar = g_.values[size_t(node.outputs[0])].meta.shape.empty() && uses_[node.outputs[0]] > 0;
+      bool shared = is_pointwise(node) && node.op->family != KernelFamily::copy && (uses_[node.outputs[0]] > 1 || scalar);
       if (!is_pointwise(node) && node.op->schedule_class != ScheduleClass::view &&
           node.op->schedule_class != ScheduleClass::creation)
         out_.materialized.push_back(out_.values.at(node.outputs[0]).func);
