@@ -1,6 +1,7 @@
 #include "graph/sym_shape.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -139,21 +140,31 @@ std::vector<TensorMeta> ShapeEnv::infer(const OpDef& op, const std::vector<Tenso
     return out;
   }
 
-  // The inputs at probe set `set`, except symbol `held` (if any), which keeps its hint.
-  auto probe_metas = [&](int set, int held = -1) {
+  // The inputs at probe set `set`; `as` makes a symbol take another's probe value (x -> y), or
+  // its hint (x -> -1), to try a unification or a specialization before making it.
+  auto probe_metas = [&](int set, const std::map<int, int>& as = {}) {
     std::vector<TensorMeta> p = metas;
     for (size_t i = 0; i < p.size(); ++i)
       for (size_t d = 0; d < syms[i].size(); ++d) {
         SymDim c = canonical(syms[i][d]);
-        if (held < 0 || c.opaque || std::find(c.syms.begin(), c.syms.end(), held) == c.syms.end()) {
-          p[i].shape[d] = probe(syms[i][d], p[i].shape[d], set);
-          continue;
-        }
+        if (c.opaque) continue;  // probed at its hint
         int64_t v = c.coeff;
-        for (int x : c.syms) v *= x == held ? symbols_[x].hint : probe_of(x, set);
+        for (int x : c.syms) {
+          auto it = as.find(x);
+          v *= it == as.end() ? probe_of(x, set) : it->second < 0 ? symbols_[x].hint : probe_of(it->second, set);
+        }
         p[i].shape[d] = v;
       }
     return p;
+  };
+  auto accepts = [&](const std::map<int, int>& as) {
+    try {
+      op.infer(probe_metas(0, as), attrs);
+      op.infer(probe_metas(1, as), attrs);
+      return true;
+    } catch (const Error&) {
+      return false;
+    }
   };
   // The symbols the inputs still depend on, sorted.
   auto live_roots = [&] {
@@ -172,12 +183,35 @@ std::vector<TensorMeta> ShapeEnv::infer(const OpDef& op, const std::vector<Tenso
   try {
     probed = op.infer(probe_metas(0), attrs);
   } catch (const Error&) {
-    // The rule needs some sizes equal: unify the symbols whose hints agree and try again.
+    // The rule needs some sizes equal: unify symbols whose hints agree and try again. The
+    // fewest pairs that satisfy the rule (one, else two: an elementwise op on two [s, s] inputs
+    // needs rows equal and columns equal, not all four), else every such pair.
     std::vector<int> rs(roots.begin(), roots.end());
+    std::vector<std::pair<int, int>> pairs;
     for (size_t i = 0; i < rs.size(); ++i)
       for (size_t j = i + 1; j < rs.size(); ++j)
-        if (root(rs[i]) != root(rs[j]) && symbols_[rs[i]].hint == symbols_[rs[j]].hint)
-          unify(rs[i], rs[j], op.name + " needs them equal");
+        if (root(rs[i]) != root(rs[j]) && symbols_[rs[i]].hint == symbols_[rs[j]].hint) pairs.emplace_back(rs[i], rs[j]);
+    auto merged = [](std::vector<std::pair<int, int>> ps) {  // each symbol -> the smallest it is merged with
+      std::map<int, int> as;
+      auto rep = [&](int x) {
+        while (as.count(x)) x = as[x];
+        return x;
+      };
+      for (auto [a, b] : ps) {
+        int ra = rep(a), rb = rep(b);
+        if (ra != rb) as[std::max(ra, rb)] = std::min(ra, rb);
+      }
+      for (auto& [x, y] : as) y = rep(y);
+      return as;
+    };
+    std::vector<std::pair<int, int>> chosen = pairs;
+    bool found = false;
+    for (size_t i = 0; i < pairs.size() && !found; ++i)
+      if (accepts(merged({pairs[i]}))) chosen = {pairs[i]}, found = true;
+    for (size_t i = 0; i < pairs.size() && !found; ++i)
+      for (size_t j = i + 1; j < pairs.size() && !found; ++j)
+        if (accepts(merged({pairs[i], pairs[j]}))) chosen = {pairs[i], pairs[j]}, found = true;
+    for (auto [a, b] : chosen) unify(a, b, op.name + " needs them equal");
     try {
       probed = op.infer(probe_metas(0), attrs);
     } catch (const Error&) {
@@ -185,15 +219,11 @@ std::vector<TensorMeta> ShapeEnv::infer(const OpDef& op, const std::vector<Tenso
       // (matmul's K against a weight), else all of them.
       std::vector<int> live = live_roots();
       int held = -1;
-      for (int r : live) {
-        try {
-          op.infer(probe_metas(0, r), attrs);
-          op.infer(probe_metas(1, r), attrs);
+      for (int r : live)
+        if (accepts({{r, -1}})) {
           held = r;
           break;
-        } catch (const Error&) {
         }
-      }
       for (int r : live)
         if (held < 0 || r == held) specialize(SymDim::symbol(r), op.name + "'s shape rule needs a fixed size");
       try {

@@ -166,4 +166,17 @@ BOOST_AUTO_TEST_CASE(requires_grad_of_an_op_output_inside_a_trace) {
   check_same(got.detach(), want.detach(), "branch on requires_grad()");
 }
 
+// Was BUG (sym_shape.cpp ShapeEnv::infer): a rule that rejects the probes unified every pair of
+// symbols with equal hints. x + y on square inputs needs rows equal and columns equal; unifying all
+// four dims guarded x's rows == x's columns, so a non-square call recompiled.
+BOOST_AUTO_TEST_CASE(square_inputs_unify_only_the_dims_the_rule_needs) {
+  auto fn = [](const Tensor& x, const Tensor& y) { return x + y * 2.0; };
+  auto f = compile(fn, halide_dynamic());
+  for (auto [r, c] : std::vector<std::pair<int64_t, int64_t>>{{8, 8}, {8, 5}, {3, 11}}) {
+    Tensor x = random_tensor({r, c}, f32, uint64_t(r)), y = random_tensor({r, c}, f32, uint64_t(c));
+    check_same(f(x, y), fn(x, y), std::to_string(r) + " x " + std::to_string(c));
+  }
+  BOOST_TEST(f.stats().compiles == 1, "recompiles: " << f.stats().compiles - 1);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
