@@ -15,7 +15,6 @@ namespace {
 
 constexpr int64_t kParallelMinElements = 1 << 15;
 constexpr int64_t kElementsPerTask = 1 << 16;  // a task of Halide's thread pool costs microseconds
-constexpr int64_t kGemmMinTasks = 8, kGemmChunkRows = 64;
 constexpr int kTile = 64, kBlock = 8;  // transposing Funcs: tiles of 64 x 64 (16 KiB of f32), blocks of 8 x 8
 constexpr int kColumnsPerTask = 128;  // a column reduction task: 8 AVX-512 vectors of columns (measured: 64 to 256 alike, 1.8-1.9 ms on softmax(2048², 0); one vector per task 2.9 ms)
 
@@ -191,27 +190,20 @@ void schedule_root(Func f, const Shape& shape, Reduces reduces, const std::vecto
 // A GEMM's tiles, computed in f (the matmul's value or the last op of its epilogue): tasks of
 // 32-column panels in parallel; in each, tiles of MR rows by 32 columns whose accumulators stay
 // in registers while k runs (acc), the epilogue applied to each tile as it is stored.
-void schedule_gemm(Func f, Func acc, const Shape& shape) {
-  std::vector<Var> v = pure_vars(f);  // d0 = n, d1 = m, then batch dims
+void schedule_gemm(Func f, Func acc) {
+  std::vector<Var> v = pure_vars(f);  // d0 = n, d1 = m (a is 2-D: gemm_lowerable)
   int lanes = vector_lanes(f);
   int rows = lanes >= 16 ? 8 : 2;  // 2*MR accumulators, plus b and a: 32 registers with AVX-512, 16 else
-  Var p("p"), j("j"), mo("mo"), mi("mi"), mc("mc"), task("task");
+  Var p("p"), j("j"), mo("mo"), mi("mi");
+  // Tasks: one panel each, all rows (at most 256: gemm_lowerable).
   f.compute_root()
       .split(v[0], p, j, kGemmPanel, TailStrategy::GuardWithIf)
-      .split(v[1], mo, mi, rows, TailStrategy::GuardWithIf);
-  // Tasks: one panel each, all rows; with few panels (N < 8 * 32) also chunks of rows, so both
-  // cores get work (b's panel is re-read per chunk, cheap while it is small).
-  int64_t panels = (shape.back() + kGemmPanel - 1) / kGemmPanel, m = shape[shape.size() - 2];
-  bool chunks = panels < kGemmMinTasks && m >= 2 * kGemmChunkRows;
-  if (chunks) f.split(mo, mc, mo, int(kGemmChunkRows / rows), TailStrategy::GuardWithIf);
-  std::vector<VarOrRVar> order{j, mi, mo};
-  for (size_t d = 2; d < v.size(); ++d) order.push_back(v[d]);
-  if (chunks) order.push_back(mc);
-  order.push_back(p);
-  f.reorder(order);
-  if (chunks) f.fuse(mc, p, task).parallel(task);
-  else f.parallel(p);
-  f.vectorize(j, lanes).unroll(j).unroll(mi);
+      .split(v[1], mo, mi, rows, TailStrategy::GuardWithIf)
+      .reorder(j, mi, mo, p)
+      .parallel(p)
+      .vectorize(j, lanes)
+      .unroll(j)
+      .unroll(mi);
   std::vector<Var> a = pure_vars(acc);  // j, m, batch..., p
   acc.compute_at(f, mo).vectorize(a[0], lanes).unroll(a[0]).unroll(a[1]);
   acc.update().reorder(a[0], a[1], acc.rvars(0)[0]).vectorize(a[0], lanes).unroll(a[0]).unroll(a[1]);
@@ -244,7 +236,7 @@ void schedule_cpu(const Graph& g, const Region& r, LoweredRegion& lowered) {
     auto gemm = std::find_if(inner.begin(), inner.end(), [&](const Func& c) { return gemms.count(c.name()) > 0; });
     if (gemm != inner.end()) {
       KILN_CHECK(inner.size() == 1, "kiln schedule: a GEMM's epilogue holds another reduction");
-      schedule_gemm(f, *gemm, g.values[size_t(v)].meta.shape);
+      schedule_gemm(f, *gemm);
     } else {
       schedule_root(f, g.values[size_t(v)].meta.shape, reduction_kind(g, v), inner, work_per_element(g, v),
                     lowered.transposed);

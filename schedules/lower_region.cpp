@@ -391,7 +391,7 @@ class Lowering {
 
 }  // namespace
 
-constexpr int64_t kGemmMaxABytes = 1 << 20;
+constexpr int64_t kGemmMaxABytes = 1 << 20, kGemmMaxRows = 256;
 
 bool gemm_lowerable(const Graph& g, const GraphNode& n) {
   if (n.op->family != KernelFamily::matmul || !packs_weight(g, n)) return false;
@@ -403,10 +403,12 @@ bool gemm_lowerable(const Graph& g, const GraphNode& n) {
   // batch into M (tiny_gpt: a 14-op region with three GEMMs took 0.79 ms against 0.55 eager).
   if (a.meta.shape.size() != 2 || !b.sym[0].is_static() || !b.sym[1].is_static() || b.meta.shape[1] < kGemmPanel)
     return false;
-  // Each task streams one panel of b against all of a: a must stay in L2 for that to pay.
-  // Larger problems (a transformer block's 1024-row GEMMs) run faster on the eager GEMM, whose
-  // tasks take 256-row chunks (measured: the 1024x512x2048 GEMM in a pipeline took 1.3x longer).
-  if (numel(a.meta.shape) * 4 > kGemmMaxABytes) return false;
+  // Each task streams one panel of b against all of a: a must stay in L2, and the panel must be
+  // worth streaming (few rows: the weight-bound regime of a small batch). Measured with its bias
+  // and GELU epilogue against eager, ms: 64x1024x512 0.18 / 0.44, 64x1024x1024 0.33 / 0.61;
+  // 256x512x384 0.33 / 0.36; 512x256x256 0.26 / 0.21, 1024x64x256 0.41 / 0.20, and the
+  // transformer block's 1024x512x2048 1.3x slower. Those go to the eager GEMM (256-row chunks).
+  if (numel(a.meta.shape) * 4 > kGemmMaxABytes || a.meta.shape[0] > kGemmMaxRows) return false;
   int readers = 0;
   for (const GraphNode& other : g.nodes)
     for (int v : other.inputs) readers += v == n.inputs[1];

@@ -45,7 +45,7 @@ struct LoweredRegion {
 bool lowerable(const Graph& g, const GraphNode& n);
 
 // Whether a matmul runs as a GEMM inside a pipeline: f32, b a packed weight (static K and N >= 32)
-// read by this matmul only, a 2-D and at most 1 MiB (as traced).
+// read by this matmul only, a 2-D, at most 256 rows and 1 MiB (as traced).
 bool gemm_lowerable(const Graph& g, const GraphNode& n);
 
 // The shape of the region's k-th input as the pipeline reads it (packed weights as panels).
