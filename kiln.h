@@ -8,6 +8,9 @@
 #pragma once
 
 #include "dsl/creation.h"
+#include "dsl/cuda/cuda_allocator.h"
+#include "dsl/cuda/cuda_context.h"
+#include "dsl/eager/cublas_gemm.h"
 #include "dsl/dtype.h"
 #include "dsl/eigen.h"
 #include "dsl/device.h"

@@ -87,7 +87,7 @@ TensorList layer_norm_backward(const TensorList& in, const Tensor& g, const Attr
 
 // Rows of a one-hot encoding of integer `indices` over `classes`, in `dtype`.
 Tensor one_hot(const Tensor& indices, int64_t classes, DType dtype) {
-  Tensor range = arange(0, double(classes), 1, {.dtype = indices.dtype()});
+  Tensor range = arange(0, double(classes), 1, {.dtype = indices.dtype(), .device = indices.device()});
   return eq(indices.unsqueeze(-1), range).to(dtype);
 }
 

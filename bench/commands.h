@@ -28,6 +28,7 @@ int run_first_op();
 int run_bench_compile(const BenchOptions& opts);
 int run_bench_models(const BenchOptions& opts);
 int run_bench_regions(const BenchOptions& opts);
+int run_bench_gpu(const BenchOptions& opts);
 int run_compile_once(const BenchOptions& opts);  // a fresh process of bench models: compile opts.filter once
 int run_explain(const std::string& name, const std::string& dump_dir);
 std::vector<std::string> explain_names();  // zoo models and the examples

@@ -1,5 +1,7 @@
 // `kiln`: the command line. `kiln demo` is the main job; `kiln bench ops` measures the op
 // library. Run `kiln help` for the list.
+#include <execinfo.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <climits>
@@ -28,6 +30,9 @@ commands:
   bench regions [--scheduler S] [--filter NAME] [--json FILE]
         single fused regions (rows, columns, transposes, a GEMM with its epilogue) compiled
         against eager: one line per schedule template case
+  bench gpu [--device cuda[:N]] [--filter NAME] [--json FILE]
+        on a CUDA device: copy bandwidth, fused pointwise / softmax / layer_norm kernels (GB/s,
+        compiled and eager), every zoo model eager against compiled, host overhead per call
   bench compile [--json FILE]
         host overhead of one call of a compiled function (guards, lookup, graph run)
   explain NAME [--dump DIR]
@@ -71,9 +76,22 @@ kiln::bench::BenchOptions parse_bench_options(const std::vector<std::string>& ar
   return o;
 }
 
+// On a crash, the stack as offsets into the binary (addr2line -e kiln 0x... names them, also for
+// a stripped copy of the same build), then the default action.
+void on_crash(int sig) {
+  const char header[] = "kiln: fatal signal; stack:\n";
+  (void)!::write(STDERR_FILENO, header, sizeof header - 1);
+  void* frames[64];
+  ::backtrace_symbols_fd(frames, ::backtrace(frames, 64), STDERR_FILENO);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines reach a pipe as they are printed
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::signal(sig, on_crash);
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
     std::fputs(kUsage, args.empty() ? stderr : stdout);
@@ -123,6 +141,7 @@ int main(int argc, char** argv) {
         return kiln::bench::run_bench_models(o);
       }
       if (sub == "regions") return kiln::bench::run_bench_regions(parse_bench_options(args, 2, {"--scheduler", "--filter", "--json"}));
+      if (sub == "gpu") return kiln::bench::run_bench_gpu(parse_bench_options(args, 2, {"--device", "--filter", "--json"}));
       if (sub == "compile") return kiln::bench::run_bench_compile(parse_bench_options(args, 2, {"--json"}));
       if (sub == "ops") {
         o = parse_bench_options(args, 2, {"--device", "--json", "--filter"});

@@ -78,12 +78,22 @@ ZooModel make_tiny_gpt(bool test) {
 
 std::vector<std::string> zoo_names() { return {"mlp", "transformer_block", "norm_softmax", "tiny_gpt"}; }
 
-ZooModel make_zoo_model(const std::string& name, ZooSize size) {
+ZooModel make_zoo_model(const std::string& name, ZooSize size, Device device) {
   const bool test = size == ZooSize::test;
-  if (name == "mlp") return make_mlp(test);
-  if (name == "transformer_block") return make_transformer_block(test);
-  if (name == "norm_softmax") return make_norm_softmax(test);
-  if (name == "tiny_gpt") return make_tiny_gpt(test);
+  auto on_device = [device](ZooModel m) {
+    if (device.is_cpu()) return m;
+    m.module->to(device);
+    m.make_inputs = [make = m.make_inputs, device] {
+      TensorList xs = make();
+      for (Tensor& x : xs) x = x.to(device);
+      return xs;
+    };
+    return m;
+  };
+  if (name == "mlp") return on_device(make_mlp(test));
+  if (name == "transformer_block") return on_device(make_transformer_block(test));
+  if (name == "norm_softmax") return on_device(make_norm_softmax(test));
+  if (name == "tiny_gpt") return on_device(make_tiny_gpt(test));
   std::ostringstream known;
   for (const std::string& n : zoo_names()) known << (known.tellp() > 0 ? ", " : "") << n;
   throw_error("zoo: unknown model '", name, "'; known models: ", known.str());

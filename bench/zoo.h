@@ -1,6 +1,7 @@
-// The model zoo: a few small models, by name, that tests and benchmarks run (eagerly today,
-// through kiln::compile later). Each comes with its parameters, a maker of fresh random inputs
-// and its forward; ZooSize::test shapes run in milliseconds, ZooSize::bench are the benchmark's.
+// The model zoo: a few small models, by name, that tests and benchmarks run eagerly and through
+// kiln::compile, on the CPU or on CUDA. Each comes with its parameters, a maker of fresh random
+// inputs and its forward; ZooSize::test shapes run in milliseconds, ZooSize::bench are the
+// benchmark's (bench/torch/zoo.py has the same models in PyTorch).
 //
 //   zoo::ZooModel m = zoo::make_zoo_model("mlp", zoo::ZooSize::test);
 //   TensorList y = m.forward(m.make_inputs());   // y[0]: (8, 64)
@@ -30,7 +31,8 @@ struct ZooModel {
 // "mlp", "transformer_block", "norm_softmax", "tiny_gpt".
 std::vector<std::string> zoo_names();
 
-// Builds a model with parameters drawn from kiln's generator; kiln::Error for an unknown name.
-ZooModel make_zoo_model(const std::string& name, ZooSize size = ZooSize::bench);
+// Builds a model with parameters drawn from kiln's generator (the same values on every device:
+// drawn on the CPU, then moved), its inputs made on `device`; kiln::Error for an unknown name.
+ZooModel make_zoo_model(const std::string& name, ZooSize size = ZooSize::bench, Device device = Device::cpu());
 
 }  // namespace kiln::zoo

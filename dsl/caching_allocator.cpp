@@ -19,7 +19,7 @@ size_t CachingAllocator::size_class(size_t nbytes) {
 
 void* CachingAllocator::allocate(size_t nbytes) {
   size_t size = size_class(nbytes);
-  if (size >= kMinCached) {
+  if (size >= min_cached_) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = free_.find(size);
     if (it != free_.end() && !it->second.empty()) {
@@ -49,7 +49,7 @@ void CachingAllocator::release(void* ptr, size_t nbytes) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     allocated_ -= size;
-    if (size >= kMinCached && cached_ + size <= cached_limit_) {
+    if (size >= min_cached_ && cached_ + size <= cached_limit_) {
       free_[size].push_back(ptr);
       cached_ += size;
       return;
@@ -72,6 +72,11 @@ void CachingAllocator::empty_cache() {
 MemoryStats CachingAllocator::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return {allocated_, allocated_ + cached_, peak_, cached_limit_};
+}
+
+void CachingAllocator::reset_peak() {
+  std::lock_guard<std::mutex> lock(mu_);
+  peak_ = allocated_;
 }
 
 CachingAllocator& cpu_caching_allocator() {

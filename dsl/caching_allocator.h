@@ -1,7 +1,8 @@
 // CachingAllocator: keeps freed blocks of large sizes in per-size-class free lists and hands
 // them out again, so that steady-state eager execution neither calls the system allocator nor
-// page-faults on fresh memory for every op output. Wraps a raw allocator of one device (the CPU
-// today, CUDA later). Small blocks (< 64 KiB) go straight to the raw allocator.
+// page-faults on fresh memory for every op output. Wraps a raw allocator of one device (the CPU's,
+// or CUDA's: dsl/cuda/cuda_allocator.h). Blocks below `min_cached` bytes (64 KiB on the CPU, 0 on
+// CUDA) go straight to the raw allocator.
 //
 //   CachingAllocator& a = cpu_caching_allocator();
 //   MemoryStats s = a.stats();   // allocated, reserved (allocated + cached), peak
@@ -25,13 +26,15 @@ struct MemoryStats {
 
 class CachingAllocator final : public Allocator {
  public:
-  CachingAllocator(Allocator& raw, size_t cached_limit) : raw_(raw), cached_limit_(cached_limit) {}
+  CachingAllocator(Allocator& raw, size_t cached_limit, size_t min_cached = size_t(64) << 10)
+      : raw_(raw), cached_limit_(cached_limit), min_cached_(min_cached) {}
   ~CachingAllocator() override { empty_cache(); }
 
   void* allocate(size_t nbytes) override;
   void release(void* ptr, size_t nbytes) override;
   void empty_cache();
   MemoryStats stats() const;
+  void reset_peak();
 
   // The size class a request is rounded up to: 64-byte multiples below 64 KiB, else one of
   // four steps per power of two (at most 25% waste).
@@ -40,6 +43,7 @@ class CachingAllocator final : public Allocator {
  private:
   Allocator& raw_;
   size_t cached_limit_;
+  size_t min_cached_;
   mutable std::mutex mu_;
   std::unordered_map<size_t, std::vector<void*>> free_;
   size_t allocated_ = 0, cached_ = 0, peak_ = 0;

@@ -1,5 +1,5 @@
-// Where a tensor's storage lives: the CPU, or CUDA device i (CUDA arrives in a later issue;
-// asking for it today raises kiln::Error when a tensor is created there).
+// Where a tensor's storage lives: the CPU, or CUDA device i (dsl/cuda/: kiln::Error when a tensor
+// is made on a CUDA device that this machine lacks).
 #pragma once
 #include <iosfwd>
 #include <cstdint>

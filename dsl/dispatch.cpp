@@ -2,6 +2,7 @@
 
 #include "dsl/eager/runners.h"
 #include "dsl/error.h"
+#include "dsl/kernel_table.h"
 
 namespace kiln {
 
@@ -48,6 +49,11 @@ TensorList dispatch(const OpDef& def, const TensorList& inputs, const Attrs& att
 }
 
 TensorList run_eager(const OpDef& def, const TensorList& inputs, const Attrs& attrs) {
+  Device device = inputs.empty() ? Device::cpu() : inputs[0].device();
+  for (size_t i = 1; i < inputs.size(); ++i)
+    KILN_CHECK(inputs[i].device() == device, def.name, ": expected all tensors on one device, got ", device,
+               " (input 0) and ", inputs[i].device(), " (input ", i, "); move them with to(Device)");
+  KernelDeviceScope scope(device.is_cuda());
   return eager_runner(def.family)(def, inputs, attrs);
 }
 

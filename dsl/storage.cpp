@@ -4,6 +4,8 @@
 #include <new>
 
 #include "dsl/caching_allocator.h"
+#include "dsl/cuda/cuda_allocator.h"
+#include "dsl/cuda/cuda_api.h"
 #include "dsl/error.h"
 
 namespace kiln {
@@ -30,8 +32,9 @@ Allocator& cpu_allocator() {
 
 Allocator& allocator_for(Device d) {
   if (d.is_cpu()) return cpu_caching_allocator();
-  throw_error("device ", d, ": no CUDA device is available to this build of kiln "
-              "(CUDA tensors arrive with the CUDA backend); use Device::cpu()");
+  KILN_CHECK(cuda_available(), "device ", d, ": no CUDA device is usable (", cuda_unavailable_reason(),
+             "); use Device::cpu()");
+  return cuda_caching_allocator(d.index);
 }
 
 Storage::~Storage() {

@@ -19,8 +19,8 @@ class Allocator {
 
 // 64-byte aligned host memory, straight from the system.
 Allocator& cpu_allocator();
-// The allocator tensors on a device use (the CPU's caches large blocks: caching_allocator.h);
-// throws kiln::Error for a device this build or machine lacks.
+// The allocator tensors on a device use (caching: caching_allocator.h, cuda/cuda_allocator.h);
+// throws kiln::Error for a device this machine lacks.
 Allocator& allocator_for(Device d);
 
 struct Storage {

@@ -4,10 +4,12 @@
 #include <cstring>
 #include <sstream>
 
+#include "dsl/cuda/cuda_context.h"
 #include "dsl/dispatch.h"
 #include "dsl/eager/runners.h"
 #include "dsl/error.h"
 #include "dsl/functions.h"
+#include "dsl/kernel_table.h"
 #include "dsl/trace_hooks.h"
 
 namespace kiln {
@@ -135,7 +137,12 @@ Tensor& Tensor::copy_(const Tensor& src, SourceLocation where) {
   KILN_CHECK(b == shape(), "copy_: source of shape ", to_string(src.shape()), " does not broadcast to ",
              to_string(shape()));
   Tensor s = src.dtype() == dtype() ? src : src.to(dtype());
-  copy_into(*this, broadcast_to_view(s, shape()));
+  KILN_CHECK(s.device() == device(), "copy_: source on ", s.device(), ", destination on ", device(),
+             "; move the source with to(Device) first");
+  {
+    KernelDeviceScope kernels(device().is_cuda());
+    copy_into(*this, broadcast_to_view(s, shape()));
+  }
   storage()->version++;
   return *this;
 }
@@ -144,13 +151,23 @@ Tensor Tensor::to(DType t) const { return kiln::cast(*this, t); }
 
 Tensor Tensor::to(Device d) const {
   if (d == device()) return *this;
+  KILN_CHECK(!(d.is_cuda() && device().is_cuda()), "to: copies between CUDA devices (", device(), " to ", d,
+             ") are not supported; go through the CPU");
+  Tensor src = contiguous();
+  Tensor dst;
   try {
-    allocator_for(d);
+    dst = Tensor::empty(shape(), {dtype(), d});
   } catch (const Error& e) {
     throw_error("to: cannot move a tensor of shape ", to_string(shape()), " (", dtype(), ") from ", device(),
                 " to ", d, ": ", e.what());
   }
-  throw_error("to: copies between ", device(), " and ", d, " are not supported yet");
+  size_t nbytes = size_t(numel()) * itemsize(dtype());
+  if (nbytes == 0) return dst;
+  if (d.is_cuda())
+    cuda_copy_to_device(reinterpret_cast<CUdeviceptr>(dst.data_ptr()), src.data_ptr(), nbytes, d.index);
+  else
+    cuda_copy_to_host(dst.data_ptr(), reinterpret_cast<CUdeviceptr>(src.data_ptr()), nbytes, device().index);
+  return dst;
 }
 
 Tensor Tensor::contiguous() const { return is_contiguous() ? *this : kiln::contiguous(*this); }

@@ -48,6 +48,11 @@ class EmbeddingKernel : public Generator<EmbeddingKernel> {
     Expr depth = out.output_buffer().dim(0).extent();
     Expr big = depth * out.output_buffer().dim(1).extent() >= kParallelMinElements;
     Expr dense = w.dim(0).stride() == 1 && depth >= vec;
+    if (get_target().has_gpu_feature()) {
+      Var f("f"), bx("bx"), tx("tx");
+      out.fuse(d, i, f).gpu_tile(f, bx, tx, 256, TailStrategy::GuardWithIf);
+      return;
+    }
     out.specialize(dense && big).vectorize(d, vec, TailStrategy::ShiftInwards).parallel(i, 16, TailStrategy::GuardWithIf);
     out.specialize(dense).vectorize(d, vec, TailStrategy::ShiftInwards);
     out.specialize(big).parallel(i, 16, TailStrategy::GuardWithIf);
@@ -110,6 +115,15 @@ class EmbeddingBackwardKernel : public Generator<EmbeddingBackwardKernel> {
     Var d = scatter.args()[0], xo("xo"), xi("xi");
     Expr depth = out.output_buffer().dim(0).extent();
     scatter.compute_root();
+    if (get_target().has_gpu_feature()) {
+      // Each thread owns one column of the gradient table and adds every index's row into it in
+      // order: no two threads write one element, and the sums are deterministic.
+      Var y0 = scatter.args()[1], f("f"), bx("bx"), tx("tx");
+      scatter.fuse(d, y0, f).gpu_tile(f, bx, tx, 256, TailStrategy::GuardWithIf);
+      scatter.update().gpu_tile(d, bx, tx, 64, TailStrategy::GuardWithIf);
+      out.fuse(x, y, f).gpu_tile(f, bx, tx, 256, TailStrategy::GuardWithIf);
+      return;
+    }
     scatter.specialize(depth >= vec).vectorize(d, vec, TailStrategy::GuardWithIf);
     scatter.update()
         .specialize(depth >= 4 * vec)

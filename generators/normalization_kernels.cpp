@@ -62,7 +62,8 @@ class LayerNormKernel : public Generator<LayerNormKernel> {
     layout.across_dense = in.dim(1).stride() == 1 && out_->dim(1).stride() == 1;
     layout.materialize_pure = true;
     layout.vector = natural_vector_size(halide_type(dtype_));
-    schedule_rows(out, layout);
+    if (get_target().has_gpu_feature()) schedule_rows_gpu(out, layout);
+    else schedule_rows(out, layout);
   }
 
  private:
@@ -104,6 +105,12 @@ class CrossEntropyKernel : public Generator<CrossEntropyKernel> {
       if (f.dimensions() == 0) total = Func(f);
       else per_row.push_back(Func(f));
     }
+    if (get_target().has_gpu_feature()) schedule_gpu(out, total, per_row);
+    else schedule_cpu(total, per_row, rows, classes);
+  }
+
+ private:
+  void schedule_cpu(Func total, const std::vector<Func>& per_row, Expr rows, Expr classes) {
     const TailStrategy guard = TailStrategy::GuardWithIf;
     RVar ro("ro"), ri("ri");
     Var p("p");
@@ -115,8 +122,24 @@ class CrossEntropyKernel : public Generator<CrossEntropyKernel> {
     int lanes = 4 * natural_vector_size(halide_type(dtype_));
     for (Func f : per_row) {
       f.compute_at(chunks, ri);
-      if (f.has_update_definition()) vector_partials(f, logits.dim(0).stride() == 1, LoopLevel(chunks, ri), lanes);
+      if (f.has_update_definition()) vector_partials(f, (*logits_).dim(0).stride() == 1, LoopLevel(chunks, ri), lanes);
     }
+  }
+
+  // CUDA: kGpuThreads threads, each computing the losses of every kGpuThreads-th row serially into
+  // its partial sum; a second kernel of one thread adds up the partial sums (losses are small
+  // next to the logits).
+  void schedule_gpu(Func out, Func total, const std::vector<Func>& per_row) {
+    RVar ro("ro"), ri("ri");
+    Var u("u"), bx("bx"), tx("tx");
+    const TailStrategy guard = TailStrategy::GuardWithIf;
+    Func partials = total.update().split(total.rvars()[0], ro, ri, kGpuThreads, guard).rfactor(ri, u);
+    partials.compute_root().gpu_tile(u, bx, tx, kGpuThreads, guard);
+    partials.update().reorder(ro, u).gpu_tile(u, bx, tx, kGpuThreads, guard);
+    total.compute_root().gpu_single_thread();
+    total.update().gpu_single_thread();
+    out.gpu_single_thread();
+    for (Func f : per_row) f.compute_at(partials, ro);
   }
 
  private:

@@ -47,7 +47,8 @@ class PointwiseKernel : public Generator<PointwiseKernel> {
     Func out = *out_;
     out(v) = store_value(def.pointwise(values, a), out_dtype_);
     out_->dim(0).set_stride(Expr());  // outputs may be views (cat writes into slices)
-    schedule(out, v);
+    if (get_target().has_gpu_feature()) schedule_gpu(out, v);
+    else schedule(out, v);
   }
 
  private:
@@ -92,6 +93,20 @@ class PointwiseKernel : public Generator<PointwiseKernel> {
           .parallel(t, 8, TailStrategy::GuardWithIf);
     }
     out.specialize(big).parallel(y);
+  }
+
+  // CUDA: one thread per 4 consecutive elements of a row (16-byte accesses for f32) when rows are
+  // a multiple of 4 long, else one per element; 256 threads per block over all dims fused.
+  void schedule_gpu(Func out, const std::vector<Var>& v) {
+    Var y1("y1"), y("y"), f("f"), xo("xo"), xi("xi"), bx("bx"), tx("tx");
+    Expr n = out.output_buffer().dim(0).extent();
+    out.fuse(v[2], v[3], y1).fuse(v[1], y1, y);
+    out.specialize(n % 4 == 0)
+        .split(v[0], xo, xi, 4, TailStrategy::RoundUp)
+        .vectorize(xi)
+        .fuse(xo, y, f)
+        .gpu_tile(f, bx, tx, 256, TailStrategy::GuardWithIf);
+    out.fuse(v[0], y, f).gpu_tile(f, bx, tx, 256, TailStrategy::GuardWithIf);
   }
 
   // Inner-stride combinations worth a dense path: all inputs contiguous, and for two or more

@@ -52,7 +52,8 @@ class ReduceKernel : public Generator<ReduceKernel> {
     int bits = halide_type(in_dtype_).bits();
     if (op.value() == "sum") bits = std::max(bits, halide_type(out_dtype_).bits());
     layout.vector = natural_vector_size(bits > 32 ? Float(64) : Float(32));
-    schedule_rows(out, layout);
+    if (get_target().has_gpu_feature()) schedule_rows_gpu(out, layout);
+    else schedule_rows(out, layout);
   }
 
  private:
@@ -104,7 +105,8 @@ class RowsKernel : public Generator<RowsKernel> {
     layout.across_dense = in.dim(1).stride() == 1 && out_->dim(1).stride() == 1;
     layout.materialize_pure = true;
     layout.vector = natural_vector_size(halide_type(dtype_));
-    schedule_rows(out, layout);
+    if (get_target().has_gpu_feature()) schedule_rows_gpu(out, layout);
+    else schedule_rows(out, layout);
   }
 
  private:

@@ -129,4 +129,29 @@ inline void schedule_rows(Halide::Func out, const RowLayout& L) {
   }
 }
 
+// The CUDA schedule of the same kernels: one block per row, kGpuThreads threads. Each thread
+// walks the row with stride kGpuThreads (neighbouring threads read neighbouring elements when the
+// row is dense), reductions are rfactored into one partial result per thread in shared memory
+// and combined by one thread, and the row-wise output is written by all threads. Rows laid out
+// across memory (column reductions) are correct but read uncoalesced: the compiled path, which
+// knows the layout, schedules those as thread-per-row.
+inline constexpr int kGpuThreads = 256;
+
+inline void schedule_rows_gpu(Halide::Func out, const RowLayout& L) {
+  using namespace Halide;
+  const TailStrategy guard = TailStrategy::GuardWithIf;
+  Var co("co"), ci("ci");
+  if (L.along) out.split(*L.along, co, ci, kGpuThreads, guard).reorder(ci, co, L.row).gpu_threads(ci);
+  out.gpu_blocks(L.row);
+  for (Func f : per_row_funcs(out, L.materialize_pure)) {
+    f.compute_at(out, L.row);
+    if (!f.has_update_definition()) continue;
+    RVar ro("ro"), ri("ri");
+    Var u("u");
+    Func partials = f.update().split(f.rvars()[0], ro, ri, kGpuThreads, guard).rfactor(ri, u);
+    partials.compute_at(out, L.row).gpu_threads(u);
+    partials.update().reorder(ro, u).gpu_threads(u);
+  }
+}
+
 }  // namespace kiln

@@ -5,6 +5,7 @@
 
 #include "dsl/error.h"
 #include "schedules/jit_target.h"
+#include "schedules/schedule_roots.h"
 #include "schedules/weight_packing.h"
 
 namespace kiln {
@@ -19,37 +20,6 @@ constexpr int kTile = 64, kBlock = 8;  // transposing Funcs: tiles of 64 x 64 (1
 constexpr int kColumnsPerTask = 128;  // a column reduction task: 8 AVX-512 vectors of columns (measured: 64 to 256 alike, 1.8-1.9 ms on softmax(2048², 0); one vector per task 2.9 ms)
 
 int vector_lanes(const Func& f) { return jit_target().natural_vector_size(f.output_types()[0]); }
-
-std::vector<Var> pure_vars(const Func& f) {
-  std::vector<Var> v;
-  for (const Var& a : f.args()) v.push_back(a);
-  return v;
-}
-
-// How the reductions inside an op's definition walk memory.
-enum class Reduces { nothing, rows, columns };
-
-Reduces reduction_kind(const Graph& g, int value) {
-  int p = g.values[size_t(value)].producer;
-  if (p < 0) return Reduces::nothing;
-  const GraphNode& n = g.nodes[size_t(p)];
-  if (n.inputs.empty()) return Reduces::nothing;
-  int rank = int(g.values[size_t(n.inputs.at(0))].meta.shape.size());
-  if (rank == 0) return Reduces::rows;
-  switch (n.op->schedule_class) {
-    case ScheduleClass::normalization:
-      if (n.attrs.has("dim")) return wrap_dim(n.op->name, n.attrs.get<int64_t>("dim"), rank) == rank - 1 ? Reduces::rows : Reduces::columns;
-      return Reduces::rows;  // layer_norm, cross_entropy: along the last dims
-    case ScheduleClass::reduction: {
-      const auto& dims = n.attrs.get<std::vector<int64_t>>("dims");
-      if (dims.empty()) return Reduces::rows;
-      for (int64_t d : dims)
-        if (wrap_dim(n.op->name, d, rank) == rank - 1) return Reduces::rows;
-      return Reduces::columns;
-    }
-    default: return Reduces::nothing;
-  }
-}
 
 // Input elements read per element of `value`: more than one for a reduction's result.
 int64_t work_per_element(const Graph& g, int value) {
@@ -91,23 +61,6 @@ void vector_columns(Func f) {
   f.vectorize(v[0], lanes, TailStrategy::GuardWithIf);
   for (int u = 0; u < f.num_update_definitions(); ++u)
     f.update(u).reorder(order).vectorize(v[0], lanes, TailStrategy::GuardWithIf);
-}
-
-// The Funcs f calls, directly or through inlined Funcs, stopping at the ones in `stop`.
-std::vector<Func> calls_until(const Func& f, const std::set<std::string>& stop) {
-  std::vector<Func> out;
-  std::set<std::string> seen{f.name()};
-  std::vector<Internal::Function> todo{f.function()};
-  while (!todo.empty()) {
-    Internal::Function fn = todo.back();
-    todo.pop_back();
-    for (const auto& [name, callee] : Internal::find_direct_calls(fn)) {
-      if (stop.count(name) || !seen.insert(name).second) continue;
-      out.push_back(Func(callee));
-      todo.push_back(callee);
-    }
-  }
-  return out;
 }
 
 // A column reduction computed once for all rows (softmax along dim 0 reads it for every row):
@@ -212,34 +165,16 @@ void schedule_gemm(Func f, Func acc) {
 }  // namespace
 
 void schedule_cpu(const Graph& g, const Region& r, LoweredRegion& lowered) {
-  std::vector<std::pair<Func, int>> roots;  // materialized Funcs, with the value each holds
-  for (size_t k = 0; k < r.outputs.size(); ++k) roots.emplace_back(lowered.outputs[k], r.outputs[k]);
-  std::set<std::string> stop;
-  for (auto& [f, v] : roots) stop.insert(f.name());
-  for (const Func& m : lowered.materialized) {
-    if (stop.count(m.name())) continue;  // already an output
-    for (auto& [v, t] : lowered.values)
-      if (t.func.name() == m.name()) {
-        roots.emplace_back(m, v);
-        stop.insert(m.name());
-        break;
-      }
-  }
-  for (const ImageParam& p : lowered.inputs) stop.insert(p.name());
-
   std::set<std::string> gemms;
   for (const LoweredGemm& gemm : lowered.gemms) gemms.insert(gemm.acc.name());
-  for (auto& [f, v] : roots) {
-    std::vector<Func> inner;  // the reductions of its definition; pure Funcs stay inlined
-    for (Func c : calls_until(f, stop))
-      if (c.has_update_definition()) inner.push_back(c);
-    auto gemm = std::find_if(inner.begin(), inner.end(), [&](const Func& c) { return gemms.count(c.name()) > 0; });
-    if (gemm != inner.end()) {
-      KILN_CHECK(inner.size() == 1, "kiln schedule: a GEMM's epilogue holds another reduction");
-      schedule_gemm(f, *gemm);
+  for (ScheduleRoot& root : schedule_roots(r, lowered)) {
+    auto gemm = std::find_if(root.inner.begin(), root.inner.end(), [&](const Func& c) { return gemms.count(c.name()) > 0; });
+    if (gemm != root.inner.end()) {
+      KILN_CHECK(root.inner.size() == 1, "kiln schedule: a GEMM's epilogue holds another reduction");
+      schedule_gemm(root.func, *gemm);
     } else {
-      schedule_root(f, g.values[size_t(v)].meta.shape, reduction_kind(g, v), inner, work_per_element(g, v),
-                    lowered.transposed);
+      schedule_root(root.func, g.values[size_t(root.value)].meta.shape, reduction_kind(g, root.value), root.inner,
+                    work_per_element(g, root.value), lowered.transposed);
     }
   }
 }

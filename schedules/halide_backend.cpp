@@ -20,6 +20,7 @@
 #include "schedules/cpu_schedule.h"
 #include "schedules/disk_cache.h"
 #include "schedules/fusion.h"
+#include "schedules/gpu_schedule.h"
 #include "schedules/jit_target.h"
 #include "schedules/lower_region.h"
 #include "schedules/pipeline_memory.h"
@@ -33,6 +34,7 @@ namespace {
 
 struct Step {
   int node = -1;  // an eager node, or -1 for a region
+  bool cuda = false;  // the region's values live on the GPU: CUDA target, GPU schedule
   Region region;
   LoweredRegion lowered;
   Halide::Pipeline pipeline;          // JIT-compiled (KILN_CACHE=0)
@@ -45,8 +47,8 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// A tensor as a Halide buffer over the same memory (Halide's dims are innermost first).
-Halide::Buffer<> as_buffer(const Tensor& t) {
+// A tensor's dims as Halide sees them (innermost first).
+std::vector<halide_dimension_t> as_buffer_dims(const Tensor& t) {
   const TensorImpl& ti = t.impl();
   int rank = int(ti.shape.size());
   std::vector<halide_dimension_t> dims(static_cast<size_t>(rank));
@@ -55,7 +57,42 @@ Halide::Buffer<> as_buffer(const Tensor& t) {
                to_string(ti.shape), " is too large for Halide's 32-bit indexing");
     dims[size_t(rank - 1 - d)] = {0, int32_t(ti.shape[d]), int32_t(ti.strides[d]), 0};
   }
-  return Halide::Buffer<>(halide_type(ti.dtype), t.data_ptr(), rank, dims.data());
+  return dims;
+}
+
+// A tensor as a Halide buffer over the same host memory (the JIT path).
+Halide::Buffer<> as_buffer(const Tensor& t) {
+  std::vector<halide_dimension_t> dims = as_buffer_dims(t);
+  return Halide::Buffer<>(halide_type(t.dtype()), t.data_ptr(), int(dims.size()), dims.data());
+}
+
+// A tensor as a raw halide_buffer_t for a cached pipeline: host memory, or CUDA memory tagged with
+// the standalone runtime's device interface (up to date on the device: Halide copies nothing).
+struct RawBuffer {
+  halide_buffer_t buf{};
+  std::vector<halide_dimension_t> dims;
+
+  explicit RawBuffer(const Tensor& t) : dims(as_buffer_dims(t)) {
+    buf.type = halide_type(t.dtype());
+    buf.dimensions = int32_t(dims.size());
+    buf.dim = dims.data();
+    if (t.device().is_cuda()) {
+      buf.device = reinterpret_cast<uint64_t>(t.data_ptr());
+      buf.device_interface = runtime_cuda_interface();
+    } else {
+      buf.host = static_cast<uint8_t*>(t.data_ptr());
+    }
+  }
+  RawBuffer(const RawBuffer&) = delete;
+  RawBuffer& operator=(const RawBuffer&) = delete;
+};
+
+bool on_cuda(const Graph& g, const std::vector<int>& values) {
+  return std::any_of(values.begin(), values.end(), [&](int v) { return g.values[size_t(v)].meta.device.is_cuda(); });
+}
+
+bool graph_on_cuda(const Graph& g) {
+  return std::any_of(g.values.begin(), g.values.end(), [](const Value& v) { return v.meta.device.is_cuda(); });
 }
 
 std::string region_what(const Step& s) { return "a pipeline of " + std::to_string(s.region.nodes.size()) + " ops"; }
@@ -120,11 +157,10 @@ class HalideGraph final : public CompiledGraph {
 
   void run_region(const Step& s, const std::vector<int64_t>& symbols, std::vector<Tensor>& values) const {
     const Graph& g = *g_;
-    std::vector<Halide::Buffer<>> buffers;
-    buffers.reserve(s.region.inputs.size() + s.region.outputs.size());
+    std::vector<Tensor> tensors;  // the pipeline's buffers: inputs, then outputs
     for (size_t k = 0; k < s.region.inputs.size(); ++k) {
       const Tensor& t = values[size_t(s.region.inputs[k])];
-      buffers.push_back(as_buffer(s.packers[k] ? s.packers[k]->get(t) : t));
+      tensors.push_back(s.packers[k] ? s.packers[k]->get(t) : t);
     }
     std::vector<int32_t> sizes;
     for (int sym : s.region.symbols) {
@@ -140,17 +176,21 @@ class HalideGraph final : public CompiledGraph {
         shape.push_back(n);
       }
       values[size_t(v)] = Tensor::empty(shape, {val.meta.dtype, val.meta.device});
-      buffers.push_back(as_buffer(values[size_t(v)]));
+      tensors.push_back(values[size_t(v)]);
     }
     size_t n_in = s.region.inputs.size();
     if (s.function) {
+      std::vector<std::unique_ptr<RawBuffer>> buffers;
       std::vector<void*> args;
-      for (size_t k = 0; k < n_in; ++k) args.push_back(buffers[k].raw_buffer());
+      for (const Tensor& t : tensors) buffers.push_back(std::make_unique<RawBuffer>(t));
+      for (size_t k = 0; k < n_in; ++k) args.push_back(&buffers[k]->buf);
       for (int32_t& size : sizes) args.push_back(&size);
-      for (size_t k = n_in; k < buffers.size(); ++k) args.push_back(buffers[k].raw_buffer());
+      for (size_t k = n_in; k < buffers.size(); ++k) args.push_back(&buffers[k]->buf);
       call_region(s.function, args.data(), region_what(s));
       return;
     }
+    std::vector<Halide::Buffer<>> buffers;
+    for (const Tensor& t : tensors) buffers.push_back(as_buffer(t));
     Halide::ParamMap params;
     for (size_t k = 0; k < n_in; ++k) params.set(s.lowered.inputs[k], buffers[k]);
     for (size_t k = 0; k < sizes.size(); ++k) params.set(s.lowered.symbols.at(s.region.symbols[k]), sizes[k]);
@@ -195,6 +235,12 @@ void trial_run(const Graph& g, Step& s) {
 
 // kiln's schedule, or one of Halide's autoschedulers (kiln's schedule when it fails).
 void schedule(const Graph& g, Step& s, const std::string& scheduler) {
+  if (s.cuda) {  // Halide 14's one GPU autoscheduler (li2018) is slow and weak: kiln's own schedule
+    if (scheduler != "kiln")
+      log_line(LogChannel::schedule, "halide: " + scheduler + " schedules CPU code only; kiln's GPU schedule runs");
+    schedule_gpu(g, s.region, s.lowered);
+    return;
+  }
   if (scheduler != "kiln") {
     try {
       std::string source = apply_halide_autoscheduler(scheduler, g, s.region, s.lowered, s.pipeline);
@@ -221,7 +267,7 @@ void dump_region(const Step& s, const std::string& name) {
   p.compile_to({{Halide::OutputFileType::stmt, base + ".stmt"},
                 {Halide::OutputFileType::stmt_html, base + ".stmt.html"},
                 {Halide::OutputFileType::assembly, base + ".s"}},
-               pipeline_arguments(s.region, s.lowered), name, aot_target());
+               pipeline_arguments(s.region, s.lowered), name, aot_target(s.cuda));
 }
 
 // Lowers and schedules one region into s.pipeline.
@@ -250,7 +296,7 @@ std::string graph_key(const Graph& g, const BackendOptions& options) {
     for (int64_t st : v.strides) os << st << ',';
     os << '@' << v.offset << ']';
   }
-  return cache_key({os.str(), options.scheduler, aot_target().to_string()});
+  return cache_key({os.str(), options.scheduler, aot_target(graph_on_cuda(g)).to_string()});
 }
 
 // Compiles the regions into one shared library in the disk cache (unless it is there already)
@@ -271,7 +317,8 @@ std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, std::vector<Step>& 
       if (s.node >= 0) continue;
       build_region(g, s, options, index);
       objects.push_back((dir / (function_name(index) + ".o")).string());
-      compile_region_object(s.pipeline, pipeline_arguments(s.region, s.lowered), function_name(index), objects.back());
+      compile_region_object(s.pipeline, pipeline_arguments(s.region, s.lowered), function_name(index), objects.back(),
+                            s.cuda);
       ++index;
     }
     link_shared_library(objects, (dir / "graph.so").string());
@@ -309,8 +356,9 @@ class HalideBackend final : public Backend {
     log_line(LogChannel::fusion, options.label + ":\n" + fusion);
     debug_dump(options.label + ".fusion", "txt", fusion);
     for (PlannedStep& p : plan) {
-      steps.push_back({p.node, std::move(p.region), {}, {}, nullptr, nullptr, {}});
+      steps.push_back({p.node, false, std::move(p.region), {}, {}, nullptr, nullptr, {}});
       Step& s = steps.back();
+      s.cuda = p.node < 0 && (on_cuda(*g, s.region.inputs) || on_cuda(*g, s.region.outputs));
       if (p.node >= 0 && packs_weight(*g, g->nodes[size_t(p.node)]))
         s.packed_b = std::make_shared<PackedWeight>(PackedWeight::Layout::dense);
       for (int v : s.region.inputs)
@@ -331,6 +379,8 @@ class HalideBackend final : public Backend {
       }
       return std::make_shared<HalideGraph>(std::move(g), std::move(steps), std::move(library));
     }
+    KILN_CHECK(!graph_on_cuda(*g), "halide backend: CUDA graphs are compiled through the disk cache, which "
+               "KILN_CACHE=0 turns off (point KILN_CACHE_DIR at a scratch folder instead)");
     int index = 0;
     for (Step& s : steps) {
       if (s.node >= 0) continue;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <mutex>
 
+#include "dsl/cuda/cuda_context.h"
 #include "dsl/error.h"
 #include "graph/logs.h"
 #include "schedules/disk_cache.h"
@@ -46,12 +47,14 @@ F symbol(void* handle, const char* name, const std::string& path) {
   return reinterpret_cast<F>(f);
 }
 
+const halide_device_interface_t* cuda_interface = nullptr;
+
 // The standalone runtime: built into the disk cache on first use, loaded once with RTLD_GLOBAL
 // so every cached library's halide_* calls bind to it.
 void load_runtime() {
   static std::once_flag once;
   std::call_once(once, [] {
-    Halide::Target t = aot_target().without_feature(Halide::Target::NoRuntime);
+    Halide::Target t = aot_target(true).without_feature(Halide::Target::NoRuntime);
     std::string key = cache_key({"halide-runtime", t.to_string()});
     std::string path = find_cache_entry(key, ".so");
     if (path.empty()) {
@@ -68,18 +71,29 @@ void load_runtime() {
     symbol<void* (*)(void* (*)(void*, size_t))>(h, "halide_set_custom_malloc", path)(&pipeline_malloc);
     symbol<void* (*)(void (*)(void*, void*))>(h, "halide_set_custom_free", path)(&pipeline_free);
     symbol<void* (*)(void (*)(void*, const char*))>(h, "halide_set_error_handler", path)(&on_halide_error);
+    symbol<void* (*)(int (*)(void*, void**, bool))>(h, "halide_set_cuda_acquire_context", path)(&kiln_cuda_acquire_context);
+    symbol<void* (*)(int (*)(void*))>(h, "halide_set_cuda_release_context", path)(&kiln_cuda_release_context);
+    symbol<void* (*)(int (*)(void*, void*, void**))>(h, "halide_set_cuda_get_stream", path)(&kiln_cuda_get_stream);
+    symbol<int (*)(void*, bool)>(h, "halide_reuse_device_allocations", path)(nullptr, true);
+    cuda_interface = symbol<const halide_device_interface_t* (*)()>(h, "halide_cuda_device_interface", path)();
   });
 }
 
 }  // namespace
 
-Halide::Target aot_target() {
-  return jit_target().without_feature(Halide::Target::JIT).with_feature(Halide::Target::NoRuntime);
+Halide::Target aot_target(bool cuda) {
+  Halide::Target t = jit_target().without_feature(Halide::Target::JIT).with_feature(Halide::Target::NoRuntime);
+  return cuda ? t.with_feature(Halide::Target::CUDA).with_feature(Halide::Target::CUDACapability80) : t;
+}
+
+const halide_device_interface_t* runtime_cuda_interface() {
+  load_runtime();
+  return cuda_interface;
 }
 
 void compile_region_object(Halide::Pipeline& pipeline, const std::vector<Halide::Argument>& args,
-                           const std::string& function, const std::string& object_path) {
-  pipeline.compile_to_object(object_path, args, function, aot_target());
+                           const std::string& function, const std::string& object_path, bool cuda) {
+  pipeline.compile_to_object(object_path, args, function, aot_target(cuda));
 }
 
 void link_shared_library(const std::vector<std::string>& objects, const std::string& library_path) {

@@ -2,7 +2,8 @@
 // shared library per graph and dlopen'ed; they all call one standalone Halide runtime, itself a
 // shared library in the disk cache, loaded once per process with RTLD_GLOBAL (DESIGN.md: one
 // runtime per process). The runtime's allocations go to kiln's caching allocator and its errors
-// become kiln::Error.
+// become kiln::Error. The runtime includes Halide's CUDA runtime, with kiln's context and stream
+// handlers installed (dsl/cuda/cuda_context.h); it loads libcuda only when a CUDA pipeline runs.
 //
 //   compile_region_object(pipeline, args, "kiln_region_0", dir + "/r0.o");
 //   link_shared_library({dir + "/r0.o"}, dir + "/graph.so");
@@ -20,11 +21,16 @@ namespace kiln {
 
 using RegionFunction = int (*)(void**);
 
-// The target of cached code: the JIT target, ahead of time, without its own runtime.
-Halide::Target aot_target();
+// The target of cached code: the JIT target, ahead of time, without its own runtime; with
+// `cuda`, plus CUDA (PTX for compute capability 8.0, which newer GPUs JIT-compile).
+Halide::Target aot_target(bool cuda = false);
 
 void compile_region_object(Halide::Pipeline& pipeline, const std::vector<Halide::Argument>& args,
-                           const std::string& function, const std::string& object_path);
+                           const std::string& function, const std::string& object_path, bool cuda = false);
+
+// The standalone runtime's CUDA device interface: halide_buffer_t.device_interface of CUDA
+// buffers passed to cached pipelines (Halide refuses buffers of another runtime's interface).
+const halide_device_interface_t* runtime_cuda_interface();
 
 // Links objects into a shared library with the system C compiler (CC, else cc).
 void link_shared_library(const std::vector<std::string>& objects, const std::string& library_path);

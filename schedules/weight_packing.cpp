@@ -31,6 +31,7 @@ Tensor pack_panels(const Tensor& b) {
 bool packs_weight(const Graph& g, const GraphNode& n) {
   if (n.op->family != KernelFamily::matmul || n.inputs.size() != 2) return false;
   const Value& b = g.values[size_t(n.inputs[1])];
+  if (!b.meta.device.is_cpu()) return false;  // cuBLAS reads transposed weights as they are
   if (is_contiguous(b.meta.shape, b.strides) || b.meta.shape.size() != 2) return false;
   int v = n.inputs[1];
   while (g.values[size_t(v)].producer >= 0) {

@@ -3,7 +3,10 @@
 #include <cmath>
 #include <cstring>
 
+#include "dsl/cuda/cuda_context.h"
+#include "dsl/eager/kernel_call.h"
 #include "dsl/eager/runners.h"
+#include "dsl/kernel_table.h"
 #include "dsl/error.h"
 #include "dsl/random.h"
 
@@ -50,12 +53,53 @@ void fill_random(const std::string& op, const Tensor& t, const Attrs& a) {
   g.offset += uint64_t(t.numel());
 }
 
+// CUDA: constants are filled on the device, arange and linspace of f32, i32 and i64 by a kernel;
+// other dtypes and random draws are made on the host (the same numbers as on the CPU) and copied.
+Tensor create_on_cuda(const OpDef& def, const TensorMeta& m, const TensorList& inputs, const Attrs& a) {
+  if (def.name == "full") {
+    Tensor t = Tensor::empty(m.shape, {m.dtype, m.device});
+    uint64_t bits = 0;
+    store_from_double(&bits, m.dtype, 0, a.get<double>("value"));
+    if (t.numel() > 0)
+      cuda_fill(reinterpret_cast<CUdeviceptr>(t.data_ptr()), &bits, itemsize(m.dtype), size_t(t.numel()), m.device.index);
+    return t;
+  }
+  if (def.name == "arange" || def.name == "linspace") {
+    KernelDeviceScope cuda_kernels(true);
+    if (KernelFn fn = find_kernel("kiln_arange_" + std::string(name(m.dtype)))) {
+      Tensor t = Tensor::empty(m.shape, {m.dtype, m.device});
+      if (t.numel() == 0) return t;
+      double start = 0, step = 0, last = 0;
+      if (def.name == "arange") {
+        start = a.get<double>("start"), step = a.get<double>("step");
+        last = start + double(t.numel() - 1) * step;
+      } else {
+        start = a.get<double>("start"), last = a.get<double>("end");
+        int64_t steps = a.get<int64_t>("steps");
+        step = steps > 1 ? (last - start) / double(steps - 1) : 0;
+        if (steps == 1) last = start;
+      }
+      KernelBuffer out(t, {t.numel()}, {1});
+      int32_t count = int32_t(t.numel());
+      call_kernel(fn, {&start, &step, &last, &count, &out.buf}, def.name);
+      return t;
+    }
+  }
+  TensorList on_host;
+  for (const Tensor& x : inputs) on_host.push_back(Tensor::empty(x.shape(), {x.dtype(), Device::cpu()}));
+  Attrs host_attrs = a;
+  if (host_attrs.has("device")) host_attrs.set("device", std::string("cpu"));
+  KernelDeviceScope cpu_kernels(false);
+  return run_creation(def, on_host, host_attrs)[0].to(m.device);
+}
+
 }  // namespace
 
 TensorList run_creation(const OpDef& def, const TensorList& inputs, const Attrs& a) {
   std::vector<TensorMeta> in;
   for (const Tensor& x : inputs) in.push_back({x.shape(), x.dtype(), x.device()});
   TensorMeta m = def.infer(in, a)[0];
+  if (m.device.is_cuda()) return {create_on_cuda(def, m, inputs, a)};
   Tensor t = Tensor::empty(m.shape, {m.dtype, m.device});
   if (def.random) {
     fill_random(def.name, t, a);

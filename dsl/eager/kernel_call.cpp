@@ -1,5 +1,7 @@
 #include "dsl/eager/kernel_call.h"
 
+#include <HalideRuntimeCuda.h>
+
 #include <algorithm>
 #include <climits>
 #include <mutex>
@@ -45,28 +47,47 @@ Canonical canonicalize(const Shape& shape, const std::vector<const Strides*>& op
   return c;
 }
 
+using KernelIndex = std::unordered_map<std::string_view, KernelFn>;
+
+KernelIndex make_index(std::span<const KernelEntry> table) {
+  KernelIndex m;
+  for (const KernelEntry& e : table) m.emplace(e.name, e.fn);
+  return m;
+}
+
+thread_local bool kernel_device_cuda = false;
+
 }  // namespace
 
+KernelDeviceScope::KernelDeviceScope(bool cuda) : saved_(kernel_device_cuda) { kernel_device_cuda = cuda; }
+KernelDeviceScope::~KernelDeviceScope() { kernel_device_cuda = saved_; }
+bool KernelDeviceScope::cuda() { return kernel_device_cuda; }
+
 KernelFn find_kernel(std::string_view name) {
-  static const std::unordered_map<std::string_view, KernelFn> index = [] {
-    std::unordered_map<std::string_view, KernelFn> m;
-    for (const KernelEntry& e : eager_kernel_table()) m.emplace(e.name, e.fn);
-    return m;
-  }();
+  static const KernelIndex cpu = make_index(eager_kernel_table());
+  static const KernelIndex cuda = make_index(eager_cuda_kernel_table());
+  const KernelIndex& index = kernel_device_cuda ? cuda : cpu;
   auto it = index.find(name);
   return it == index.end() ? nullptr : it->second;
 }
 
 KernelFn require_kernel(const std::string& name, std::string_view op) {
   KernelFn fn = find_kernel(name);
-  KILN_CHECK(fn, op, ": no eager kernel '", name, "' was built (the op does not support this dtype)");
+  KILN_CHECK(fn, op, ": no eager ", kernel_device_cuda ? "CUDA" : "CPU", " kernel '", name,
+             "' was built (the op does not support this dtype", kernel_device_cuda ? " on CUDA" : "", ")");
   return fn;
 }
 
 KernelBuffer::KernelBuffer(const Tensor& t, const std::vector<int64_t>& extents,
                            const std::vector<int64_t>& strides, int64_t extra_offset) {
   KILN_CHECK(extents.size() <= 8, "kernel call: rank ", extents.size(), " above 8");
-  buf.host = static_cast<uint8_t*>(t.data_ptr()) + extra_offset * int64_t(itemsize(t.dtype()));
+  uint8_t* data = static_cast<uint8_t*>(t.data_ptr()) + extra_offset * int64_t(itemsize(t.dtype()));
+  if (t.device().is_cuda()) {  // a device allocation, already up to date: Halide copies nothing
+    buf.device = reinterpret_cast<uint64_t>(data);
+    buf.device_interface = halide_cuda_device_interface();
+  } else {
+    buf.host = data;
+  }
   buf.dimensions = int32_t(extents.size());
   buf.dim = dims;
   DType dt = t.dtype();

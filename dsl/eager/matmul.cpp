@@ -1,7 +1,8 @@
 // Eager runner of matmul: turns any operands (1-D, 2-D, batched with broadcast batch dims, any
 // strides: transposed views are never copied) into batched GEMMs a [B, M, K] x b [B, K, N] ->
 // out [B, M, N], and runs each on the Halide kernels or on Eigen (dsl/eager/eigen_gemm.h).
-// f16/bf16 compute through f32 and convert back.
+// f16/bf16 compute through f32 and convert back. On CUDA every GEMM is cuBLAS's
+// (dsl/eager/cublas_gemm.h), f16/bf16 included.
 //
 // Batch dims that all operands walk with one stride merge into one; when b is shared by every
 // batch and a's rows continue across batches (linear on (B, T, C) inputs), the batch folds into
@@ -24,6 +25,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "dsl/cuda/cuda_context.h"
+#include "dsl/eager/cublas_gemm.h"
 #include "dsl/eager/eigen_gemm.h"
 #include "dsl/eager/kernel_call.h"
 #include "dsl/eager/runners.h"
@@ -160,6 +163,27 @@ void run_eigen(const Tensor& a, const Tensor& b, const Tensor& out, const GemmPr
   }
 }
 
+// Batches of GEMMs that the plan leaves as host loops (rare: batch dims that do not merge) loop
+// here too; every GEMM is queued on the stream without waiting.
+Tensor run_cublas(Tensor a, Tensor b, const Tensor& out) {
+  Shape out_batch(out.shape().begin(),
+                  out.shape().begin() + std::max<int64_t>(0, out.dim() - (a.dim() >= 2) - (b.dim() >= 2)));
+  Plan plan = plan_gemm(a, b, out_batch);
+  if (!cublas_operand_ok(plan.p.a, plan.p.m, plan.p.k)) plan = plan_gemm(a = a.contiguous(), b, out_batch);
+  if (!cublas_operand_ok(plan.p.b, plan.p.k, plan.p.n)) plan = plan_gemm(a, b = b.contiguous(), out_batch);
+  std::vector<int64_t> counter(plan.outer_extent.size(), 0);
+  int64_t total = 1;
+  for (int64_t e : plan.outer_extent) total *= e;
+  for (int64_t it = 0; it < total; ++it) {
+    int64_t off[3] = {0, 0, 0};
+    for (size_t j = 0; j < counter.size(); ++j)
+      for (int s = 0; s < 3; ++s) off[s] += counter[j] * plan.outer_stride[j][s];
+    cublas_gemm(a, b, out, plan.p, off[0], off[1], off[2]);
+    for (size_t j = 0; j < counter.size() && ++counter[j] == plan.outer_extent[j]; ++j) counter[j] = 0;
+  }
+  return out;
+}
+
 }  // namespace
 
 void set_matmul_backend(MatmulBackend b) { backend.store(b); }
@@ -168,15 +192,21 @@ MatmulBackend matmul_backend() { return backend.load(); }
 TensorList run_matmul(const OpDef& def, const TensorList& in, const Attrs& attrs) {
   TensorMeta om = def.infer({{in[0].shape(), in[0].dtype(), in[0].device()},
                              {in[1].shape(), in[1].dtype(), in[1].device()}}, attrs)[0];
-  KILN_CHECK(om.device.is_cpu(), "matmul: the eager matmul runs on the CPU; got tensors on ", om.device);
-  DType kt = om.dtype == DType::f64 ? DType::f64 : DType::f32;
+  const bool cuda = om.device.is_cuda();
+  DType kt = om.dtype == DType::f64 || (cuda && (om.dtype == DType::f16 || om.dtype == DType::bf16))
+                 ? om.dtype
+                 : DType::f32;
   Tensor a = convert(in[0], kt), b = convert(in[1], kt);
   Tensor out = Tensor::empty(om.shape, {kt, om.device});
   if (out.numel() == 0) return {convert(out, om.dtype)};
   if (a.shape().back() == 0) {  // K == 0: empty sums
-    std::memset(out.data_ptr(), 0, size_t(out.numel()) * itemsize(kt));
+    size_t nbytes = size_t(out.numel()) * itemsize(kt);
+    uint8_t zero = 0;
+    if (cuda) cuda_fill(reinterpret_cast<CUdeviceptr>(out.data_ptr()), &zero, 1, nbytes, om.device.index);
+    else std::memset(out.data_ptr(), 0, nbytes);
     return {convert(out, om.dtype)};
   }
+  if (cuda) return {convert(run_cublas(a, b, out), om.dtype)};
 
   Shape out_batch(om.shape.begin(), om.shape.begin() + std::max<int64_t>(0, int64_t(om.shape.size()) -
                                                                              (a.dim() >= 2) - (b.dim() >= 2)));

@@ -32,4 +32,11 @@ void Module::train(bool on) {
   for (auto& [name, child] : children_) child->train(on);
 }
 
+Module& Module::to(Device d) {
+  for (auto& [name, t] : params_)
+    if (t->device() != d) *t = t->detach().to(d).requires_grad_();
+  for (auto& [name, child] : children_) child->to(d);
+  return *this;
+}
+
 }  // namespace kiln::nn

@@ -30,6 +30,9 @@ class Module {
   // enough to run on every call of a compiled module, which checks the parameters' identity).
   void for_each_parameter(const std::function<void(const Tensor&)>& fn) const;
   void train(bool on = true);
+  // Moves every parameter (children's too) to `d`: each becomes a new leaf there, with the same
+  // values. Make optimizers after the move (they hold the parameters they were given).
+  Module& to(Device d);
   void eval() { train(false); }
   bool is_training() const { return training_; }
 

@@ -144,7 +144,7 @@ void save_state_dict(const Module& m, const std::string& path) {
   for (const auto& [name, t] : m.named_parameters()) {
     KILN_CHECK(name.find('"') == std::string::npos && name.find('\\') == std::string::npos,
                "save_state_dict: parameter name '", name, "' has a quote or backslash");
-    Tensor c = t.detach().contiguous();
+    Tensor c = t.detach().to(Device::cpu()).contiguous();
     int64_t bytes = c.numel() * int64_t(itemsize(c.dtype()));
     header << ",\"" << name << "\":{\"dtype\":\"" << safetensors_dtype(c.dtype()) << "\",\"shape\":[";
     for (size_t i = 0; i < c.shape().size(); ++i) header << (i ? "," : "") << c.shape()[i];
@@ -190,9 +190,9 @@ void load_state_dict(Module& m, const std::string& path) {
     KILN_CHECK(e.begin >= 0 && e.end - e.begin == want && uint64_t(e.end) <= data_size, "load_state_dict: ", path,
                ": data_offsets [", e.begin, ", ", e.end, ") of '", name, "' do not hold ", want,
                " bytes inside the ", data_size, "-byte data section");
-    Tensor v = Tensor::empty(t.shape(), t.options());
+    Tensor v = Tensor::empty(t.shape(), {t.dtype(), Device::cpu()});
     std::memcpy(v.data_ptr(), bytes.data() + 8 + n + e.begin, size_t(want));
-    updates.emplace_back(t, v);
+    updates.emplace_back(t, v.to(t.device()));
   }
   for (auto& [param, value] : updates) param.detach().copy_(value);
 }

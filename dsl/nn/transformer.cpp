@@ -22,7 +22,7 @@ Tensor CausalSelfAttention::forward(const Tensor& x) {
   int64_t T = x.size(1), D = width_ / heads_;
   Tensor qkv = qkv_->forward(x);
   auto heads = [&](int64_t i) { return qkv.narrow(-1, i * width_, width_).unflatten(-1, {heads_, D}).transpose(1, 2); };
-  Tensor pos = arange(0, double(T), 1, {.dtype = DType::i64});
+  Tensor pos = arange(0, double(T), 1, {.dtype = DType::i64, .device = x.device()});
   Tensor causal = ge(pos.unsqueeze(1), pos.unsqueeze(0));
   Tensor scores = matmul(heads(0), heads(1).transpose(-2, -1)) * (1.0 / std::sqrt(double(D)));
   Tensor y = matmul(softmax(where(causal, scores, -INFINITY), -1), heads(2));
@@ -56,7 +56,7 @@ TinyGpt::TinyGpt(const GptConfig& cfg) : cfg_(cfg) {
 Tensor TinyGpt::forward(const Tensor& tokens) {
   KILN_CHECK(tokens.dim() == 2 && tokens.impl().shape[1] <= cfg_.seq, "nn::TinyGpt: expects (B, T <= ",
              cfg_.seq, ") token ids, got ", to_string(tokens.impl().shape));
-  Tensor pos = arange(0, double(tokens.size(1)), 1, {.dtype = DType::i64});
+  Tensor pos = arange(0, double(tokens.size(1)), 1, {.dtype = DType::i64, .device = tokens.device()});
   Tensor x = wte_->forward(tokens) + wpe_->forward(pos);
   for (const auto& b : blocks_) x = b->forward(x);
   return head_->forward(ln_f_->forward(x));

@@ -96,7 +96,7 @@ Term constant(const Term& like, const Shape& shape, DType t, int64_t salt) {
   Term seq{Tensor(),
            "linspace(" + code_of(start) + ", " + code_of(end) + ", " + code_of(n) + ", {.dtype = " + code_of(ct) + "})",
            like.run};
-  if (like.run) seq.t = kiln::linspace(start, end, n, {.dtype = ct});
+  if (like.run) seq.t = kiln::linspace(start, end, n, {.dtype = ct, .device = like.t.device()});
   Term c = reshape(sin(seq), shape);
   return t == ct ? c : cast(c, t);
 }

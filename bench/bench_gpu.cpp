@@ -1,0 +1,166 @@
+// `kiln bench gpu`: kiln on a CUDA device, for the side-by-side run with PyTorch
+// (bench/torch/, scripts/gpu_run.sh): the device-to-device copy bandwidth, three memory-bound
+// kernels as compiled pipelines (and eager), every zoo model eager and compiled (forward, no
+// grad), and the host overhead of a compiled call. Device times are CUDA events around one call,
+// median after warm-up, as bench/torch/bench_torch.py measures PyTorch.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "bench/commands.h"
+#include "bench/json.h"
+#include "bench/timing.h"
+#include "bench/zoo.h"
+#include "schedules/disk_cache.h"
+
+namespace kiln::bench {
+
+namespace {
+
+using Fn = CompiledFunction<std::vector<Tensor>(std::vector<Tensor>)>;
+
+// Median milliseconds of fn on the device (events around each call), after warm-up.
+double device_ms(const std::function<void()>& fn, int warmup = 5, int min_samples = 30, double min_seconds = 0.3) {
+  for (int i = 0; i < warmup; ++i) fn();
+  cuda_synchronize();
+  CudaTimer timer;
+  std::vector<double> ms;
+  double start = now_seconds();
+  while (int(ms.size()) < min_samples || (now_seconds() - start < min_seconds && ms.size() < 2000)) {
+    timer.start();
+    fn();
+    ms.push_back(timer.stop_ms());
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+double gbps(double bytes, double ms) { return bytes / (ms * 1e-3) / 1e9; }
+
+struct KernelCase {
+  std::string name;
+  Shape shape;
+  double bytes;
+  std::function<std::vector<Tensor>(std::vector<Tensor>)> fn;
+  std::function<std::vector<Tensor>()> inputs;
+};
+
+std::vector<KernelCase> kernel_cases(Device d) {
+  const int64_t n = int64_t(64) << 20, rows = 8192, cols = 4096;
+  return {
+      {"pointwise_axpb", {n}, 3.0 * 4 * double(n), [](std::vector<Tensor> x) { return std::vector<Tensor>{x[0] * 2.0 + x[1]}; },
+       [=] { return std::vector<Tensor>{randn({n}, {.device = d}), randn({n}, {.device = d})}; }},
+      {"softmax_rows", {rows, cols}, 2.0 * 4 * double(rows * cols),
+       [](std::vector<Tensor> x) { return std::vector<Tensor>{softmax(x[0], -1)}; },
+       [=] { return std::vector<Tensor>{randn({rows, cols}, {.device = d})}; }},
+      {"layernorm_rows", {rows, cols}, 2.0 * 4 * double(rows * cols),
+       [=](std::vector<Tensor> x) { return std::vector<Tensor>{layer_norm(x[0], {cols}, x[1], x[2])}; },
+       [=] {
+         return std::vector<Tensor>{randn({rows, cols}, {.device = d}), randn({cols}, {.device = d}),
+                                    randn({cols}, {.device = d})};
+       }},
+  };
+}
+
+// A 256 MiB device-to-device copy (read + write bytes).
+double copy_gbps(Device d) {
+  const int64_t n = int64_t(64) << 20;
+  Tensor a = randn({n}, {.device = d}), b = Tensor::empty({n}, {.device = d});
+  auto src = reinterpret_cast<CUdeviceptr>(a.data_ptr()), dst = reinterpret_cast<CUdeviceptr>(b.data_ptr());
+  double ms = device_ms([&] { cuda_copy_on_device(dst, src, size_t(n) * 4, d.index); });
+  return gbps(2.0 * 4 * double(n), ms);
+}
+
+// Host microseconds per call of a compiled one-op function on a tiny tensor: guards, lookup and
+// launch, without waiting for the device.
+double host_overhead_us(Device d) {
+  auto f = compile([](const Tensor& x) { return x * 2.0 + 1.0; }, {.backend = "halide", .name = "host_overhead"});
+  Tensor x = randn({16}, {.device = d});
+  f(x);
+  Timing t = time_median([&] { f(x); }, 100, 10, 15, 0.2);
+  cuda_synchronize(d.index);
+  return t.median_s * 1e6;
+}
+
+}  // namespace
+
+int run_bench_gpu(const BenchOptions& opts) {
+  KILN_CHECK(cuda_available(), "kiln bench gpu: no CUDA device (", cuda_unavailable_reason(), ")");
+  Device d = opts.device.is_cuda() ? opts.device : Device::cuda(0);
+  NoGradGuard no_grad;
+  std::string cache_dir = (std::filesystem::temp_directory_path() / ("kiln-bench-gpu-cache-" + std::to_string(::getpid()))).string();
+  std::filesystem::remove_all(cache_dir);
+  set_disk_cache_dir(cache_dir);
+  double t0 = now_seconds();
+  compile([](const Tensor& x) { return x + 1.0; }, {.backend = "halide"})(full({4}, 1.0, {.device = d}));
+  std::printf("device %s; disk cache %s (Halide runtime and CUDA context in %.2f s)\n",
+              cuda_context(d.index).name.c_str(), cache_dir.c_str(), now_seconds() - t0);
+
+  Json report = Json::object();
+  report.set("suite", "gpu");
+  report.set("device", cuda_context(d.index).name);
+  double copy = copy_gbps(d);
+  report.set("copy_gbps", copy);
+  std::printf("device-to-device copy: %.0f GB/s\n\n%-16s %-14s %12s %12s %10s\n", copy, "kernel", "shape",
+              "compiled GB/s", "eager GB/s", "of copy");
+  Json kernels = Json::array();
+  for (KernelCase& k : kernel_cases(d)) {
+    if (!opts.filter.empty() && k.name.find(opts.filter) == std::string::npos) continue;
+    std::vector<Tensor> in = k.inputs();
+    Fn f(k.fn, {.backend = "halide", .name = k.name});
+    f(in);
+    double compiled = gbps(k.bytes, device_ms([&] { f(in); }));
+    double eager = gbps(k.bytes, device_ms([&] { k.fn(in); }));
+    std::printf("%-16s %-14s %12.0f %12.0f %10.2f\n", k.name.c_str(), to_string(k.shape).c_str(), compiled, eager,
+                compiled / copy);
+    std::fflush(stdout);
+    Json j = Json::object();
+    j.set("name", k.name);
+    Json shape = Json::array();
+    for (int64_t s : k.shape) shape.push(s);
+    j.set("shape", shape);
+    j.set("kiln_gbps", compiled);
+    j.set("kiln_eager_gbps", eager);
+    j.set("fraction_of_copy", compiled / copy);
+    kernels.push(j);
+  }
+  report.set("kernels", kernels);
+
+  std::printf("\n%-18s %10s %12s %8s %10s %8s\n", "model", "eager ms", "compiled ms", "ratio", "cold s", "kernels");
+  Json models = Json::array();
+  for (const std::string& name : zoo::zoo_names()) {
+    if (!opts.filter.empty() && name.find(opts.filter) == std::string::npos) continue;
+    manual_seed(0);
+    zoo::ZooModel m = zoo::make_zoo_model(name, zoo::ZooSize::bench, d);
+    TensorList in = m.make_inputs();
+    Fn f([&m](std::vector<Tensor> xs) { return m.forward(xs); }, {.backend = "halide", .name = m.name}, m.module.get());
+    f(in);
+    cuda_synchronize(d.index);
+    double cold_s = f.stats().trace_s + f.stats().compile_s;
+    double eager = device_ms([&] { m.forward(in); }), compiled = device_ms([&] { f(in); });
+    std::printf("%-18s %10.3f %12.3f %8.2f %10.3f %8d\n", name.c_str(), eager, compiled, compiled / eager, cold_s,
+                f.stats().kernels);
+    std::fflush(stdout);
+    Json j = Json::object();
+    j.set("name", name);
+    j.set("kiln_eager_ms", eager);
+    j.set("kiln_compiled_ms", compiled);
+    j.set("kiln_compile_cold_s", cold_s);
+    j.set("kernels", f.stats().kernels);
+    models.push(j);
+  }
+  report.set("models", models);
+  double overhead = host_overhead_us(d);
+  std::printf("\nhost overhead of a compiled call (one op, 16 elements): %.2f us\n", overhead);
+  report.set("host_overhead_us", overhead);
+  if (!opts.json_path.empty()) {
+    write_file_atomic(opts.json_path, report.dump());
+    std::printf("wrote %s\n", opts.json_path.c_str());
+  }
+  std::filesystem::remove_all(cache_dir);
+  return 0;
+}
+
+}  // namespace kiln::bench

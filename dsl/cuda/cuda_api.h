@@ -1,0 +1,87 @@
+// The CUDA driver and cuBLAS entry points kiln calls, loaded at run time with dlopen. kiln builds
+// and runs on machines without CUDA (CPU tensors only); CUDA is found when the first CUDA tensor
+// is made. Types are the driver's, written as plain integers and pointers so that no CUDA header
+// is needed to build kiln (tests/dsl/test_cuda_api.cpp checks them against the toolkit's headers
+// where the toolkit is installed).
+//
+//   if (cuda_available()) { const CudaApi& api = cuda_api(); api.cuStreamSynchronize(s); }
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace kiln {
+
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = struct CUctx_st*;
+using CUstream = struct CUstream_st*;
+using CUevent = struct CUevent_st*;
+using cublasHandle_t = struct cublasContext*;
+using cublasStatus_t = int;
+
+// cuBLAS enum values used by kiln (library_types.h, cublas_api.h).
+enum CublasValue : int {
+  kCublasOpN = 0,
+  kCublasOpT = 1,
+  kCudaR32F = 0,
+  kCudaR16F = 2,
+  kCudaR64F = 1,
+  kCudaR16BF = 14,
+  kCublasCompute32F = 68,
+  kCublasCompute32FFastTf32 = 77,
+  kCublasCompute64F = 70,
+  kCublasGemmDefault = -1,
+};
+
+struct CudaApi {
+  // Driver (libcuda.so.1).
+  CUresult (*cuInit)(unsigned int);
+  CUresult (*cuDeviceGetCount)(int*);
+  CUresult (*cuDeviceGet)(CUdevice*, int);
+  CUresult (*cuDeviceGetName)(char*, int, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice);
+  CUresult (*cuCtxSetCurrent)(CUcontext);
+  CUresult (*cuCtxGetCurrent)(CUcontext*);
+  CUresult (*cuStreamCreate)(CUstream*, unsigned int);
+  CUresult (*cuStreamSynchronize)(CUstream);
+  CUresult (*cuMemAlloc)(CUdeviceptr*, size_t);              // cuMemAlloc_v2
+  CUresult (*cuMemFree)(CUdeviceptr);                        // cuMemFree_v2
+  CUresult (*cuMemGetInfo)(size_t*, size_t*);                // cuMemGetInfo_v2
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, CUstream);  // _v2
+  CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, size_t, CUstream);        // _v2
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);  // _v2
+  CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+  CUresult (*cuMemsetD16Async)(CUdeviceptr, unsigned short, size_t, CUstream);
+  CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned int, size_t, CUstream);
+  CUresult (*cuMemsetD2D32Async)(CUdeviceptr, size_t, unsigned int, size_t, size_t, CUstream);
+  CUresult (*cuEventCreate)(CUevent*, unsigned int);
+  CUresult (*cuEventRecord)(CUevent, CUstream);
+  CUresult (*cuEventSynchronize)(CUevent);
+  CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent);
+  CUresult (*cuEventDestroy)(CUevent);                       // cuEventDestroy_v2
+  CUresult (*cuGetErrorString)(CUresult, const char**);
+  // cuBLAS (libcublas.so.13); null until cublas() is first asked for.
+  cublasStatus_t (*cublasCreate)(cublasHandle_t*);           // cublasCreate_v2
+  cublasStatus_t (*cublasSetStream)(cublasHandle_t, CUstream);  // cublasSetStream_v2
+  cublasStatus_t (*cublasGemmStridedBatchedEx)(cublasHandle_t, int, int, int, int, int, const void*,
+                                               const void*, int, int, long long, const void*, int, int,
+                                               long long, const void*, void*, int, int, long long, int,
+                                               int, int);
+};
+
+// True when libcuda loads and reports at least one device. Never throws; the first call loads.
+bool cuda_available();
+// Why CUDA is unavailable ("" when it is available): no driver library, no device, init error.
+std::string cuda_unavailable_reason();
+// The loaded driver API; kiln::Error naming the reason when CUDA is unavailable.
+const CudaApi& cuda_api();
+// The same with cuBLAS loaded as well; kiln::Error when libcublas is missing.
+const CudaApi& cuda_api_with_cublas();
+
+// Throws kiln::Error "<what>: <driver error name and text>" when rc is not CUDA_SUCCESS.
+void check_cuda(CUresult rc, const char* what);
+void check_cublas(cublasStatus_t rc, const char* what);
+
+}  // namespace kiln

@@ -1,0 +1,180 @@
+#include "dsl/cuda/cuda_context.h"
+
+#include <HalideRuntime.h>
+#include <HalideRuntimeCuda.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "dsl/error.h"
+
+namespace kiln {
+
+namespace {
+
+std::atomic<uint64_t> h2d{0}, d2h{0}, d2d{0}, waits{0};
+
+std::mutex contexts_mu;
+std::vector<std::unique_ptr<CudaContext>>& contexts() {
+  static auto* v = new std::vector<std::unique_ptr<CudaContext>>();  // never destroyed: used at exit
+  return *v;
+}
+
+void install_halide_handlers() {
+  halide_set_cuda_acquire_context(&kiln_cuda_acquire_context);
+  halide_set_cuda_release_context(&kiln_cuda_release_context);
+  halide_set_cuda_get_stream(&kiln_cuda_get_stream);
+  // Intermediates a kernel allocates on the device are kept for the next call.
+  halide_reuse_device_allocations(nullptr, true);
+}
+
+// The driver's current context is per thread; kiln makes its context current once per thread.
+thread_local CUcontext current_on_thread = nullptr;
+void make_current(const CudaContext& c) {
+  if (current_on_thread == c.context) return;
+  check_cuda(cuda_api().cuCtxSetCurrent(c.context), "cuda: cuCtxSetCurrent");
+  current_on_thread = c.context;
+}
+
+std::atomic<CudaContext*> device0{nullptr};  // the fast path of cuda_context(0)
+
+std::unique_ptr<CudaContext> make_context(int index) {
+  const CudaApi& api = cuda_api();
+  int count = 0;
+  check_cuda(api.cuDeviceGetCount(&count), "cuda: counting devices");
+  KILN_CHECK(index >= 0 && index < count, "cuda: device index ", index, " is out of range: this machine has ",
+             count, " CUDA device", count == 1 ? "" : "s");
+  auto c = std::make_unique<CudaContext>();
+  c->index = index;
+  check_cuda(api.cuDeviceGet(&c->device, index), "cuda: cuDeviceGet");
+  char name[256] = {};
+  api.cuDeviceGetName(name, sizeof(name) - 1, c->device);
+  c->name = name;
+  check_cuda(api.cuDevicePrimaryCtxRetain(&c->context, c->device), "cuda: retaining the primary context");
+  make_current(*c);
+  check_cuda(api.cuStreamCreate(&c->stream, 0x1 /* CU_STREAM_NON_BLOCKING */), "cuda: creating the stream");
+  return c;
+}
+
+
+}  // namespace
+
+// Halide code runs on device 0 (kiln uses one device per process for Halide kernels).
+int kiln_cuda_acquire_context(void*, void** ctx, bool) {
+  *ctx = cuda_context(0).context;
+  return 0;
+}
+int kiln_cuda_release_context(void*) { return 0; }
+int kiln_cuda_get_stream(void*, void*, void** stream) {
+  *stream = cuda_context(0).stream;
+  return 0;
+}
+
+cublasHandle_t CudaContext::cublas() {
+  if (cublas_) return cublas_;
+  const CudaApi& api = cuda_api_with_cublas();
+  make_current(*this);
+  check_cublas(api.cublasCreate(&cublas_), "cuda: creating the cuBLAS handle");
+  check_cublas(api.cublasSetStream(cublas_, stream), "cuda: binding cuBLAS to kiln's stream");
+  return cublas_;
+}
+
+CudaContext& cuda_context(int index) {
+  if (index == 0) {
+    if (CudaContext* c = device0.load(std::memory_order_acquire)) {
+      make_current(*c);
+      return *c;
+    }
+  }
+  std::lock_guard<std::mutex> lock(contexts_mu);
+  auto& v = contexts();
+  if (index >= 0 && size_t(index) < v.size() && v[size_t(index)]) {
+    make_current(*v[size_t(index)]);
+    return *v[size_t(index)];
+  }
+  std::unique_ptr<CudaContext> c = make_context(index);
+  if (v.size() <= size_t(index)) v.resize(size_t(index) + 1);
+  v[size_t(index)] = std::move(c);
+  make_current(*v[size_t(index)]);
+  if (index == 0) device0.store(v[0].get(), std::memory_order_release);
+  static std::once_flag once;
+  std::call_once(once, install_halide_handlers);
+  return *v[size_t(index)];
+}
+
+void cuda_synchronize(int index) {
+  CudaContext& c = cuda_context(index);
+  waits++;
+  check_cuda(cuda_api().cuStreamSynchronize(c.stream), "cuda: waiting for the stream");
+}
+
+CudaCounters cuda_counters() { return {h2d.load(), d2h.load(), d2d.load(), waits.load()}; }
+
+void cuda_copy_to_device(CUdeviceptr dst, const void* src, size_t nbytes, int index) {
+  CudaContext& c = cuda_context(index);
+  h2d++;
+  check_cuda(cuda_api().cuMemcpyHtoDAsync(dst, src, nbytes, c.stream), "cuda: copy host to device");
+  // The source is pageable host memory that the caller may free at once: wait for the copy.
+  waits++;
+  check_cuda(cuda_api().cuStreamSynchronize(c.stream), "cuda: copy host to device");
+}
+
+void cuda_copy_to_host(void* dst, CUdeviceptr src, size_t nbytes, int index) {
+  CudaContext& c = cuda_context(index);
+  d2h++;
+  check_cuda(cuda_api().cuMemcpyDtoHAsync(dst, src, nbytes, c.stream), "cuda: copy device to host");
+  waits++;
+  check_cuda(cuda_api().cuStreamSynchronize(c.stream), "cuda: copy device to host");
+}
+
+void cuda_copy_on_device(CUdeviceptr dst, CUdeviceptr src, size_t nbytes, int index) {
+  CudaContext& c = cuda_context(index);
+  d2d++;
+  check_cuda(cuda_api().cuMemcpyDtoDAsync(dst, src, nbytes, c.stream), "cuda: copy on the device");
+}
+
+void cuda_fill(CUdeviceptr dst, const void* value, size_t element_size, size_t n, int index) {
+  CudaContext& c = cuda_context(index);
+  const CudaApi& api = cuda_api();
+  uint32_t words[2] = {0, 0};
+  std::memcpy(words, value, std::min<size_t>(element_size, 8));
+  switch (element_size) {
+    case 1: check_cuda(api.cuMemsetD8Async(dst, uint8_t(words[0]), n, c.stream), "cuda: fill"); return;
+    case 2: check_cuda(api.cuMemsetD16Async(dst, uint16_t(words[0]), n, c.stream), "cuda: fill"); return;
+    case 4: check_cuda(api.cuMemsetD32Async(dst, words[0], n, c.stream), "cuda: fill"); return;
+    case 8:  // the low and the high words, each a column of a 2-D memset with an 8-byte pitch
+      check_cuda(api.cuMemsetD2D32Async(dst, 8, words[0], 1, n, c.stream), "cuda: fill");
+      check_cuda(api.cuMemsetD2D32Async(dst + 4, 8, words[1], 1, n, c.stream), "cuda: fill");
+      return;
+    default: throw_error("cuda: fill of ", element_size, "-byte elements");
+  }
+}
+
+CudaTimer::CudaTimer(int index) : index_(index) {
+  cuda_context(index);
+  check_cuda(cuda_api().cuEventCreate(&begin_, 0), "cuda: creating an event");
+  check_cuda(cuda_api().cuEventCreate(&end_, 0), "cuda: creating an event");
+}
+
+CudaTimer::~CudaTimer() {
+  if (begin_) cuda_api().cuEventDestroy(begin_);
+  if (end_) cuda_api().cuEventDestroy(end_);
+}
+
+void CudaTimer::start() {
+  check_cuda(cuda_api().cuEventRecord(begin_, cuda_context(index_).stream), "cuda: recording an event");
+}
+
+float CudaTimer::stop_ms() {
+  check_cuda(cuda_api().cuEventRecord(end_, cuda_context(index_).stream), "cuda: recording an event");
+  check_cuda(cuda_api().cuEventSynchronize(end_), "cuda: waiting for an event");
+  float ms = 0;
+  check_cuda(cuda_api().cuEventElapsedTime(&ms, begin_, end_), "cuda: reading an event");
+  return ms;
+}
+
+}  // namespace kiln

@@ -1,0 +1,80 @@
+// The one CUDA context (the device's primary context) and the one stream that every CUDA kernel
+// kiln launches runs on: generator-built eager kernels, compiled Halide pipelines (through the
+// runtime's context and stream handlers), cuBLAS and copies. Work on the stream is ordered, so
+// the host never waits except at host syncs (item, to_vector, to(cpu)) and explicit
+// cuda_synchronize(); counters record every copy and every wait so tests can check that none is
+// hidden.
+//
+//   CudaContext& c = cuda_context(0);
+//   launch(..., c.stream);  cuda_synchronize();
+//   CudaCounters n = cuda_counters();   // copies by direction, host waits
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "dsl/cuda/cuda_api.h"
+
+namespace kiln {
+
+struct CudaContext {
+  int index = 0;
+  CUdevice device = 0;
+  CUcontext context = nullptr;
+  CUstream stream = nullptr;
+  std::string name;  // "NVIDIA H200"
+
+  // cuBLAS bound to the stream, created on first use.
+  cublasHandle_t cublas();
+
+ private:
+  cublasHandle_t cublas_ = nullptr;
+};
+
+// The context of CUDA device `index`, created on first use; kiln::Error when CUDA is unavailable
+// or the index is out of range. Installs the Halide runtime's context and stream handlers.
+CudaContext& cuda_context(int index = 0);
+
+// Waits for all work queued on the stream (counted as a host wait).
+void cuda_synchronize(int index = 0);
+
+struct CudaCounters {
+  uint64_t host_to_device = 0;    // copies, each direction separately
+  uint64_t device_to_host = 0;
+  uint64_t device_to_device = 0;
+  uint64_t synchronizations = 0;  // host waits on the stream
+};
+CudaCounters cuda_counters();
+
+// Byte copies on the stream. device_to_host waits for the stream (the host reads the bytes next).
+void cuda_copy_to_device(CUdeviceptr dst, const void* src, size_t nbytes, int index = 0);
+void cuda_copy_to_host(void* dst, CUdeviceptr src, size_t nbytes, int index = 0);
+void cuda_copy_on_device(CUdeviceptr dst, CUdeviceptr src, size_t nbytes, int index = 0);
+// Fills n elements of `element_size` bytes (1, 2, 4 or 8) with the bytes at `value`, on the
+// stream (no host copy, no wait).
+void cuda_fill(CUdeviceptr dst, const void* value, size_t element_size, size_t n, int index = 0);
+
+// The Halide runtime's CUDA handlers (halide_set_cuda_acquire_context and friends) that put every
+// Halide kernel in device 0's primary context and on kiln's stream. Installed into the eager
+// kernels' runtime when the first context is made, and into the runtime of cached pipelines by
+// schedules/shared_library.cpp.
+int kiln_cuda_acquire_context(void* user_context, void** ctx, bool create);
+int kiln_cuda_release_context(void* user_context);
+int kiln_cuda_get_stream(void* user_context, void* ctx, void** stream);
+
+// Elapsed device time between two points of the stream, for benchmarks:
+//   CudaTimer t; t.start(); ...; float ms = t.stop_ms();
+class CudaTimer {
+ public:
+  explicit CudaTimer(int index = 0);
+  ~CudaTimer();
+  CudaTimer(const CudaTimer&) = delete;
+  CudaTimer& operator=(const CudaTimer&) = delete;
+  void start();
+  float stop_ms();  // waits for the end event
+
+ private:
+  int index_;
+  CUevent begin_ = nullptr, end_ = nullptr;
+};
+
+}  // namespace kiln

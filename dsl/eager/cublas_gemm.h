@@ -1,0 +1,27 @@
+// The eager matmul on CUDA: cuBLAS's strided-batched GemmEx on kiln's stream, for the batched
+// problems dsl/eager/matmul.cpp plans. f32 runs in full f32 unless the float32 matmul precision
+// is "high" (TF32 tensor cores, like PyTorch's torch.backends.cuda.matmul.allow_tf32); f16 and
+// bf16 read and write their dtype and accumulate in f32; f64 in f64.
+//
+//   set_float32_matmul_precision(Float32MatmulPrecision::high);   // TF32 from here on
+#pragma once
+#include <cstdint>
+
+#include "dsl/eager/eigen_gemm.h"
+
+namespace kiln {
+
+class Tensor;
+
+enum class Float32MatmulPrecision { highest, high };
+void set_float32_matmul_precision(Float32MatmulPrecision p);
+Float32MatmulPrecision float32_matmul_precision();
+
+// c = a @ b for one planned problem (element offsets oa, ob, oc into the tensors' data), all on
+// one CUDA device with one dtype. Operands whose matrices are neither row- nor column-major must
+// be made contiguous by the caller (cublas_operand_ok tells).
+void cublas_gemm(const Tensor& a, const Tensor& b, const Tensor& out, const GemmProblem& p, int64_t oa,
+                 int64_t ob, int64_t oc);
+bool cublas_operand_ok(const GemmStrides& s, int64_t rows, int64_t cols);
+
+}  // namespace kiln

@@ -1,0 +1,21 @@
+// kiln's CUDA schedule for a lowered region. Every Func that is not inlined runs on the GPU
+// (a stage left on the host would make Halide copy buffers back and forth):
+//   pointwise   all dims fused, 256 threads per block, 4 consecutive elements per thread when
+//               the innermost dim is a static multiple of 4 (16-byte accesses for f32);
+//   row-wise    (softmax, layer_norm, a row's sum): one block per row, 256 threads striding the
+//               row, each reduction rfactored into per-thread partials (256 -> 32 -> 1 in shared
+//               memory); rows of at most 64 elements: one thread per row instead;
+//   columns     (a reduction over a dim other than the last): one thread per kept element,
+//               looping over the reduced dims (neighbouring threads read neighbouring columns);
+//               few columns with long reductions are first split into chunks of rows;
+//   full        (everything reduced to one value): a 64K-thread pass of partial sums, a 256-thread
+//               pass, then one thread.
+// Matmuls are not lowered on CUDA: they run as cuBLAS steps between pipelines.
+#pragma once
+#include "schedules/lower_region.h"
+
+namespace kiln {
+
+void schedule_gpu(const Graph& g, const Region& r, LoweredRegion& lowered);
+
+}  // namespace kiln

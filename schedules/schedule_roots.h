@@ -1,0 +1,29 @@
+// What a region's schedule places, whatever the device: each materialized Func (the region's
+// outputs, the pure wrappers of reductions, values read more than once) with the value it holds
+// and the reductions inside its definition (pure Funcs between them stay inlined), and how those
+// reductions walk memory. schedules/cpu_schedule.cpp and gpu_schedule.cpp schedule them.
+#pragma once
+#include <vector>
+
+#include "schedules/lower_region.h"
+
+namespace kiln {
+
+struct ScheduleRoot {
+  Halide::Func func;
+  int value = -1;
+  std::vector<Halide::Func> inner;  // reductions computed for it (a GEMM's accumulator included)
+  std::vector<Halide::Func> inlined;  // the pure Funcs between them, inlined into their readers
+};
+
+std::vector<ScheduleRoot> schedule_roots(const Region& r, const LoweredRegion& lowered);
+
+// How the reductions inside the op that produces `value` walk memory: along its rows (the last
+// dim, or everything), across them (a reduced dim other than the last), or not at all.
+enum class Reduces { nothing, rows, columns };
+Reduces reduction_kind(const Graph& g, int value);
+
+// The pure vars of f, innermost first.
+std::vector<Halide::Var> pure_vars(const Halide::Func& f);
+
+}  // namespace kiln

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds kiln here and packs what a GPU machine without Halide needs into gpu-bundle/ (under
+# 64 MiB): the kiln command line and the CUDA test programs (stripped, xz-compressed), Debian's
+# runtime libraries of Halide 14, LLVM 14 and Boost.Test (.deb files, unpacked there without
+# installing), and
+# gpu-bundle/run.sh. On the GPU machine, from a copy of this source tree with gpu-bundle/ in it:
+#
+#   bash gpu-bundle/run.sh [RESULTS_DIR]     # CUDA tests, kiln bench gpu, PyTorch side by side
+#
+# The machine needs an NVIDIA driver, cuBLAS (/usr/local/cuda/lib64 or the library path) and, for
+# the PyTorch half, python3 with torch. Results: RESULTS_DIR (default gpu-results/, or $OUT).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${KILN_BUILD_DIR:-$root/build}
+bundle=$root/gpu-bundle
+bash "$root/scripts/setup.sh"
+rm -rf "$bundle"
+mkdir -p "$bundle/bin" "$bundle/debs"
+programs=(kiln)
+for t in "$build"/bin/test_cuda_*; do programs+=("$(basename "$t")"); done
+for p in "${programs[@]}"; do
+  strip -o "$bundle/bin/$p" "$build/bin/$p"
+  xz -T0 -6 "$bundle/bin/$p"
+done
+(cd "$bundle/debs" && apt-get download libhalide14-0 libllvm14 libz3-4 libboost-test1.74.0 >/dev/null 2>&1) || {
+  echo "gpu_bundle: apt-get download of libhalide14-0 libllvm14 libz3-4 libboost-test1.74.0 failed (run apt-get update?)" >&2
+  exit 1
+}
+cp "$root/scripts/on_gpu.sh" "$bundle/run.sh"
+size=$(du -sm "$bundle" | cut -f1)
+echo "gpu-bundle/: ${size} MiB (${programs[*]}; $(ls "$bundle/debs" | tr '\n' ' '))"
+if [ "$size" -ge 64 ]; then echo "gpu_bundle: over 64 MiB" >&2; exit 1; fi
+echo "on the GPU machine, from this tree: bash gpu-bundle/run.sh [RESULTS_DIR]"

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The GPU run (copied to gpu-bundle/run.sh by scripts/gpu_bundle.sh): unpacks the bundle's
+# libraries and programs, runs the CUDA tests, `kiln bench gpu`, PyTorch's side
+# (bench/torch/bench_torch.py) and `kiln demo --device cuda`, and merges kiln's and PyTorch's
+# numbers into h200-DATE.json and its table. Every step's output goes to RESULTS_DIR.
+# KILN_GPU_STEPS picks steps (default tests,kiln,torch,demo); KILN_TORCH_ARGS passes options to
+# bench_torch.py (e.g. --skip-max-autotune).
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/.." && pwd)
+out=${1:-${OUT:-$root/gpu-results}}
+mkdir -p "$out"
+deps=${TMPDIR:-/tmp}/kiln-gpu-deps
+if [ ! -e "$deps/.done" ]; then
+  mkdir -p "$deps"
+  for f in "$here"/debs/*.deb; do dpkg -x "$f" "$deps"; done
+  touch "$deps/.done"
+fi
+bin=$deps/bin
+mkdir -p "$bin"
+for f in "$here"/bin/*.xz; do xz -dc "$f" > "$bin/$(basename "$f" .xz)"; chmod +x "$bin/$(basename "$f" .xz)"; done
+export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu:$deps/lib/x86_64-linux-gnu:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export KILN_CACHE_DIR=${TMPDIR:-/tmp}/kiln-gpu-cache
+date=$(date +%Y-%m-%d)
+step() { echo "== $*"; "$@"; local rc=$?; [ $rc -eq 0 ] || echo "== failed ($rc): $*"; return 0; }
+
+steps=${KILN_GPU_STEPS:-tests,kiln,torch,demo}
+want() { [[ ",$steps," == *",$1,"* ]]; }
+
+want tests && {
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 || true
+  for t in "$bin"/test_cuda_*; do step "$t" --log_level=test_suite --report_level=short; done
+} 2>&1 | tee "$out/h200-tests-$date.txt"
+log=$out/gpu-run-$date.log
+want kiln && step "$bin/kiln" bench gpu --json "$out/kiln-gpu.json" 2>&1 | tee -a "$log"
+want torch && (cd "$root" && step python3 bench/torch/bench_torch.py --json "$out/torch-gpu.json" ${KILN_TORCH_ARGS:-}) 2>&1 | tee -a "$log"
+[ -e "$out/kiln-gpu.json" ] && [ -e "$out/torch-gpu.json" ] && (cd "$root" && step python3 bench/torch/merge_h200.py --kiln "$out/kiln-gpu.json" --torch "$out/torch-gpu.json" \
+  --out "$out/h200-$date.json" --table "$out/h200-$date.md") 2>&1 | tail -40
+want demo && step "$bin/kiln" demo --device cuda --steps 200 --json "$out/demo-cuda.json" 2>&1 | tee -a "$log" | tail -30
+# The run fails when a step did.
+! grep -h "^== failed" "$out"/*.txt "$out"/*.log

@@ -1,0 +1,22 @@
+// Test support for tests/cuda/: the precondition that skips a case, with a message, on machines
+// without a usable CUDA device.
+//
+//   BOOST_AUTO_TEST_CASE(ops, *kiln::test::needs_cuda()) { ... }
+#pragma once
+#include <boost/test/unit_test.hpp>
+
+#include "kiln.h"
+
+namespace kiln::test {
+
+inline boost::unit_test::precondition needs_cuda() {
+  return boost::unit_test::precondition([](boost::unit_test::test_unit_id) {
+    boost::test_tools::assertion_result r(cuda_available());
+    if (!r) r.message() << "skipped: no CUDA device (" << cuda_unavailable_reason() << ")";
+    return r;
+  });
+}
+
+inline const Device kCuda = Device::cuda(0);
+
+}  // namespace kiln::test

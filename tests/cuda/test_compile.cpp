@@ -1,0 +1,114 @@
+// CUDA against the CPU, eager and compiled: the differential fuzzer's random programs of Tensor
+// ops (support/fuzz_program.h) run on CUDA tensors must match the same programs on the CPU,
+// eagerly (every eager CUDA kernel in many combinations of shapes, strides, broadcasts and dtypes)
+// and compiled by the halide backend (kiln's GPU schedules); so must every zoo model, compiled on
+// CUDA. KILN_FUZZ_PROGRAMS sets the number of eager programs (default 300; a fifth are compiled).
+#include <cstdlib>
+#include <iostream>
+
+#include "cuda/cuda_available.h"
+#include "support/fuzz_compare.h"
+#include "support/fuzz_program.h"
+#include "bench/zoo.h"
+
+using namespace kiln;
+using namespace kiln::test;
+
+namespace {
+
+int program_count() {
+  const char* v = std::getenv("KILN_FUZZ_PROGRAMS");
+  return v ? std::atoi(v) : 300;
+}
+
+TensorList on_cuda(const TensorList& xs) {
+  TensorList out;
+  for (const Tensor& x : xs) out.push_back(x.to(kCuda));
+  return out;
+}
+
+// "" when every output of `got` (on CUDA) matches `want` (on the CPU).
+std::string compare(const FuzzProgram& p, const TensorList& got, const TensorList& want) {
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (got[i].device() != kCuda) return "output " + std::to_string(i) + " is not on cuda:0";
+    std::string d = mismatch(got[i], want[i], output_tolerance(p.outputs[i], want[i], true));
+    if (!d.empty()) return "output " + std::to_string(i) + ": " + d;
+  }
+  return "";
+}
+
+FuzzConfig config() {
+  FuzzConfig c;
+  c.low_precision = true;
+  return c;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(eager_cuda_programs_match_the_cpu, *needs_cuda()) {
+  int failures = 0, n = program_count();
+  for (int seed = 0; seed < n && failures < 5; ++seed) {
+    FuzzProgram p = generate_program(uint64_t(seed), config());
+    TensorList xs = make_inputs(p, uint64_t(seed) + 1);
+    std::string d;
+    try {
+      manual_seed(7);
+      TensorList want = run_program(p, xs);
+      manual_seed(7);
+      d = compare(p, run_program(p, on_cuda(xs)), want);
+    } catch (const std::exception& e) {
+      d = std::string("error: ") + e.what();
+    }
+    if (!d.empty()) {
+      ++failures;
+      BOOST_ERROR("seed " << seed << ": " << d << "\n" << program_to_cpp(p));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(compiled_cuda_programs_match_the_cpu, *needs_cuda()) {
+  int failures = 0, n = std::max(1, program_count() / 5);
+  for (int seed = 1000; seed < 1000 + n && failures < 5; ++seed) {
+    FuzzProgram p = generate_program(uint64_t(seed), config());
+    TensorList xs = make_inputs(p, uint64_t(seed) + 1);
+    std::string d;
+    try {
+      manual_seed(7);
+      TensorList want = run_program(p, xs);
+      auto f = compile([&p](std::vector<Tensor> v) { return run_program(p, v); },
+                       {.backend = "halide", .name = "cuda_fuzz_" + std::to_string(seed)});
+      manual_seed(7);
+      d = compare(p, f(on_cuda(xs)), want);
+    } catch (const std::exception& e) {
+      d = std::string("error: ") + e.what();
+    }
+    if (!d.empty()) {
+      ++failures;
+      BOOST_ERROR("seed " << seed << ": " << d << "\n" << program_to_cpp(p));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(zoo_models_compiled_on_cuda_match_the_cpu, *needs_cuda()) {
+  NoGradGuard no_grad;
+  for (const std::string& name : zoo::zoo_names()) {
+    BOOST_TEST_CONTEXT(name) {
+      manual_seed(1);
+      zoo::ZooModel cpu = zoo::make_zoo_model(name, zoo::ZooSize::test);
+      manual_seed(1);
+      zoo::ZooModel gpu = zoo::make_zoo_model(name, zoo::ZooSize::test, kCuda);
+      manual_seed(2);
+      TensorList xs = cpu.make_inputs();
+      Tensor want = cpu.forward(xs)[0];
+      CompiledFunction<std::vector<Tensor>(std::vector<Tensor>)> f(
+          [&gpu](std::vector<Tensor> v) { return gpu.forward(v); }, {.backend = "halide", .name = "cuda_zoo_" + name},
+          gpu.module.get());
+      for (int call = 0; call < 2; ++call) {  // the second call runs the cached graph
+        Tensor got = f(on_cuda(xs))[0];
+        check_close(got.to(Device::cpu()), host_values(want), want.shape(), {1e-4, 1e-4}, name + " compiled");
+      }
+      Tensor eager = gpu.forward(on_cuda(xs))[0];
+      check_close(eager.to(Device::cpu()), host_values(want), want.shape(), {1e-4, 1e-4}, name + " eager");
+    }
+  }
+}

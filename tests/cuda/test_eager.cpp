@@ -1,0 +1,234 @@
+// Eager CUDA: tensors moved to and from the device, every op family on CUDA against the same op
+// on the CPU (itself tested against plain loops in tests/dsl/), cuBLAS matmul against a double
+// reference, autograd and an optimizer step on CUDA, the caching allocator in steady state, and
+// the promise that ops never copy to the host or wait for the device.
+#include <cmath>
+
+#include "cuda/cuda_available.h"
+#include "support/reference.h"
+
+using namespace kiln;
+using namespace kiln::test;
+
+namespace {
+
+// The CPU result of `f` on `xs`, and its CUDA result on copies of `xs`, must agree within `tol`.
+void check_same_on_cuda(const std::string& what, const std::function<Tensor(const TensorList&)>& f,
+                        const TensorList& xs, Tolerance tol) {
+  TensorList on_gpu;
+  for (const Tensor& x : xs) on_gpu.push_back(x.to(kCuda));
+  Tensor want = f(xs), got = f(on_gpu);
+  BOOST_TEST_CONTEXT(what) {
+    BOOST_TEST(got.device() == kCuda);
+    check_close(got.to(Device::cpu()), host_values(want), want.shape(), tol, what);
+  }
+}
+
+const Tolerance kF32{1e-5, 1e-5};
+const Tolerance kReduceF32{1e-4, 1e-4};  // sums in a different order
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(round_trip_every_dtype_and_layout, *needs_cuda()) {
+  for (DType t : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32, DType::i64, DType::bool_}) {
+    Tensor x = random_tensor({37, 53}, t, 1 + int(t));
+    Tensor back = x.to(kCuda).to(Device::cpu());
+    BOOST_TEST(back.dtype() == t);
+    check_close(back, host_values(x), x.shape(), {0, 0}, std::string("round trip ") + std::string(name(t)));
+    Tensor view = random_view({16, 24}, t, 7, "transposed");
+    check_close(view.to(kCuda).to(Device::cpu()), host_values(view), view.shape(), {0, 0}, "transposed view");
+  }
+  BOOST_TEST(zeros({0, 3}).to(kCuda).numel() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(creation_on_the_device_matches_the_cpu, *needs_cuda()) {
+  for (DType t : {DType::f32, DType::i64, DType::bool_, DType::f16}) {
+    Tensor c = full({5, 7}, 3.0, {.dtype = t});
+    Tensor g = full({5, 7}, 3.0, {.dtype = t, .device = kCuda});
+    check_close(g.to(Device::cpu()), host_values(c), c.shape(), {0, 0}, "full");
+  }
+  manual_seed(5);
+  Tensor a = randn({64, 33});
+  manual_seed(5);
+  Tensor b = randn({64, 33}, {.device = kCuda});
+  check_close(b.to(Device::cpu()), host_values(a), a.shape(), {0, 0}, "randn draws the CPU's numbers");
+}
+
+BOOST_AUTO_TEST_CASE(pointwise_ops_match_the_cpu, *needs_cuda()) {
+  Tensor x = random_tensor({33, 65}, DType::f32, 11), y = random_tensor({33, 65}, DType::f32, 12);
+  Tensor row = random_tensor({65}, DType::f32, 13), pos = random_tensor({33, 65}, DType::f32, 14, 0.1, 3);
+  using F = std::function<Tensor(const TensorList&)>;
+  std::vector<std::pair<std::string, F>> unary{
+      {"neg", [](auto& v) { return neg(v[0]); }},        {"abs", [](auto& v) { return abs(v[0]); }},
+      {"exp", [](auto& v) { return exp(v[0]); }},        {"tanh", [](auto& v) { return tanh(v[0]); }},
+      {"sigmoid", [](auto& v) { return sigmoid(v[0]); }}, {"relu", [](auto& v) { return relu(v[0]); }},
+      {"gelu", [](auto& v) { return gelu(v[0]); }},      {"gelu tanh", [](auto& v) { return gelu(v[0], "tanh"); }},
+      {"silu", [](auto& v) { return silu(v[0]); }},      {"sin", [](auto& v) { return sin(v[0]); }},
+      {"x * 2.5 + 1", [](auto& v) { return v[0] * 2.5 + 1.0; }},
+  };
+  for (auto& [what, f] : unary) check_same_on_cuda(what, f, {x}, kF32);
+  check_same_on_cuda("log", [](auto& v) { return log(v[0]); }, {pos}, kF32);
+  check_same_on_cuda("sqrt", [](auto& v) { return sqrt(v[0]); }, {pos}, kF32);
+  check_same_on_cuda("rsqrt", [](auto& v) { return rsqrt(v[0]); }, {pos}, kF32);
+  check_same_on_cuda("add", [](auto& v) { return v[0] + v[1]; }, {x, y}, kF32);
+  check_same_on_cuda("mul broadcast row", [](auto& v) { return v[0] * v[1]; }, {x, row}, kF32);
+  check_same_on_cuda("div", [](auto& v) { return v[0] / v[1]; }, {x, pos}, kF32);
+  check_same_on_cuda("pow", [](auto& v) { return pow(v[1], v[0]); }, {x, pos}, {1e-5, 1e-5});
+  check_same_on_cuda("maximum", [](auto& v) { return maximum(v[0], v[1]); }, {x, y}, kF32);
+  check_same_on_cuda("lt", [](auto& v) { return lt(v[0], v[1]); }, {x, y}, {0, 0});
+  check_same_on_cuda("where", [](auto& v) { return where(gt(v[0], 0.0), v[0], v[1]); }, {x, y}, {0, 0});
+  check_same_on_cuda("transposed input", [](auto& v) { return v[0].t() + 1.0; }, {x}, kF32);
+  check_same_on_cuda("rank 6", [](auto& v) { return v[0].reshape({3, 11, 5, 13, 1, 1}).permute({5, 3, 1, 0, 2, 4}) * 3.0; },
+                     {x}, kF32);
+  for (DType t : {DType::f16, DType::bf16, DType::i64, DType::i32, DType::bool_})
+    check_same_on_cuda(std::string("cast to ") + std::string(name(t)), [t](auto& v) { return v[0].to(t); }, {x * 10.0},
+                       {0, 0});
+  check_same_on_cuda("i64 add", [](auto& v) { return v[0] + v[0]; }, {random_tensor({9, 10}, DType::i64, 3, -50, 50)},
+                     {0, 0});
+  check_same_on_cuda("bf16 mul", [](auto& v) { return v[0].to(DType::bf16) * 3.0; }, {x}, tolerance(DType::bf16));
+  check_same_on_cuda("cat", [](auto& v) { return cat({v[0], v[1]}, 1); }, {x, y}, {0, 0});
+}
+
+BOOST_AUTO_TEST_CASE(reductions_and_rows_match_the_cpu, *needs_cuda()) {
+  Tensor x = random_tensor({70, 300}, DType::f32, 21);
+  for (int64_t d : {0, 1}) {
+    std::string s = " dim " + std::to_string(d);
+    check_same_on_cuda("sum" + s, [d](auto& v) { return v[0].sum({d}); }, {x}, kReduceF32);
+    check_same_on_cuda("mean" + s, [d](auto& v) { return v[0].mean({d}); }, {x}, kReduceF32);
+    check_same_on_cuda("max" + s, [d](auto& v) { return v[0].max({d}); }, {x}, {0, 0});
+    check_same_on_cuda("argmax" + s, [d](auto& v) { return argmax(v[0], d); }, {x}, {0, 0});
+    check_same_on_cuda("var" + s, [d](auto& v) { return var(v[0], {d}); }, {x}, kReduceF32);
+    check_same_on_cuda("logsumexp" + s, [d](auto& v) { return logsumexp(v[0], {d}); }, {x}, kReduceF32);
+    check_same_on_cuda("softmax" + s, [d](auto& v) { return softmax(v[0], d); }, {x}, kReduceF32);
+    check_same_on_cuda("log_softmax" + s, [d](auto& v) { return log_softmax(v[0], d); }, {x}, kReduceF32);
+  }
+  check_same_on_cuda("sum all", [](auto& v) { return v[0].sum(); }, {x}, kReduceF32);
+  check_same_on_cuda("i64 sum", [](auto& v) { return v[0].sum(); }, {random_tensor({1000}, DType::i64, 4, -9, 9)},
+                     {0, 0});
+  Tensor w = random_tensor({300}, DType::f32, 22), b = random_tensor({300}, DType::f32, 23);
+  check_same_on_cuda("layer_norm", [](auto& v) { return layer_norm(v[0], {300}, v[1], v[2]); }, {x, w, b},
+                     kReduceF32);
+  check_same_on_cuda("layer_norm plain", [](auto& v) { return layer_norm(v[0], {300}); }, {x}, kReduceF32);
+  Tensor targets = randint(0, 300, {70});
+  check_same_on_cuda("cross_entropy", [](auto& v) { return cross_entropy(v[0], v[1]); }, {x, targets},
+                     kReduceF32);
+}
+
+BOOST_AUTO_TEST_CASE(embedding_and_its_backward_match_the_cpu, *needs_cuda()) {
+  Tensor table = random_tensor({50, 24}, DType::f32, 31);
+  Tensor idx = randint(0, 50, {7, 9});
+  check_same_on_cuda("embedding", [](auto& v) { return embedding(v[0], v[1]); }, {table, idx}, {0, 0});
+  auto grad_of_table = [](const TensorList& v) {
+    Tensor t = v[0].detach().requires_grad_();
+    (embedding(t, v[1]) * v[2]).sum().backward();
+    return t.grad();
+  };
+  check_same_on_cuda("embedding backward", grad_of_table, {table, idx, random_tensor({7, 9, 24}, DType::f32, 32)},
+                     kReduceF32);
+}
+
+BOOST_AUTO_TEST_CASE(cublas_matmul_matches_a_double_reference, *needs_cuda()) {
+  struct Case {
+    Shape a, b;
+    bool transpose_b;
+  };
+  for (const Case& c : {Case{{64, 96}, {96, 80}, false}, Case{{3, 17, 33}, {33, 9}, false},
+                        Case{{5, 31, 16}, {5, 16, 7}, false}, Case{{40, 64}, {50, 64}, true},
+                        Case{{64}, {64, 10}, false}, Case{{12, 64}, {64}, false}, Case{{2, 3, 8, 16}, {3, 16, 4}, false}}) {
+    Tensor a = random_tensor(c.a, DType::f32, 41), b = random_tensor(c.b, DType::f32, 42);
+    check_same_on_cuda("matmul " + to_string(c.a) + " x " + to_string(c.b) + (c.transpose_b ? "^T" : ""),
+                       [&](auto& v) { return matmul(v[0], c.transpose_b ? v[1].t() : v[1]); },
+                       {a.to(DType::f64), b.to(DType::f64)}, {1e-12, 1e-12});
+    // f32 in full precision (TF32 is off by default) against the f64 result.
+    Tensor want = matmul(a.to(DType::f64), c.transpose_b ? b.to(DType::f64).t() : b.to(DType::f64));
+    Tensor got = matmul(a.to(kCuda), c.transpose_b ? b.to(kCuda).t() : b.to(kCuda));
+    check_close(got.to(Device::cpu()), host_values(want), want.shape(), {1e-5, 1e-5}, "f32 matmul");
+  }
+  Tensor a = random_tensor({128, 256}, DType::f32, 43), b = random_tensor({256, 64}, DType::f32, 44);
+  std::vector<double> want = host_values(matmul(a.to(DType::f64), b.to(DType::f64)));
+  for (DType t : {DType::f16, DType::bf16}) {
+    Tensor got = matmul(a.to(t).to(kCuda), b.to(t).to(kCuda));
+    BOOST_TEST(got.dtype() == t);
+    check_close(got.to(Device::cpu()).to(DType::f32), want, {128, 64}, {2e-2, 0.25}, "low-precision matmul");
+  }
+  set_float32_matmul_precision(Float32MatmulPrecision::high);
+  Tensor tf32 = matmul(a.to(kCuda), b.to(kCuda));
+  set_float32_matmul_precision(Float32MatmulPrecision::highest);
+  check_close(tf32.to(Device::cpu()), want, {128, 64}, {5e-3, 5e-2}, "tf32 matmul");
+}
+
+BOOST_AUTO_TEST_CASE(training_step_on_cuda_matches_the_cpu, *needs_cuda()) {
+  manual_seed(3);
+  nn::TinyGpt cpu_model({.vocab = 11, .seq = 8, .width = 32, .heads = 4, .layers = 2});
+  manual_seed(3);
+  nn::TinyGpt gpu_model({.vocab = 11, .seq = 8, .width = 32, .heads = 4, .layers = 2});
+  gpu_model.to(kCuda);
+  optim::AdamW cpu_opt(cpu_model.parameters(), {.lr = 1e-2});
+  optim::AdamW gpu_opt(gpu_model.parameters(), {.lr = 1e-2});
+  Tensor tokens = randint(0, 11, {4, 8}), targets = randint(0, 11, {32});
+  for (int step = 0; step < 3; ++step) {
+    Tensor l1 = cross_entropy(cpu_model.forward(tokens).reshape({32, 11}), targets);
+    Tensor l2 = cross_entropy(gpu_model.forward(tokens.to(kCuda)).reshape({32, 11}), targets.to(kCuda));
+    BOOST_TEST(l2.item<float>() == l1.item<float>(), boost::test_tools::tolerance(1e-4f));
+    l1.backward();
+    l2.backward();
+    cpu_opt.step();
+    gpu_opt.step();
+    cpu_opt.zero_grad();
+    gpu_opt.zero_grad();
+  }
+  auto cp = cpu_model.named_parameters(), gp = gpu_model.named_parameters();
+  for (size_t i = 0; i < cp.size(); ++i)
+    check_close(gp[i].second.to(Device::cpu()), host_values(cp[i].second), cp[i].second.shape(), {1e-3, 1e-4},
+                "parameter " + cp[i].first + " after 3 AdamW steps");
+}
+
+BOOST_AUTO_TEST_CASE(ops_never_copy_or_wait, *needs_cuda()) {
+  Tensor x = randn({256, 512}).to(kCuda), w = randn({512, 512}).to(kCuda), b = randn({512}).to(kCuda);
+  auto step = [&] { return log_softmax(layer_norm(gelu(linear(x, w, b)), {512}), -1).sum({1}); };
+  step();  // first use: module loads, cuBLAS handle
+  CudaCounters before = cuda_counters();
+  Tensor y;
+  for (int i = 0; i < 5; ++i) y = step();
+  CudaCounters after = cuda_counters();
+  BOOST_TEST(after.host_to_device == before.host_to_device);
+  BOOST_TEST(after.device_to_host == before.device_to_host);
+  BOOST_TEST(after.synchronizations == before.synchronizations);
+  (void)y.sum().item<float>();  // a host sync: exactly one copy back and one wait
+  CudaCounters synced = cuda_counters();
+  BOOST_TEST(synced.device_to_host == after.device_to_host + 1);
+  BOOST_TEST(synced.synchronizations >= after.synchronizations + 1);
+}
+
+BOOST_AUTO_TEST_CASE(allocator_reaches_a_steady_state, *needs_cuda()) {
+  CachingAllocator& a = cuda_caching_allocator(0);
+  auto churn = [] {
+    for (int64_t n : {1, 7, 100, 4096, 65537, 1 << 20, 3 << 20, 12345, 1 << 22}) {
+      Tensor t = full({n}, 1.0, {.device = kCuda});
+      Tensor u = t * 2.0 + t;
+      (void)u;
+    }
+  };
+  churn();
+  uint64_t driver = cuda_driver_allocations();
+  size_t reserved = a.stats().reserved;
+  for (int i = 0; i < 20; ++i) churn();
+  BOOST_TEST(cuda_driver_allocations() == driver);  // every block came from the cache
+  BOOST_TEST(a.stats().reserved == reserved);
+  BOOST_TEST(a.stats().peak_allocated >= size_t(3 << 20) * 4);
+}
+
+BOOST_AUTO_TEST_CASE(mixed_devices_are_an_error_that_names_both, *needs_cuda()) {
+  Tensor x = randn({4, 4}), g = randn({4, 4}).to(kCuda);
+  try {
+    (void)(x + g);
+    BOOST_FAIL("no error");
+  } catch (const Error& e) {
+    std::string m = e.what();
+    BOOST_TEST(m.find("add") != std::string::npos);
+    BOOST_TEST(m.find("cuda:0") != std::string::npos);
+    BOOST_TEST(m.find("cpu") != std::string::npos);
+  }
+  BOOST_CHECK_THROW(randn({2}, {.device = Device::cuda(99)}), Error);
+  BOOST_CHECK_THROW((void)g.data<float>(), Error);
+}

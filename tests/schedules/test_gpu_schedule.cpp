@@ -1,0 +1,138 @@
+// kiln's CUDA schedule without a GPU: graphs whose values live on cuda:0 (built by hand: no
+// device memory is needed to lower and compile them) go through the fusion plan, lowering and
+// schedules/gpu_schedule.h, and are compiled for the CUDA target to PTX inside an object. Each
+// region must compile, launch at least one CUDA kernel, and leave no stage on the host (Halide
+// would copy buffers to the host and back; its copies to the device are no-ops for buffers that
+// are already there). Running them is tests/cuda/'s job.
+#include <boost/test/unit_test.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+#include "graph/graph.h"
+#include "schedules/fusion.h"
+#include "schedules/gpu_schedule.h"
+#include "schedules/lower_region.h"
+#include "schedules/shared_library.h"
+
+using namespace kiln;
+
+namespace {
+
+const Device kCuda = Device::cuda(0);
+
+struct Builder {
+  Graph g;
+  int input(const Shape& s, DType t = f32) {
+    return g.add_input(InputKind::argument, int(g.inputs.size()), "arg" + std::to_string(g.inputs.size()),
+                       {s, t, kCuda}, static_shape(s), contiguous_strides(s));
+  }
+  int op(const char* name, const std::vector<int>& ins, const Attrs& a = {}) {
+    return g.add_inferred_node(op_def(name), a, ins)[0];
+  }
+  int scalar(double v) {
+    return op("full", {}, {{"shape", Shape{}}, {"value", v}, {"dtype", std::string("f32")}, {"device", std::string("cuda:0")}});
+  }
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// Lowers, schedules and compiles every region of g for CUDA; returns the regions' statements.
+std::vector<std::string> compile_for_cuda(Graph& g, const std::string& what) {
+  std::vector<std::string> stmts;
+  auto dir = std::filesystem::temp_directory_path() / ("kiln-gpu-schedule-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  int index = 0;
+  for (PlannedStep& step : plan_fusion(g)) {
+    if (step.node >= 0) continue;
+    LoweredRegion lowered = lower_region(g, step.region);
+    Halide::Pipeline p(lowered.outputs);
+    schedule_gpu(g, step.region, lowered);
+    std::string base = (dir / ("r" + std::to_string(index++))).string();
+    std::vector<Halide::Argument> args = pipeline_arguments(step.region, lowered);
+    BOOST_REQUIRE_NO_THROW(p.compile_to_lowered_stmt(base + ".stmt", args, Halide::Text, aot_target(true)));
+    try {
+      compile_region_object(p, args, "kiln_region", base + ".o", true);
+    } catch (const std::exception& e) {
+      BOOST_FAIL(what << ": compiling for CUDA failed: " << e.what());
+    }
+    stmts.push_back(slurp(base + ".stmt"));
+  }
+  std::filesystem::remove_all(dir);
+  BOOST_TEST_CONTEXT(what) { BOOST_TEST(!stmts.empty()); }
+  return stmts;
+}
+
+int count(const std::string& s, const std::string& what) {
+  int n = 0;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+  return n;
+}
+
+void check_on_device(Graph& g, const std::string& what) {
+  for (const std::string& s : compile_for_cuda(g, what)) {
+    BOOST_TEST_CONTEXT(what) {
+      BOOST_TEST(count(s, "halide_cuda_run") >= 1);
+      BOOST_TEST(count(s, "halide_copy_to_host") == 0, what << ": a stage runs on the host");
+    }
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(pointwise_chains) {
+  for (Shape s : {Shape{1024, 1024}, Shape{37, 53}, Shape{7}, Shape{}}) {
+    Builder b;
+    int x = b.input(s), y = b.input(s);
+    b.g.outputs = {b.op("add", {b.op("mul", {x, b.scalar(2.0)}), y})};
+    check_on_device(b.g, "a*2+b " + to_string(s));
+  }
+  Builder b;  // a transposed read and a broadcast
+  int x = b.input({64, 96}), r = b.input({64});
+  int t = b.op("transpose", {x}, {{"dim0", int64_t(0)}, {"dim1", int64_t(1)}});
+  b.g.outputs = {b.op("add", {b.op("contiguous", {t}), r})};
+  check_on_device(b.g, "x.t() + row");
+}
+
+BOOST_AUTO_TEST_CASE(row_ops_and_row_reductions) {
+  for (Shape s : {Shape{64, 1000}, Shape{1000, 8}, Shape{4, 16, 256}, Shape{1000}}) {
+    Builder b;
+    int x = b.input(s);
+    int sm = b.op("softmax", {x}, {{"dim", int64_t(-1)}});
+    b.g.outputs = {b.op("log_softmax", {b.op("add", {sm, x})}, {{"dim", int64_t(-1)}})};
+    check_on_device(b.g, "softmax chain " + to_string(s));
+  }
+  Builder b;
+  int x = b.input({128, 512}), w = b.input({512}), bias = b.input({512});
+  int ln = b.op("layer_norm", {x, w, bias}, {{"normalized_shape", std::vector<int64_t>{512}}, {"eps", 1e-5}});
+  int s = b.op("sum", {ln}, {{"dims", std::vector<int64_t>{1}}, {"keepdim", false}});
+  int v = b.op("var", {x}, {{"dims", std::vector<int64_t>{1}}, {"correction", int64_t(1)}, {"keepdim", true}});
+  int l = b.op("logsumexp", {x}, {{"dims", std::vector<int64_t>{-1}}, {"keepdim", false}});
+  int a = b.op("argmax", {x}, {{"dims", std::vector<int64_t>{1}}, {"keepdim", false}});
+  b.g.outputs = {ln, s, v, l, a};
+  check_on_device(b.g, "layer_norm, sum, var, logsumexp, argmax over rows");
+}
+
+BOOST_AUTO_TEST_CASE(column_and_full_reductions) {
+  for (Shape s : {Shape{4096, 16}, Shape{64, 3000}, Shape{9, 5}}) {
+    Builder b;
+    int x = b.input(s);
+    int c = b.op("sum", {x}, {{"dims", std::vector<int64_t>{0}}, {"keepdim", false}});
+    int m = b.op("max", {x}, {{"dims", std::vector<int64_t>{0}}, {"keepdim", false}});
+    int f = b.op("sum", {x}, {{"dims", std::vector<int64_t>{}}, {"keepdim", false}});
+    int sm = b.op("softmax", {x}, {{"dim", int64_t(0)}});
+    b.g.outputs = {c, m, f, sm};
+    check_on_device(b.g, "columns and all " + to_string(s));
+  }
+  Builder b;
+  int x = b.input({3, 1 << 20});
+  b.g.outputs = {b.op("mean", {x}, {{"dims", std::vector<int64_t>{}}, {"keepdim", false}})};
+  check_on_device(b.g, "mean of 3M elements");
+}
