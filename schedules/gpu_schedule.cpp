@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 
 #include "dsl/error.h"
 #include "schedules/schedule_roots.h"
@@ -21,12 +22,32 @@ constexpr int64_t kColumnChunk = 256;        // rows per chunk of a split column
 constexpr int64_t kRowCacheMax = 6144;       // rows this long (24 KiB of f32) are staged in shared memory
 const TailStrategy kGuard = TailStrategy::GuardWithIf;
 
-// Fuses `vars` (innermost first) of stage s into one loop and returns it.
-VarOrRVar fuse_all(Stage s, const std::vector<Var>& vars) {
-  if (vars.empty()) return Var::outermost();
-  Var cur = vars[0];
+struct RowTuning {
+  int threads = kThreads;
+  bool stage = true, vector = true;
+};
+
+const RowTuning& row_tuning() {
+  static const RowTuning t = [] {
+    RowTuning r;
+    auto env = [](const char* name, int fallback) {
+      const char* v = std::getenv(name);
+      return v && *v ? std::atoi(v) : fallback;
+    };
+    r.threads = std::clamp(env("KILN_GPU_ROW_THREADS", kThreads), kWarp, 1024);
+    r.stage = env("KILN_GPU_ROW_STAGE", 1) != 0;
+    r.vector = env("KILN_GPU_ROW_VECTOR", 1) != 0;
+    return r;
+  }();
+  return t;
+}
+
+// Fuses the (pure or reduction) vars of stage s, innermost first, into one loop and returns it.
+template <typename V>
+V fuse_all(Stage s, const std::vector<V>& vars) {
+  V cur = vars.at(0);
   for (size_t i = 1; i < vars.size(); ++i) {
-    Var next(cur.name() + "_" + vars[i].name());
+    V next(cur.name() + "_" + vars[i].name());
     s.fuse(cur, vars[i], next);
     cur = next;
   }
@@ -40,32 +61,20 @@ void thread_per_point(Stage s, const std::vector<Var>& vars) {
     s.gpu_single_thread();
     return;
   }
-  VarOrRVar all = fuse_all(s, vars);
-  s.gpu_tile(all.var, bx, tx, kThreads, kGuard);
+  s.gpu_tile(fuse_all(s, vars), bx, tx, kThreads, kGuard);
 }
 
-// Merges f's reduction vars into one (innermost first), so it can be split.
-RVar merged_rvar(Stage s, const std::vector<RVar>& r) {
-  RVar cur = r[0];
-  for (size_t i = 1; i < r.size(); ++i) {
-    RVar next(cur.name() + "_" + r[i].name());
-    s.fuse(cur, r[i], next);
-    cur = next;
-  }
-  return cur;
-}
-
-// g computed per row inside a block of kThreads threads at loop `row` of f: per-thread partials
+// g computed per row inside a block of row_tuning().threads threads at loop `row` of f: per-thread partials
 // (each thread strides the row), then kWarp partials, then one thread. Reductions Halide cannot
 // split (not provably associative) run serially in one thread.
-void block_reduction(Func g, Func f, VarOrRVar row) {
-  LoopLevel at = row.is_rvar ? LoopLevel(f, row.rvar) : LoopLevel(f, row.var);
+void block_reduction(Func g, Func f, Var row) {
+  LoopLevel at(f, row);
   g.compute_at(at);
   if (g.num_update_definitions() != 1) return;
   try {
-    RVar r = merged_rvar(g.update(), g.rvars()), ro("ro"), ri("ri"), rio("rio"), rii("rii");
+    RVar r = fuse_all(g.update(), g.rvars()), ro("ro"), ri("ri"), rio("rio"), rii("rii");
     Var u("u"), w("w");
-    Func partials = g.update().split(r, ro, ri, kThreads, kGuard).rfactor(ri, u);
+    Func partials = g.update().split(r, ro, ri, row_tuning().threads, kGuard).rfactor(ri, u);
     Func warp = g.update().split(ri, rio, rii, kWarp, kGuard).rfactor(rii, w);
     partials.compute_at(at).gpu_threads(u);
     partials.update().reorder(ro, u).gpu_threads(u);
@@ -87,7 +96,7 @@ void full_reduction(Func g, int64_t length) {
   if (g.num_update_definitions() != 1) return;
   try {
     int64_t first = std::clamp<int64_t>(length / 16, kThreads, kFullPartials);
-    RVar r = merged_rvar(g.update(), g.rvars()), ro("ro"), ri("ri"), rio("rio"), rii("rii");
+    RVar r = fuse_all(g.update(), g.rvars()), ro("ro"), ri("ri"), rio("rio"), rii("rii");
     Var u("u"), w("w");
     Func partials = g.update().split(r, ro, ri, int(first), kGuard).rfactor(ri, u);
     Func second = g.update().split(ri, rio, rii, kThreads, kGuard).rfactor(rii, w);
@@ -109,7 +118,7 @@ void column_reduction(Func g, int64_t kept, int64_t length) {
   g.compute_root();
   if (g.num_update_definitions() == 1 && kept < kFewColumns && length >= 4 * kColumnChunk) {
     try {
-      RVar r = merged_rvar(g.update(), g.rvars()), ro("ro"), ri("ri");
+      RVar r = fuse_all(g.update(), g.rvars()), ro("ro"), ri("ri");
       Var p("p");
       Func chunks = g.update().split(r, ro, ri, int(kColumnChunk), kGuard).rfactor(ro, p);
       std::vector<Var> cv = pure_vars(chunks);  // g's vars, then p
@@ -123,22 +132,32 @@ void column_reduction(Func g, int64_t kept, int64_t length) {
   for (int u = 0; u < g.num_update_definitions(); ++u) thread_per_point(g.update(u), v);
 }
 
-bool innermost_static_multiple_of_4(const Graph& g, int value) {
+// Consecutive elements per thread for `value`: up to 4, so that no load or store of the region
+// is wider than 16 bytes (PTX's widest), when its innermost dim is a static multiple of that;
+// else 1. Regions with 8-byte values are not vectorized: Halide 14 + LLVM 14's NVPTX backend
+// crashed compiling arange(16) in i64 with 2 lanes (tests/schedules/test_gpu_schedule.cpp).
+int vector_lanes(const Graph& g, const Region& r, int value) {
+  size_t widest = 1;
+  for (int n : r.nodes) {
+    for (int v : g.nodes[size_t(n)].inputs) widest = std::max(widest, itemsize(g.values[size_t(v)].meta.dtype));
+    for (int v : g.nodes[size_t(n)].outputs) widest = std::max(widest, itemsize(g.values[size_t(v)].meta.dtype));
+  }
+  int lanes = widest >= 8 ? 1 : int(std::min<size_t>(4, 16 / widest));
   const Value& val = g.values[size_t(value)];
-  if (val.sym.empty()) return false;
+  if (val.sym.empty() || lanes < 2) return 1;
   SymDim d = g.shape_env->canonical(val.sym.back());
-  return d.is_static() && d.coeff >= 4 && d.coeff % 4 == 0;
+  return d.is_static() && d.coeff >= lanes && d.coeff % lanes == 0 ? lanes : 1;
 }
 
-void pointwise(Func f, bool vector4) {
+void pointwise(Func f, int lanes) {
   std::vector<Var> v = pure_vars(f);
   if (v.empty()) {
     f.gpu_single_thread();
     return;
   }
-  if (vector4) {
+  if (lanes > 1) {
     Var xo("xo"), xi("xi");
-    f.split(v[0], xo, xi, 4, kGuard).vectorize(xi);
+    f.split(v[0], xo, xi, lanes, kGuard).vectorize(xi);
     v[0] = xo;
   }
   thread_per_point(f, v);
@@ -149,7 +168,7 @@ void pointwise(Func f, bool vector4) {
 // read from there. Returns false when Halide refuses the wrapper (the schedule stays valid).
 bool stage_rows_in_shared_memory(const ScheduleRoot& root, const std::vector<Halide::ImageParam>& inputs,
                                  Var row, int64_t length) {
-  if (length > kRowCacheMax) return false;
+  if (length > kRowCacheMax || !row_tuning().stage) return false;
   std::vector<Func> readers{root.func};
   readers.insert(readers.end(), root.inner.begin(), root.inner.end());
   readers.insert(readers.end(), root.inlined.begin(), root.inlined.end());
@@ -164,9 +183,10 @@ bool stage_rows_in_shared_memory(const ScheduleRoot& root, const std::vector<Hal
       ImageParam param = p;
       Func cached = param.in(direct);
       Var co("co"), ci("ci"), ct("ct"), cv("cv");
+      int lanes = param.type().bytes() >= 8 ? 1 : std::min(4, 16 / param.type().bytes());
       cached.compute_at(root.func, row)
-          .split(cached.args()[0], co, ci, 4 * kThreads, kGuard)
-          .split(ci, ct, cv, 4, kGuard)
+          .split(cached.args()[0], co, ci, lanes * row_tuning().threads, kGuard)
+          .split(ci, ct, cv, lanes, kGuard)
           .vectorize(cv)
           .gpu_threads(ct);
       staged = true;
@@ -191,19 +211,19 @@ int64_t row_length(const Graph& g, int value) {
   return s.empty() ? 1 : s.back();
 }
 
-void schedule_root(const Graph& g, const ScheduleRoot& root, const LoweredRegion& lowered) {
+void schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, const LoweredRegion& lowered) {
   Func f = root.func;
   f.compute_root();
   const Shape& shape = g.values[size_t(root.value)].meta.shape;
   std::vector<Var> v = pure_vars(f);
   Reduces kind = root.inner.empty() ? Reduces::nothing : reduction_kind(g, root.value);
   if (kind == Reduces::nothing) {
-    pointwise(f, innermost_static_multiple_of_4(g, root.value));
+    pointwise(f, vector_lanes(g, r, root.value));
     for (Func inner : root.inner) on_one_thread(inner);  // no such op lowers on CUDA; kept off the host
     return;
   }
   if (kind == Reduces::columns) {
-    pointwise(f, false);
+    pointwise(f, 1);
     for (Func inner : root.inner) column_reduction(inner, numel(shape), reduction_length(g, root.value));
     return;
   }
@@ -228,32 +248,38 @@ void schedule_root(const Graph& g, const ScheduleRoot& root, const LoweredRegion
   if (length <= kThreadPerRowMax) {
     // One thread per row; a row-wise output's row loop runs inside the thread.
     Var bx("bx"), tx("tx");
-    VarOrRVar all = fuse_all(f, rows);
-    f.gpu_tile(all.var, bx, tx, kThreads, kGuard);
+    f.gpu_tile(fuse_all(f, rows), bx, tx, kThreads, kGuard);
     if (row_wise) f.reorder(v[0], tx, bx);
     for (Func inner : root.inner) inner.compute_at(f, tx);
     return;
   }
-  VarOrRVar row = fuse_all(f, rows);
+  Var row = fuse_all(f, rows);
   if (row_wise) {  // each thread writes 4 consecutive elements per step when the row allows
     Var co("co"), ci("ci"), ct("ct"), cv("cv");
-    if (length % 4 == 0 && innermost_static_multiple_of_4(g, root.value)) {
-      f.split(v[0], co, ci, 4 * kThreads, kGuard).split(ci, ct, cv, 4, kGuard).vectorize(cv);
-      f.reorder(cv, ct, co, row.var).gpu_threads(ct);
+    const int threads = row_tuning().threads;
+    if (int lanes = vector_lanes(g, r, root.value); row_tuning().vector && lanes > 1 && length % lanes == 0) {
+      f.split(v[0], co, ci, lanes * threads, kGuard).split(ci, ct, cv, lanes, kGuard).vectorize(cv);
+      f.reorder(cv, ct, co, row).gpu_threads(ct);
     } else {
-      f.split(v[0], co, ci, kThreads, kGuard).reorder(ci, co, row.var).gpu_threads(ci);
+      f.split(v[0], co, ci, threads, kGuard).reorder(ci, co, row).gpu_threads(ci);
     }
   }
-  f.gpu_blocks(row.var);
+  f.gpu_blocks(row);
   for (Func inner : root.inner) block_reduction(inner, f, row);
-  if (row_wise) stage_rows_in_shared_memory(root, lowered.inputs, row.var, length);
+  if (row_wise) stage_rows_in_shared_memory(root, lowered.inputs, row, length);
 }
 
 }  // namespace
 
+std::string gpu_schedule_tuning() {
+  const RowTuning& t = row_tuning();
+  return "row_threads=" + std::to_string(t.threads) + ",row_stage=" + std::to_string(t.stage) +
+         ",row_vector=" + std::to_string(t.vector);
+}
+
 void schedule_gpu(const Graph& g, const Region& r, LoweredRegion& lowered) {
   KILN_CHECK(lowered.gemms.empty(), "kiln GPU schedule: a GEMM was lowered into a CUDA pipeline");
-  for (const ScheduleRoot& root : schedule_roots(r, lowered)) schedule_root(g, root, lowered);
+  for (const ScheduleRoot& root : schedule_roots(r, lowered)) schedule_root(g, r, root, lowered);
 }
 
 }  // namespace kiln

@@ -12,10 +12,18 @@
 //               pass, then one thread.
 // Matmuls are not lowered on CUDA: they run as cuBLAS steps between pipelines.
 #pragma once
+#include <string>
+
 #include "schedules/lower_region.h"
 
 namespace kiln {
 
 void schedule_gpu(const Graph& g, const Region& r, LoweredRegion& lowered);
+
+// The row schedule's tunables, for schedule experiments (`kiln bench gpu` with these set):
+// KILN_GPU_ROW_THREADS (threads per block, default 256), KILN_GPU_ROW_STAGE (stage input rows in
+// shared memory, default 1), KILN_GPU_ROW_VECTOR (4 consecutive elements per thread, default 1).
+// Their values as text, part of the disk cache's key of CUDA graphs.
+std::string gpu_schedule_tuning();
 
 }  // namespace kiln

@@ -296,7 +296,8 @@ std::string graph_key(const Graph& g, const BackendOptions& options) {
     for (int64_t st : v.strides) os << st << ',';
     os << '@' << v.offset << ']';
   }
-  return cache_key({os.str(), options.scheduler, aot_target(graph_on_cuda(g)).to_string()});
+  bool cuda = graph_on_cuda(g);
+  return cache_key({os.str(), options.scheduler, aot_target(cuda).to_string(), cuda ? gpu_schedule_tuning() : ""});
 }
 
 // Compiles the regions into one shared library in the disk cache (unless it is there already)

@@ -3,7 +3,8 @@
 # libraries and programs, runs the CUDA tests, `kiln bench gpu`, PyTorch's side
 # (bench/torch/bench_torch.py) and `kiln demo --device cuda`, and merges kiln's and PyTorch's
 # numbers into h200-DATE.json and its table. Every step's output goes to RESULTS_DIR.
-# KILN_GPU_STEPS picks steps (default tests,kiln,torch,demo); KILN_TORCH_ARGS passes options to
+# KILN_GPU_STEPS picks steps (default tests,kiln,torch,demo; also sweep: the row schedule's
+# tunables on softmax and layer_norm); KILN_TORCH_ARGS passes options to
 # bench_torch.py (e.g. --skip-max-autotune).
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -33,6 +34,12 @@ want tests && {
 } 2>&1 | tee "$out/h200-tests-$date.txt"
 log=$out/gpu-run-$date.log
 want kiln && step "$bin/kiln" bench gpu --json "$out/kiln-gpu.json" 2>&1 | tee -a "$log"
+# The row schedule's tunables (schedules/gpu_schedule.h) on softmax and layer_norm rows.
+want sweep && for threads in 128 256 512 1024; do for stage in 0 1; do for vector in 0 1; do
+  echo "== sweep threads=$threads stage=$stage vector=$vector"
+  KILN_GPU_ROW_THREADS=$threads KILN_GPU_ROW_STAGE=$stage KILN_GPU_ROW_VECTOR=$vector \
+    "$bin/kiln" bench gpu --filter _rows 2>&1 | grep -E "_rows|error"
+done; done; done 2>&1 | tee -a "$log"
 want torch && (cd "$root" && step python3 bench/torch/bench_torch.py --json "$out/torch-gpu.json" ${KILN_TORCH_ARGS:-}) 2>&1 | tee -a "$log"
 [ -e "$out/kiln-gpu.json" ] && [ -e "$out/torch-gpu.json" ] && (cd "$root" && step python3 bench/torch/merge_h200.py --kiln "$out/kiln-gpu.json" --torch "$out/torch-gpu.json" \
   --out "$out/h200-$date.json" --table "$out/h200-$date.md") 2>&1 | tail -40

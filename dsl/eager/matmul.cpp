@@ -163,14 +163,9 @@ void run_eigen(const Tensor& a, const Tensor& b, const Tensor& out, const GemmPr
   }
 }
 
-// Batches of GEMMs that the plan leaves as host loops (rare: batch dims that do not merge) loop
-// here too; every GEMM is queued on the stream without waiting.
-Tensor run_cublas(Tensor a, Tensor b, const Tensor& out) {
-  Shape out_batch(out.shape().begin(),
-                  out.shape().begin() + std::max<int64_t>(0, out.dim() - (a.dim() >= 2) - (b.dim() >= 2)));
-  Plan plan = plan_gemm(a, b, out_batch);
-  if (!cublas_operand_ok(plan.p.a, plan.p.m, plan.p.k)) plan = plan_gemm(a = a.contiguous(), b, out_batch);
-  if (!cublas_operand_ok(plan.p.b, plan.p.k, plan.p.n)) plan = plan_gemm(a, b = b.contiguous(), out_batch);
+// Calls gemm(offset of a, of b, of out) once per GEMM of the plan's host loops.
+template <typename F>
+void for_each_gemm(const Plan& plan, F&& gemm) {
   std::vector<int64_t> counter(plan.outer_extent.size(), 0);
   int64_t total = 1;
   for (int64_t e : plan.outer_extent) total *= e;
@@ -178,9 +173,22 @@ Tensor run_cublas(Tensor a, Tensor b, const Tensor& out) {
     int64_t off[3] = {0, 0, 0};
     for (size_t j = 0; j < counter.size(); ++j)
       for (int s = 0; s < 3; ++s) off[s] += counter[j] * plan.outer_stride[j][s];
-    cublas_gemm(a, b, out, plan.p, off[0], off[1], off[2]);
+    gemm(off[0], off[1], off[2]);
     for (size_t j = 0; j < counter.size() && ++counter[j] == plan.outer_extent[j]; ++j) counter[j] = 0;
   }
+}
+
+Shape batch_of(const Shape& out, const Tensor& a, const Tensor& b) {
+  return Shape(out.begin(), out.begin() + std::max<int64_t>(0, int64_t(out.size()) - (a.dim() >= 2) - (b.dim() >= 2)));
+}
+
+// On CUDA every GEMM (one per host iteration of the plan) is queued on the stream, no waiting.
+Tensor run_cublas(Tensor a, Tensor b, const Tensor& out) {
+  Shape out_batch = batch_of(out.shape(), a, b);
+  Plan plan = plan_gemm(a, b, out_batch);
+  if (!cublas_operand_ok(plan.p.a, plan.p.m, plan.p.k)) plan = plan_gemm(a = a.contiguous(), b, out_batch);
+  if (!cublas_operand_ok(plan.p.b, plan.p.k, plan.p.n)) plan = plan_gemm(a, b = b.contiguous(), out_batch);
+  for_each_gemm(plan, [&](int64_t oa, int64_t ob, int64_t oc) { cublas_gemm(a, b, out, plan.p, oa, ob, oc); });
   return out;
 }
 
@@ -208,26 +216,13 @@ TensorList run_matmul(const OpDef& def, const TensorList& in, const Attrs& attrs
   }
   if (cuda) return {convert(run_cublas(a, b, out), om.dtype)};
 
-  Shape out_batch(om.shape.begin(), om.shape.begin() + std::max<int64_t>(0, int64_t(om.shape.size()) -
-                                                                             (a.dim() >= 2) - (b.dim() >= 2)));
-  Plan plan = plan_gemm(a, b, out_batch);
+  Plan plan = plan_gemm(a, b, batch_of(om.shape, a, b));
   bool eigen = use_eigen(plan.p);
-  std::vector<int64_t> counter(plan.outer_extent.size(), 0);
-  int64_t total = 1;
-  for (int64_t e : plan.outer_extent) total *= e;
-  for (int64_t it = 0; it < total; ++it) {
-    int64_t off[3] = {0, 0, 0};
-    for (size_t j = 0; j < counter.size(); ++j)
-      for (int s = 0; s < 3; ++s) off[s] += counter[j] * plan.outer_stride[j][s];
-    if (!eigen) {
-      run_halide(a, b, out, plan.p, off[0], off[1], off[2]);
-    } else if (kt == DType::f32) {
-      run_eigen<float>(a, b, out, plan.p, off[0], off[1], off[2]);
-    } else {
-      run_eigen<double>(a, b, out, plan.p, off[0], off[1], off[2]);
-    }
-    for (size_t j = 0; j < counter.size() && ++counter[j] == plan.outer_extent[j]; ++j) counter[j] = 0;
-  }
+  for_each_gemm(plan, [&](int64_t oa, int64_t ob, int64_t oc) {
+    if (!eigen) run_halide(a, b, out, plan.p, oa, ob, oc);
+    else if (kt == DType::f32) run_eigen<float>(a, b, out, plan.p, oa, ob, oc);
+    else run_eigen<double>(a, b, out, plan.p, oa, ob, oc);
+  });
   return {convert(out, om.dtype)};
 }
 

@@ -2,8 +2,10 @@
 // ops (support/fuzz_program.h) run on CUDA tensors must match the same programs on the CPU,
 // eagerly (every eager CUDA kernel in many combinations of shapes, strides, broadcasts and dtypes)
 // and compiled by the halide backend (kiln's GPU schedules); so must every zoo model, compiled on
-// CUDA. KILN_FUZZ_PROGRAMS sets the number of eager programs (default 300; a fifth are compiled).
+// CUDA. KILN_FUZZ_PROGRAMS sets the number of eager programs (default 300; a fifth are compiled),
+// KILN_FUZZ_FIRST_SEED the first seed, KILN_FUZZ_PRINT=1 prints each program before it runs.
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 
 #include "cuda/cuda_available.h"
@@ -16,9 +18,18 @@ using namespace kiln::test;
 
 namespace {
 
-int program_count() {
-  const char* v = std::getenv("KILN_FUZZ_PROGRAMS");
-  return v ? std::atoi(v) : 300;
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v ? std::atoi(v) : fallback;
+}
+
+int program_count() { return env_int("KILN_FUZZ_PROGRAMS", 300); }
+
+// The program of `seed`, printed first when KILN_FUZZ_PRINT is set (a crash then names it).
+FuzzProgram program(int seed, const FuzzConfig& c) {
+  FuzzProgram p = generate_program(uint64_t(seed), c);
+  if (env_int("KILN_FUZZ_PRINT", 0)) std::cout << program_to_cpp(p) << std::endl;
+  return p;
 }
 
 TensorList on_cuda(const TensorList& xs) {
@@ -43,19 +54,19 @@ FuzzConfig config() {
   return c;
 }
 
-}  // namespace
-
-BOOST_AUTO_TEST_CASE(eager_cuda_programs_match_the_cpu, *needs_cuda()) {
-  int failures = 0, n = program_count();
-  for (int seed = 0; seed < n && failures < 5; ++seed) {
-    FuzzProgram p = generate_program(uint64_t(seed), config());
+// Runs `run` (the outputs on CUDA of one program) on n programs from `first` on, against the
+// programs on the CPU; reports the first five that differ or fail, with their C++.
+void check_programs(int first, int n, const std::function<TensorList(const FuzzProgram&, int, const TensorList&)>& run) {
+  int failures = 0;
+  for (int seed = first; seed < first + n && failures < 5; ++seed) {
+    FuzzProgram p = program(seed, config());
     TensorList xs = make_inputs(p, uint64_t(seed) + 1);
     std::string d;
     try {
       manual_seed(7);
       TensorList want = run_program(p, xs);
       manual_seed(7);
-      d = compare(p, run_program(p, on_cuda(xs)), want);
+      d = compare(p, run(p, seed, on_cuda(xs)), want);
     } catch (const std::exception& e) {
       d = std::string("error: ") + e.what();
     }
@@ -66,27 +77,20 @@ BOOST_AUTO_TEST_CASE(eager_cuda_programs_match_the_cpu, *needs_cuda()) {
   }
 }
 
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(eager_cuda_programs_match_the_cpu, *needs_cuda()) {
+  check_programs(env_int("KILN_FUZZ_FIRST_SEED", 0), program_count(),
+                 [](const FuzzProgram& p, int, const TensorList& xs) { return run_program(p, xs); });
+}
+
 BOOST_AUTO_TEST_CASE(compiled_cuda_programs_match_the_cpu, *needs_cuda()) {
-  int failures = 0, n = std::max(1, program_count() / 5);
-  for (int seed = 1000; seed < 1000 + n && failures < 5; ++seed) {
-    FuzzProgram p = generate_program(uint64_t(seed), config());
-    TensorList xs = make_inputs(p, uint64_t(seed) + 1);
-    std::string d;
-    try {
-      manual_seed(7);
-      TensorList want = run_program(p, xs);
-      auto f = compile([&p](std::vector<Tensor> v) { return run_program(p, v); },
-                       {.backend = "halide", .name = "cuda_fuzz_" + std::to_string(seed)});
-      manual_seed(7);
-      d = compare(p, f(on_cuda(xs)), want);
-    } catch (const std::exception& e) {
-      d = std::string("error: ") + e.what();
-    }
-    if (!d.empty()) {
-      ++failures;
-      BOOST_ERROR("seed " << seed << ": " << d << "\n" << program_to_cpp(p));
-    }
-  }
+  check_programs(1000 + env_int("KILN_FUZZ_FIRST_SEED", 0), std::max(1, program_count() / 5),
+                 [](const FuzzProgram& p, int seed, const TensorList& xs) {
+                   auto f = compile([&p](std::vector<Tensor> v) { return run_program(p, v); },
+                                    {.backend = "halide", .name = "cuda_fuzz_" + std::to_string(seed)});
+                   return f(xs);
+                 });
 }
 
 BOOST_AUTO_TEST_CASE(zoo_models_compiled_on_cuda_match_the_cpu, *needs_cuda()) {

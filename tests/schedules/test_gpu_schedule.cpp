@@ -7,10 +7,13 @@
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>
+#include <iostream>
 #include <fstream>
 #include <sstream>
 #include <unistd.h>
 
+#include "bench/zoo.h"
+#include "graph/backend.h"
 #include "graph/graph.h"
 #include "schedules/fusion.h"
 #include "schedules/gpu_schedule.h"
@@ -52,6 +55,11 @@ std::vector<std::string> compile_for_cuda(Graph& g, const std::string& what) {
   int index = 0;
   for (PlannedStep& step : plan_fusion(g)) {
     if (step.node >= 0) continue;
+    if (std::getenv("KILN_DEBUG_GPU_TEST")) {
+      std::cerr << "region " << index << ":";
+      for (int n : step.region.nodes) std::cerr << " " << g.nodes[size_t(n)].op->name << value_type_str(g.values[size_t(g.nodes[size_t(n)].outputs[0])]);
+      std::cerr << std::endl;
+    }
     LoweredRegion lowered = lower_region(g, step.region);
     Halide::Pipeline p(lowered.outputs);
     schedule_gpu(g, step.region, lowered);
@@ -85,7 +93,52 @@ void check_on_device(Graph& g, const std::string& what) {
   }
 }
 
+// A backend that keeps every graph it is given and runs it op by op: captures a model's graphs on
+// the CPU, to compile them for CUDA here.
+class KeepGraphs final : public Backend {
+ public:
+  std::vector<Graph> graphs;
+  std::string_view name() const override { return "keep_graphs"; }
+  std::shared_ptr<CompiledGraph> compile(std::shared_ptr<const Graph> g, const BackendOptions& o) override {
+    graphs.push_back(*g);
+    return backend("eager").compile(g, o);
+  }
+};
+
+KeepGraphs& keep_graphs() {
+  static auto* b = [] {
+    auto k = std::make_shared<KeepGraphs>();
+    register_backend(k);
+    return k.get();
+  }();
+  return *b;
+}
+
+// The graph with every value moved to cuda:0, as if the model had been traced there.
+Graph on_cuda(Graph g) {
+  for (Value& v : g.values) v.meta.device = kCuda;
+  for (GraphNode& n : g.nodes)
+    if (n.attrs.has("device")) n.attrs.set("device", std::string("cuda:0"));
+  return g;
+}
+
 }  // namespace
+
+BOOST_AUTO_TEST_CASE(zoo_models_compile_for_cuda) {
+  NoGradGuard no_grad;
+  for (const std::string& name : zoo::zoo_names()) {
+    keep_graphs().graphs.clear();
+    zoo::ZooModel m = zoo::make_zoo_model(name, zoo::ZooSize::bench);
+    CompiledFunction<std::vector<Tensor>(std::vector<Tensor>)> f(
+        [&m](std::vector<Tensor> v) { return m.forward(v); }, {.backend = "keep_graphs"}, m.module.get());
+    f(m.make_inputs());
+    BOOST_TEST_REQUIRE(!keep_graphs().graphs.empty());
+    for (Graph& g : keep_graphs().graphs) {
+      Graph cuda = on_cuda(g);
+      check_on_device(cuda, name);
+    }
+  }
+}
 
 BOOST_AUTO_TEST_CASE(pointwise_chains) {
   for (Shape s : {Shape{1024, 1024}, Shape{37, 53}, Shape{7}, Shape{}}) {
@@ -118,6 +171,18 @@ BOOST_AUTO_TEST_CASE(row_ops_and_row_reductions) {
   int a = b.op("argmax", {x}, {{"dims", std::vector<int64_t>{1}}, {"keepdim", false}});
   b.g.outputs = {ln, s, v, l, a};
   check_on_device(b.g, "layer_norm, sum, var, logsumexp, argmax over rows");
+}
+
+BOOST_AUTO_TEST_CASE(short_rows_run_a_thread_per_row) {  // tiny_gpt's sizes
+  Builder b;
+  int x = b.input({4, 16, 64}), w = b.input({64}), bias = b.input({64});
+  int ln = b.op("layer_norm", {x, w, bias}, {{"normalized_shape", std::vector<int64_t>{64}}, {"eps", 1e-5}});
+  int s = b.input({4, 4, 16, 16});
+  int sm = b.op("softmax", {b.op("mul", {s, b.scalar(0.25)})}, {{"dim", int64_t(-1)}});
+  int logits = b.input({4, 16, 11});
+  int ls = b.op("log_softmax", {logits}, {{"dim", int64_t(-1)}});
+  b.g.outputs = {ln, sm, ls};
+  check_on_device(b.g, "layer_norm over 64, softmax over 16 and 11");
 }
 
 BOOST_AUTO_TEST_CASE(column_and_full_reductions) {
