@@ -1,7 +1,5 @@
 // `kiln`: the command line. `kiln demo` is the main job; `kiln bench ops` measures the op
 // library. Run `kiln help` for the list.
-#include <execinfo.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <climits>
@@ -12,6 +10,7 @@
 #include <vector>
 
 #include "bench/commands.h"
+#include "bench/crash_stack.h"
 #include "dsl/error.h"
 
 namespace {
@@ -76,22 +75,11 @@ kiln::bench::BenchOptions parse_bench_options(const std::vector<std::string>& ar
   return o;
 }
 
-// On a crash, the stack as offsets into the binary (addr2line -e kiln 0x... names them, also for
-// a stripped copy of the same build), then the default action.
-void on_crash(int sig) {
-  const char header[] = "kiln: fatal signal; stack:\n";
-  (void)!::write(STDERR_FILENO, header, sizeof header - 1);
-  void* frames[64];
-  ::backtrace_symbols_fd(frames, ::backtrace(frames, 64), STDERR_FILENO);
-  ::signal(sig, SIG_DFL);
-  ::raise(sig);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines reach a pipe as they are printed
-  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::signal(sig, on_crash);
+  kiln::bench::print_stack_on_crash();
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
     std::fputs(kUsage, args.empty() ? stderr : stdout);

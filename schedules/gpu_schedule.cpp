@@ -24,7 +24,7 @@ const TailStrategy kGuard = TailStrategy::GuardWithIf;
 
 struct RowTuning {
   int threads = kThreads;
-  bool stage = true, vector = true;
+  bool stage = false, vector = false;
 };
 
 const RowTuning& row_tuning() {
@@ -35,8 +35,8 @@ const RowTuning& row_tuning() {
       return v && *v ? std::atoi(v) : fallback;
     };
     r.threads = std::clamp(env("KILN_GPU_ROW_THREADS", kThreads), kWarp, 1024);
-    r.stage = env("KILN_GPU_ROW_STAGE", 1) != 0;
-    r.vector = env("KILN_GPU_ROW_VECTOR", 1) != 0;
+    r.stage = env("KILN_GPU_ROW_STAGE", 0) != 0;
+    r.vector = env("KILN_GPU_ROW_VECTOR", 0) != 0;
     return r;
   }();
   return t;

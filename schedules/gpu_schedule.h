@@ -22,7 +22,7 @@ void schedule_gpu(const Graph& g, const Region& r, LoweredRegion& lowered);
 
 // The row schedule's tunables, for schedule experiments (`kiln bench gpu` with these set):
 // KILN_GPU_ROW_THREADS (threads per block, default 256), KILN_GPU_ROW_STAGE (stage input rows in
-// shared memory, default 1), KILN_GPU_ROW_VECTOR (4 consecutive elements per thread, default 1).
+// shared memory, default 0), KILN_GPU_ROW_VECTOR (4 consecutive elements per thread, default 0).
 // Their values as text, part of the disk cache's key of CUDA graphs.
 std::string gpu_schedule_tuning();
 

@@ -59,6 +59,7 @@ Tensor random_view(const Shape& shape, DType dtype, uint64_t seed, const std::st
 }
 
 std::vector<double> host_values(const Tensor& t) {
+  if (!t.device().is_cpu()) return host_values(t.to(Device::cpu()));
   std::vector<double> out;
   out.reserve(size_t(t.numel()));
   const void* base = t.storage()->data;

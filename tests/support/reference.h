@@ -19,7 +19,8 @@ Tensor random_tensor(const Shape& shape, DType dtype, uint64_t seed, double lo =
 // tensor along each dim), "expanded" (size-1 dims of `base` broadcast to `shape`).
 Tensor random_view(const Shape& shape, DType dtype, uint64_t seed, const std::string& kind);
 
-// All values in row-major order, read through the tensor's strides with plain host code.
+// All values in row-major order, read through the tensor's strides with plain host code (a CUDA
+// tensor is copied to the host first).
 std::vector<double> host_values(const Tensor& t);
 
 // Row-major multi-index iteration over a shape.
