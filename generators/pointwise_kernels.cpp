@@ -3,6 +3,7 @@
 // broadcast (stride 0); the output may be a strided view. Dense inner strides and large sizes get
 // specialized vectorized and parallel loops.
 #include "dsl/halide_def.h"
+#include "dsl/ops/math_functions.h"
 #include "generators/kernel_params.h"
 
 namespace kiln {
@@ -47,8 +48,12 @@ class PointwiseKernel : public Generator<PointwiseKernel> {
     Func out = *out_;
     out(v) = store_value(def.pointwise(values, a), out_dtype_);
     out_->dim(0).set_stride(Expr());  // outputs may be views (cat writes into slices)
-    if (get_target().has_gpu_feature()) schedule_gpu(out, v);
-    else schedule(out, v);
+    if (get_target().has_gpu_feature()) {
+      use_libdevice_math({out});
+      schedule_gpu(out, v);
+    } else {
+      schedule(out, v);
+    }
   }
 
  private:

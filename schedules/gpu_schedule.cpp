@@ -70,7 +70,7 @@ void thread_per_point(Stage s, const std::vector<Var>& vars) {
 void block_reduction(Func g, Func f, Var row) {
   LoopLevel at(f, row);
   g.compute_at(at);
-  if (g.num_update_definitions() != 1) return;
+  if (g.num_update_definitions() != 1 || g.rvars().empty()) return;
   try {
     RVar r = fuse_all(g.update(), g.rvars()), ro("ro"), ri("ri"), rio("rio"), rii("rii");
     Var u("u"), w("w");
@@ -94,6 +94,10 @@ void on_one_thread(Func g) {
 void full_reduction(Func g, int64_t length) {
   g.compute_root().gpu_single_thread();
   if (g.num_update_definitions() != 1) return;
+  if (g.rvars().empty()) {
+    g.update().gpu_single_thread();
+    return;
+  }
   try {
     int64_t first = std::clamp<int64_t>(length / 16, kThreads, kFullPartials);
     RVar r = fuse_all(g.update(), g.rvars()), ro("ro"), ri("ri"), rio("rio"), rii("rii");
@@ -116,7 +120,7 @@ void full_reduction(Func g, int64_t length) {
 void column_reduction(Func g, int64_t kept, int64_t length) {
   std::vector<Var> v = pure_vars(g);
   g.compute_root();
-  if (g.num_update_definitions() == 1 && kept < kFewColumns && length >= 4 * kColumnChunk) {
+  if (g.num_update_definitions() == 1 && !g.rvars().empty() && kept < kFewColumns && length >= 4 * kColumnChunk) {
     try {
       RVar r = fuse_all(g.update(), g.rvars()), ro("ro"), ri("ri");
       Var p("p");

@@ -14,6 +14,7 @@
 
 #include "dsl/dispatch.h"
 #include "dsl/error.h"
+#include "dsl/ops/math_functions.h"
 #include "graph/backend.h"
 #include "graph/logs.h"
 #include "schedules/autoschedulers.h"
@@ -273,6 +274,7 @@ void dump_region(const Step& s, const std::string& name) {
 // Lowers and schedules one region into s.pipeline.
 void build_region(const Graph& g, Step& s, const BackendOptions& options, int index) {
   s.lowered = lower_region(g, s.region);
+  if (s.cuda) use_libdevice_math(s.lowered.outputs);
   s.pipeline = Halide::Pipeline(s.lowered.outputs);
   schedule(g, s, options.scheduler);
   std::string name = options.label + ".region_" + std::to_string(index);
@@ -380,7 +382,7 @@ class HalideBackend final : public Backend {
       }
       return std::make_shared<HalideGraph>(std::move(g), std::move(steps), std::move(library));
     }
-    KILN_CHECK(!graph_on_cuda(*g), "halide backend: CUDA graphs are compiled through the disk cache, which "
+    KILN_CHECK(!any_region || !graph_on_cuda(*g), "halide backend: CUDA graphs are compiled through the disk cache, which "
                "KILN_CACHE=0 turns off (point KILN_CACHE_DIR at a scratch folder instead)");
     int index = 0;
     for (Step& s : steps) {

@@ -192,7 +192,9 @@ def main():
     p.add_argument("--out", required=True, help="merged JSON, e.g. bench/results/h200-YYYY-MM-DD.json")
     p.add_argument("--table", help="also write the Markdown tables here")
     args = p.parse_args()
-    report = merge(load(args.kiln), load(args.torch), {"kiln": args.kiln, "torch": args.torch})
+    # File names only: the folder is the machine's own business.
+    report = merge(load(args.kiln), load(args.torch),
+                   {"kiln": os.path.basename(args.kiln), "torch": os.path.basename(args.torch)})
     with open(args.out + ".tmp", "w") as f:
         json.dump(report, f, indent=2)
         f.write("\n")

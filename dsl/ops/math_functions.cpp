@@ -1,6 +1,8 @@
 #include "dsl/ops/math_functions.h"
 
 #include <cmath>
+#include <map>
+#include <string>
 #include <vector>
 
 namespace kiln {
@@ -94,5 +96,30 @@ Expr tanh_expr(Expr x) {
 
 Expr sin_expr(Expr x) { return sin_cos(x, false); }
 Expr cos_expr(Expr x) { return sin_cos(x, true); }
+
+namespace {
+
+class LibdeviceMath : public Internal::IRMutator {
+  using IRMutator::visit;
+  Expr visit(const Internal::Call* op) override {
+    Expr e = IRMutator::visit(op);
+    const auto* c = e.as<Internal::Call>();
+    if (c && c->call_type == Internal::Call::PureExtern && c->name == "erf" && c->type == Float(64))
+      return Internal::Call::make(c->type, "__nv_erf", c->args, Internal::Call::PureExtern);
+    return e;
+  }
+};
+
+}  // namespace
+
+void use_libdevice_math(const std::vector<Func>& outputs) {
+  std::map<std::string, Internal::Function> all;
+  for (const Func& f : outputs) {
+    all.emplace(f.name(), f.function());
+    for (const auto& [name, fn] : Internal::find_transitive_calls(f.function())) all.emplace(name, fn);
+  }
+  LibdeviceMath m;
+  for (auto& [name, fn] : all) fn.mutate(&m);
+}
 
 }  // namespace kiln

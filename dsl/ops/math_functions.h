@@ -5,11 +5,18 @@
 #pragma once
 #include <Halide.h>
 
+#include <vector>
+
 namespace kiln {
 
 Halide::Expr erf_expr(Halide::Expr x);
 Halide::Expr tanh_expr(Halide::Expr x);
 Halide::Expr sin_expr(Halide::Expr x);
 Halide::Expr cos_expr(Halide::Expr x);
+
+// For code compiled to CUDA: the C-library calls these functions make (f64 erf) renamed to
+// their libdevice equivalents (__nv_erf), in the definitions of `outputs` and of every Func they
+// call. An unresolved C-library name makes the driver reject the PTX (CUDA_ERROR_INVALID_PTX).
+void use_libdevice_math(const std::vector<Halide::Func>& outputs);
 
 }  // namespace kiln
