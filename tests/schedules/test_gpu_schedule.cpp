@@ -3,7 +3,8 @@
 // schedules/gpu_schedule.h, and are compiled for the CUDA target to PTX inside an object. Each
 // region must compile, launch at least one CUDA kernel, and leave no stage on the host (Halide
 // would copy buffers to the host and back; its copies to the device are no-ops for buffers that
-// are already there). Running them is tests/cuda/'s job.
+// are already there). Running them is tests/cuda/'s job. KILN_DEBUG_GPU_TEST=1 prints each
+// region's ops before it compiles (a crash inside LLVM then names the region).
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>
