@@ -60,7 +60,6 @@ std::unique_ptr<CudaContext> make_context(int index) {
   return c;
 }
 
-
 }  // namespace
 
 // Halide code runs on device 0 (kiln uses one device per process for Halide kernels).
