@@ -82,6 +82,8 @@ Inference measure_inference(nn::TinyGpt& model, const Batch& b, Device d) {
 
 int run_demo(const DemoOptions& opts) {
   KILN_CHECK(opts.steps >= 1, "demo: --steps must be >= 1");
+  KILN_CHECK(opts.device.is_cpu() || cuda_available(), "demo: --device ", opts.device, " needs a CUDA device: ",
+             cuda_unavailable_reason());
   manual_seed(0);
   const int64_t batch = 32;
   nn::TinyGpt model({.vocab = kVocab, .seq = 2 * kDigits, .width = 64, .heads = 4, .layers = 2});
