@@ -1,5 +1,7 @@
 // The caching allocator: size classes, reuse of freed blocks, statistics, the cache limit, and
 // tensors staying intact when their memory comes from the cache.
+#include <vector>
+
 #include "dsl/caching_allocator.h"
 #include "support/reference.h"
 
@@ -87,4 +89,29 @@ BOOST_AUTO_TEST_CASE(tensors_from_reused_memory_hold_their_values) {
   MemoryStats s = cpu_caching_allocator().stats();
   BOOST_TEST(s.reserved >= s.allocated);
   BOOST_TEST(s.peak_allocated >= s.allocated);
+}
+
+// The CUDA allocator's configuration (min_cached 0): blocks of every size are cached, so a loop of
+// small allocations reaches the raw allocator only on its first pass; reset_peak starts a new
+// high-water mark from what is live.
+BOOST_AUTO_TEST_CASE(caching_every_size_reaches_a_steady_state) {
+  CountingAllocator raw;
+  CachingAllocator cache(raw, size_t(64) << 20, /*min_cached=*/0);
+  auto pass = [&] {
+    std::vector<std::pair<void*, size_t>> live;
+    for (size_t n : {size_t(4), size_t(100), size_t(4096), size_t(70000)}) live.emplace_back(cache.allocate(n), n);
+    for (auto& [p, n] : live) cache.release(p, n);
+  };
+  pass();
+  int first = raw.allocations;
+  BOOST_TEST(first == 4);
+  for (int i = 0; i < 10; ++i) pass();
+  BOOST_TEST(raw.allocations == first);
+  BOOST_TEST(raw.releases == 0);
+  void* p = cache.allocate(100);
+  cache.reset_peak();
+  BOOST_TEST(cache.stats().peak_allocated == CachingAllocator::size_class(100));
+  cache.release(p, 100);
+  cache.empty_cache();
+  BOOST_TEST(raw.releases == 4);
 }
