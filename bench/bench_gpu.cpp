@@ -19,8 +19,6 @@ namespace kiln::bench {
 
 namespace {
 
-using Fn = CompiledFunction<std::vector<Tensor>(std::vector<Tensor>)>;
-
 // Median milliseconds of fn on the device (events around each call), after warm-up.
 double device_ms(const std::function<void()>& fn, int warmup = 5, int min_samples = 30, double min_seconds = 0.3) {
   for (int i = 0; i < warmup; ++i) fn();
@@ -109,7 +107,7 @@ int run_bench_gpu(const BenchOptions& opts) {
   for (KernelCase& k : kernel_cases(d)) {
     if (!opts.filter.empty() && k.name.find(opts.filter) == std::string::npos) continue;
     std::vector<Tensor> in = k.inputs();
-    Fn f(k.fn, {.backend = "halide", .name = k.name});
+    zoo::ZooFunction f(k.fn, {.backend = "halide", .name = k.name});
     f(in);
     double compiled = gbps(k.bytes, device_ms([&] { f(in); }));
     double eager = gbps(k.bytes, device_ms([&] { k.fn(in); }));
@@ -135,10 +133,10 @@ int run_bench_gpu(const BenchOptions& opts) {
     manual_seed(0);
     zoo::ZooModel m = zoo::make_zoo_model(name, zoo::ZooSize::bench, d);
     TensorList in = m.make_inputs();
-    Fn f([&m](std::vector<Tensor> xs) { return m.forward(xs); }, {.backend = "halide", .name = m.name}, m.module.get());
+    zoo::ZooFunction f = zoo::compile_zoo_model(m, {.backend = "halide", .name = m.name});
     f(in);
     cuda_synchronize(d.index);
-    double cold_s = f.stats().trace_s + f.stats().compile_s;
+    double cold_s = zoo::compile_seconds(f.stats());
     double eager = device_ms([&] { m.forward(in); }), compiled = device_ms([&] { f(in); });
     std::printf("%-18s %10.3f %12.3f %8.2f %10.3f %8d\n", name.c_str(), eager, compiled, compiled / eager, cold_s,
                 f.stats().kernels);

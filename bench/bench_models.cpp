@@ -20,14 +20,9 @@ namespace kiln::bench {
 
 namespace {
 
-using ModelFunction = CompiledFunction<std::vector<Tensor>(std::vector<Tensor>)>;
-
-ModelFunction compile_model(zoo::ZooModel& m, const std::string& backend, const std::string& scheduler) {
-  return ModelFunction([&m](std::vector<Tensor> xs) { return m.forward(xs); },
-                       {.backend = backend, .scheduler = scheduler, .name = m.name}, m.module.get());
+zoo::ZooFunction compile_model(zoo::ZooModel& m, const BenchOptions& opts) {
+  return zoo::compile_zoo_model(m, {.backend = opts.backend, .scheduler = opts.scheduler, .name = m.name});
 }
-
-double compile_seconds(const CompileStats& s) { return s.trace_s + s.compile_s; }
 
 // Median compile seconds of `name` in 3 fresh processes (`kiln bench compile-once`).
 double warm_compile_s(const BenchOptions& opts, const std::string& name) {
@@ -52,9 +47,9 @@ int run_compile_once(const BenchOptions& opts) {
   NoGradGuard no_grad;
   manual_seed(0);
   zoo::ZooModel m = zoo::make_zoo_model(opts.filter, zoo::ZooSize::bench);
-  ModelFunction f = compile_model(m, opts.backend, opts.scheduler);
+  zoo::ZooFunction f = compile_model(m, opts);
   f(m.make_inputs());
-  std::printf("compile_s %.6f\n", compile_seconds(f.stats()));
+  std::printf("compile_s %.6f\n", zoo::compile_seconds(f.stats()));
   return 0;
 }
 
@@ -80,9 +75,9 @@ int run_bench_models(const BenchOptions& opts) {
     manual_seed(0);
     zoo::ZooModel m = zoo::make_zoo_model(name, zoo::ZooSize::bench);
     TensorList in = m.make_inputs();
-    ModelFunction f = compile_model(m, opts.backend, opts.scheduler);
+    zoo::ZooFunction f = compile_model(m, opts);
     f(in);
-    double cold_s = compile_seconds(f.stats());
+    double cold_s = zoo::compile_seconds(f.stats());
     double warm_s = cached ? warm_compile_s(opts, name) : -1;
     Timing eager = time_median([&] { m.forward(in); }, 1, 2, 7, 0.5, 50);
     Timing compiled = time_median([&] { f(in); }, 1, 2, 7, 0.5, 50);

@@ -52,14 +52,11 @@ int run_explain(const std::string& name, const std::string& dump_dir) {
     zoo::ZooModel m = zoo::make_zoo_model(name, zoo::ZooSize::bench);
     std::printf("%s: %s\n", m.name.c_str(), m.description.c_str());
     NoGradGuard no_grad;
-    // Built with the module's named parameters: graphs name them, and guards check their identity.
-    CompiledFunction<std::vector<Tensor>(std::vector<Tensor>)> f(
-        [&](std::vector<Tensor> xs) { return m.forward(xs); }, {.name = name}, m.module.get());
+    zoo::ZooFunction f = zoo::compile_zoo_model(m, {.name = name});
     r = explain(f, m.make_inputs());
     if (!dump_dir.empty()) {
       set_disk_cache_enabled(false);
-      CompiledFunction<std::vector<Tensor>(std::vector<Tensor>)> compiled(
-          [&](std::vector<Tensor> xs) { return m.forward(xs); }, {.backend = "halide", .name = name}, m.module.get());
+      zoo::ZooFunction compiled = zoo::compile_zoo_model(m, {.backend = "halide", .name = name});
       compiled(m.make_inputs());
     }
   }

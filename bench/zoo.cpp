@@ -76,6 +76,10 @@ ZooModel make_tiny_gpt(bool test) {
 
 }  // namespace
 
+ZooFunction compile_zoo_model(ZooModel& m, CompileOptions options) {
+  return ZooFunction([&m](std::vector<Tensor> xs) { return m.forward(xs); }, std::move(options), m.module.get());
+}
+
 std::vector<std::string> zoo_names() { return {"mlp", "transformer_block", "norm_softmax", "tiny_gpt"}; }
 
 ZooModel make_zoo_model(const std::string& name, ZooSize size, Device device) {

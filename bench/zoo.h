@@ -31,6 +31,14 @@ struct ZooModel {
 // "mlp", "transformer_block", "norm_softmax", "tiny_gpt".
 std::vector<std::string> zoo_names();
 
+// The model's forward under kiln::compile, built with its module's named parameters (graphs name
+// them, guards check their identity); the function keeps a reference to m.
+using ZooFunction = CompiledFunction<std::vector<Tensor>(std::vector<Tensor>)>;
+ZooFunction compile_zoo_model(ZooModel& m, CompileOptions options);
+
+// Seconds the first call of a compiled function spent tracing and compiling.
+inline double compile_seconds(const CompileStats& s) { return s.trace_s + s.compile_s; }
+
 // Builds a model with parameters drawn from kiln's generator (the same values on every device:
 // drawn on the CPU, then moved), its inputs made on `device`; kiln::Error for an unknown name.
 ZooModel make_zoo_model(const std::string& name, ZooSize size = ZooSize::bench, Device device = Device::cpu());

@@ -29,7 +29,6 @@ class KernelDeviceScope {
   ~KernelDeviceScope();
   KernelDeviceScope(const KernelDeviceScope&) = delete;
   KernelDeviceScope& operator=(const KernelDeviceScope&) = delete;
-  static bool cuda();
 
  private:
   bool saved_;

@@ -14,7 +14,7 @@ namespace kiln {
 
 namespace {
 
-std::atomic<uint64_t> allocations{0}, frees{0};
+std::atomic<uint64_t> allocations{0};
 
 class CudaRawAllocator final : public Allocator {
  public:
@@ -33,7 +33,6 @@ class CudaRawAllocator final : public Allocator {
     return reinterpret_cast<void*>(p);
   }
   void release(void* ptr, size_t) override {
-    frees++;
     cuda_context(index_);
     cuda_api().cuMemFree(reinterpret_cast<CUdeviceptr>(ptr));
   }
@@ -65,6 +64,5 @@ CachingAllocator& cuda_caching_allocator(int index) {
 }
 
 uint64_t cuda_driver_allocations() { return allocations.load(); }
-uint64_t cuda_driver_frees() { return frees.load(); }
 
 }  // namespace kiln

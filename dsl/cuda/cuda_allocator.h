@@ -15,8 +15,7 @@ namespace kiln {
 // kiln::Error when CUDA is unavailable. KILN_CUDA_CACHE_MB caps the cached bytes (default 16384).
 CachingAllocator& cuda_caching_allocator(int index = 0);
 
-// Calls of cuMemAlloc / cuMemFree made by kiln's allocator (not Halide's), for tests.
+// Calls of cuMemAlloc made by kiln's allocator (not Halide's), for tests.
 uint64_t cuda_driver_allocations();
-uint64_t cuda_driver_frees();
 
 }  // namespace kiln

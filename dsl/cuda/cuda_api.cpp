@@ -44,7 +44,6 @@ void load_driver(Loaded& l) {
   resolve(lib, "cuDeviceGetName", a.cuDeviceGetName, missing);
   resolve(lib, "cuDevicePrimaryCtxRetain", a.cuDevicePrimaryCtxRetain, missing);
   resolve(lib, "cuCtxSetCurrent", a.cuCtxSetCurrent, missing);
-  resolve(lib, "cuCtxGetCurrent", a.cuCtxGetCurrent, missing);
   resolve(lib, "cuStreamCreate", a.cuStreamCreate, missing);
   resolve(lib, "cuStreamSynchronize", a.cuStreamSynchronize, missing);
   resolve(lib, "cuMemAlloc_v2", a.cuMemAlloc, missing);

@@ -43,7 +43,6 @@ struct CudaApi {
   CUresult (*cuDeviceGetName)(char*, int, CUdevice);
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice);
   CUresult (*cuCtxSetCurrent)(CUcontext);
-  CUresult (*cuCtxGetCurrent)(CUcontext*);
   CUresult (*cuStreamCreate)(CUstream*, unsigned int);
   CUresult (*cuStreamSynchronize)(CUstream);
   CUresult (*cuMemAlloc)(CUdeviceptr*, size_t);              // cuMemAlloc_v2

@@ -61,7 +61,6 @@ thread_local bool kernel_device_cuda = false;
 
 KernelDeviceScope::KernelDeviceScope(bool cuda) : saved_(kernel_device_cuda) { kernel_device_cuda = cuda; }
 KernelDeviceScope::~KernelDeviceScope() { kernel_device_cuda = saved_; }
-bool KernelDeviceScope::cuda() { return kernel_device_cuda; }
 
 KernelFn find_kernel(std::string_view name) {
   static const KernelIndex cpu = make_index(eager_kernel_table());

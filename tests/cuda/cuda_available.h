@@ -19,4 +19,11 @@ inline boost::unit_test::precondition needs_cuda() {
 
 inline const Device kCuda = Device::cuda(0);
 
+// Copies of xs on kCuda.
+inline TensorList to_cuda(const TensorList& xs) {
+  TensorList out;
+  for (const Tensor& x : xs) out.push_back(x.to(kCuda));
+  return out;
+}
+
 }  // namespace kiln::test

@@ -32,12 +32,6 @@ FuzzProgram program(int seed, const FuzzConfig& c) {
   return p;
 }
 
-TensorList on_cuda(const TensorList& xs) {
-  TensorList out;
-  for (const Tensor& x : xs) out.push_back(x.to(kCuda));
-  return out;
-}
-
 // "" when every output of `got` (on CUDA) matches `want` (on the CPU).
 std::string compare(const FuzzProgram& p, const TensorList& got, const TensorList& want) {
   for (size_t i = 0; i < want.size(); ++i) {
@@ -66,7 +60,7 @@ void check_programs(int first, int n, const std::function<TensorList(const FuzzP
       manual_seed(7);
       TensorList want = run_program(p, xs);
       manual_seed(7);
-      d = compare(p, run(p, seed, on_cuda(xs)), want);
+      d = compare(p, run(p, seed, to_cuda(xs)), want);
     } catch (const std::exception& e) {
       d = std::string("error: ") + e.what();
     }
@@ -106,14 +100,12 @@ BOOST_AUTO_TEST_CASE(zoo_models_compiled_on_cuda_match_the_cpu, *needs_cuda()) {
       manual_seed(2);
       TensorList xs = cpu.make_inputs();
       Tensor want = cpu.forward(xs)[0];
-      CompiledFunction<std::vector<Tensor>(std::vector<Tensor>)> f(
-          [&gpu](std::vector<Tensor> v) { return gpu.forward(v); }, {.backend = "halide", .name = "cuda_zoo_" + name},
-          gpu.module.get());
+      zoo::ZooFunction f = zoo::compile_zoo_model(gpu, {.backend = "halide", .name = "cuda_zoo_" + name});
       for (int call = 0; call < 2; ++call) {  // the second call runs the cached graph
-        Tensor got = f(on_cuda(xs))[0];
+        Tensor got = f(to_cuda(xs))[0];
         check_close(got.to(Device::cpu()), host_values(want), want.shape(), {1e-4, 1e-4}, name + " compiled");
       }
-      Tensor eager = gpu.forward(on_cuda(xs))[0];
+      Tensor eager = gpu.forward(to_cuda(xs))[0];
       check_close(eager.to(Device::cpu()), host_values(want), want.shape(), {1e-4, 1e-4}, name + " eager");
     }
   }

@@ -15,9 +15,7 @@ namespace {
 // The CPU result of `f` on `xs`, and its CUDA result on copies of `xs`, must agree within `tol`.
 void check_same_on_cuda(const std::string& what, const std::function<Tensor(const TensorList&)>& f,
                         const TensorList& xs, Tolerance tol) {
-  TensorList on_gpu;
-  for (const Tensor& x : xs) on_gpu.push_back(x.to(kCuda));
-  Tensor want = f(xs), got = f(on_gpu);
+  Tensor want = f(xs), got = f(to_cuda(xs));
   BOOST_TEST_CONTEXT(what) {
     BOOST_TEST(got.device() == kCuda);
     check_close(got.to(Device::cpu()), host_values(want), want.shape(), tol, what);

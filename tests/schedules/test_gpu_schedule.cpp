@@ -130,8 +130,7 @@ BOOST_AUTO_TEST_CASE(zoo_models_compile_for_cuda) {
   for (const std::string& name : zoo::zoo_names()) {
     keep_graphs().graphs.clear();
     zoo::ZooModel m = zoo::make_zoo_model(name, zoo::ZooSize::bench);
-    CompiledFunction<std::vector<Tensor>(std::vector<Tensor>)> f(
-        [&m](std::vector<Tensor> v) { return m.forward(v); }, {.backend = "keep_graphs"}, m.module.get());
+    zoo::ZooFunction f = zoo::compile_zoo_model(m, {.backend = "keep_graphs"});
     f(m.make_inputs());
     BOOST_TEST_REQUIRE(!keep_graphs().graphs.empty());
     for (Graph& g : keep_graphs().graphs) {
