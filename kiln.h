@@ -21,6 +21,7 @@
 #include "dsl/tensor.h"
 #include "autograd/grad_mode.h"
 #include "autograd/gradcheck.h"
+#include "autograd/tape_memory.h"
 #include "dsl/nn/layers.h"
 #include "dsl/nn/state_dict.h"
 #include "dsl/nn/transformer.h"

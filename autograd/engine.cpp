@@ -42,7 +42,7 @@ std::vector<Node*> topological_order(Node* root) {
 
 }  // namespace
 
-void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
+void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph, bool create_graph) {
   Edge edge = edge_of(root);
   KILN_CHECK(edge.defined(), "backward: the tensor (shape ", to_string(root.shape()),
              ") does not require grad and has no backward node");
@@ -54,6 +54,12 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
   }
   KILN_CHECK(g.shape() == root.shape(), "backward: gradient of shape ", to_string(g.shape()),
              " for a tensor of shape ", to_string(root.shape()));
+  if (create_graph && edge.node)
+    for (Node* node : topological_order(edge.node.get()))
+      KILN_CHECK(!node->custom, "backward(create_graph=true): higher-order gradients cannot go through ", node->name(),
+                 ": a compiled function's backward is a compiled graph, which cannot be differentiated");
+  KILN_CHECK(!create_graph, "backward(create_graph=true): higher-order gradients are not supported yet (the tape "
+             "saves detached tensors)");
   NoGradGuard no_grad;
   if (edge.leaf) {
     accumulate_into_leaf(edge.leaf, g);

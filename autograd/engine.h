@@ -5,6 +5,8 @@
 
 namespace kiln {
 
-void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph);
+// create_graph is refused (kiln::Error): the tape saves detached tensors, and a compiled
+// function's backward is a compiled graph, so neither can be differentiated again.
+void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph, bool create_graph = false);
 
 }  // namespace kiln

@@ -5,6 +5,7 @@
 namespace kiln {
 
 std::string Node::name() const {
+  if (!custom_name.empty()) return custom_name;
   std::string n = op->name;
   bool up = true;
   std::string out;
@@ -31,6 +32,7 @@ TensorList Node::apply(const TensorList& grad_outputs) const {
   }
   for (const SavedTensor& s : inputs) in.push_back(s.value);
   for (const SavedTensor& s : outputs) out.push_back(s.value);
+  if (custom) return custom(in, grad_outputs);
   KILN_CHECK(bool(op->derivative), "backward: op ", op->name, " has no derivative rule yet");
   TensorList grads = op->derivative(in, out, grad_outputs, attrs);
   grads.resize(in.size());

@@ -2,6 +2,7 @@
 // what its derivative rule needs (inputs and outputs, saved as detached aliases with their
 // version numbers) and where each input's gradient goes next (another node, or a leaf).
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,6 +42,10 @@ struct Node {
   std::vector<SavedTensor> inputs, outputs;
   std::vector<Edge> next;  // one per input; undefined where no gradient is wanted
   bool released = false;   // saved tensors freed by a backward without retain_graph
+  // A node made by a compiled function (graph/autograd_function.h): `custom` runs its compiled
+  // backward on `inputs` (the tensors it saved) and returns one gradient per `next` edge.
+  std::string custom_name;
+  std::function<TensorList(const TensorList& saved, const TensorList& grad_outputs)> custom;
 
   std::string name() const;  // "MulBackward"
   // Checks versions, then runs the op's derivative rule.

@@ -53,10 +53,10 @@ std::string Tensor::grad_fn_name() const {
   return m && m->grad_fn ? m->grad_fn->name() : "";
 }
 
-void Tensor::backward(const Tensor& gradient, bool retain_graph, SourceLocation where) const {
+void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph, SourceLocation where) const {
   materialize(*this, "backward(): autograd runs on the host tape", where);
   if (gradient.defined()) materialize(gradient, "backward(): autograd runs on the host tape", where);
-  run_backward(*this, gradient, retain_graph);
+  run_backward(*this, gradient, retain_graph, create_graph);
 }
 
 }  // namespace kiln

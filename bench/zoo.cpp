@@ -70,11 +70,24 @@ ZooModel make_tiny_gpt(bool test) {
   d << "TinyGpt (vocab " << cfg.vocab << ", width " << cfg.width << ", " << cfg.heads << " heads, " << cfg.layers
     << " layers), tokens " << to_string(Shape{batch, cfg.seq}) << " i64 -> logits "
     << to_string(Shape{batch, cfg.seq, cfg.vocab});
-  return single_input("tiny_gpt", d.str(), std::make_shared<nn::TinyGpt>(cfg),
-                      [=] { return randint(0, cfg.vocab, {batch, cfg.seq}); });
+  ZooModel m = single_input("tiny_gpt", d.str(), std::make_shared<nn::TinyGpt>(cfg),
+                             [=] { return randint(0, cfg.vocab, {batch, cfg.seq}); });
+  m.targets = randint(0, cfg.vocab, {batch * cfg.seq});
+  return m;
 }
 
 }  // namespace
+
+Tensor ZooModel::loss(const TensorList& outputs) const {
+  const Tensor& y = outputs.at(0);
+  if (!targets.defined()) return mean(y.to(DType::f32));
+  return cross_entropy(y.reshape({-1, y.size(-1)}).to(DType::f32), targets);
+}
+
+ZooLossFunction compile_zoo_loss(ZooModel& m, CompileOptions options) {
+  return ZooLossFunction([&m](std::vector<Tensor> xs) { return m.loss(m.forward(xs)); }, std::move(options),
+                         m.module.get());
+}
 
 ZooFunction compile_zoo_model(ZooModel& m, CompileOptions options) {
   return ZooFunction([&m](std::vector<Tensor> xs) { return m.forward(xs); }, std::move(options), m.module.get());
@@ -87,6 +100,7 @@ ZooModel make_zoo_model(const std::string& name, ZooSize size, Device device) {
   auto on_device = [device](ZooModel m) {
     if (device.is_cpu()) return m;
     m.module->to(device);
+    if (m.targets.defined()) m.targets = m.targets.to(device);
     m.make_inputs = [make = m.make_inputs, device] {
       TensorList xs = make();
       for (Tensor& x : xs) x = x.to(device);

@@ -26,6 +26,10 @@ struct ZooModel {
   std::shared_ptr<nn::Module> module;                    // owns the parameters
   std::function<TensorList()> make_inputs;               // fresh random inputs (global generator)
   std::function<TensorList(const TensorList&)> forward;  // the model's outputs on those inputs
+  // The scalar training loss of the outputs (bench/torch/zoo.py's make_loss): cross-entropy
+  // against `targets` (drawn once) for tiny_gpt's logits, the mean of the output for the others.
+  Tensor targets;
+  Tensor loss(const TensorList& outputs) const;
 };
 
 // "mlp", "transformer_block", "norm_softmax", "tiny_gpt".
@@ -35,6 +39,10 @@ std::vector<std::string> zoo_names();
 // them, guards check their identity); the function keeps a reference to m.
 using ZooFunction = CompiledFunction<std::vector<Tensor>(std::vector<Tensor>)>;
 ZooFunction compile_zoo_model(ZooModel& m, CompileOptions options);
+
+// One training step's loss: the model's forward and its loss, for compile() (autograd records it).
+using ZooLossFunction = CompiledFunction<Tensor(std::vector<Tensor>)>;
+ZooLossFunction compile_zoo_loss(ZooModel& m, CompileOptions options);
 
 // Seconds the first call of a compiled function spent tracing and compiling.
 inline double compile_seconds(const CompileStats& s) { return s.trace_s + s.compile_s; }

@@ -138,7 +138,9 @@ class Tensor {
   Tensor detach() const;             // same storage, outside autograd
   std::string grad_fn_name() const;  // "MulBackward", or "" for leaves
   // Backward from this tensor: a scalar, or any shape with `gradient` of the same shape.
-  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false,
+  // create_graph (a differentiable backward, for higher-order gradients) is refused with a
+  // kiln::Error naming the node that cannot be differentiated.
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false, bool create_graph = false,
                 SourceLocation where = SourceLocation::current()) const;
 
   TensorImpl& impl() const;

@@ -2,7 +2,9 @@
 
 #include <cctype>
 
+#include "graph/autograd_function.h"
 #include "graph/logs.h"
+#include "graph/partition.h"
 #include "graph/passes.h"
 
 namespace kiln {
@@ -22,15 +24,24 @@ void after(const std::string& label, const char* step, int changed, const Graph&
                                   std::to_string(g.op_count()) + " ops");
 }
 
+// A graph without ops (a backward that only passes tangents on) needs no pipeline.
+std::shared_ptr<CompiledGraph> compile_half(std::shared_ptr<Graph> g, Backend& backend, const BackendOptions& options,
+                                            const std::string& label) {
+  BackendOptions labelled = options;
+  labelled.label = file_name(label);
+  return (g->nodes.empty() ? kiln::backend("eager") : backend).compile(std::move(g), labelled);
+}
+
 }  // namespace
 
 std::shared_ptr<CompiledGraph> compile_graph(const Graph& captured, Backend& chosen, const BackendOptions& options,
                                              const std::string& label) {
-  // Until compiled graphs carry their own backward, one that autograd must record runs op by op.
-  Backend& backend = captured.needs_autograd() && !chosen.supports_autograd() ? kiln::backend("eager") : chosen;
-  if (&backend != &chosen)
-    log_line(LogChannel::graph, label + ": inputs require grad: the " + std::string(chosen.name()) +
-                                    " backend does not record autograd yet, so this graph runs on \"eager\"");
+  // A graph that autograd must record and that carries no backward of its own runs op by op.
+  bool fallback = captured.needs_autograd() && !captured.joint && !chosen.supports_autograd();
+  Backend& backend = fallback ? kiln::backend("eager") : chosen;
+  if (fallback)
+    log_line(LogChannel::graph, label + ": inputs require grad and the graph has no backward: the " +
+                                    std::string(chosen.name()) + " backend does not record autograd, so it runs on \"eager\"");
   log_line(LogChannel::graph, label + ": captured " + std::to_string(captured.op_count()) + " ops\n" + captured.text());
   debug_dump(file_name(label) + ".captured", "txt", captured.text());
   debug_dump(file_name(label) + ".captured", "dot", captured.dot());
@@ -43,14 +54,22 @@ std::shared_ptr<CompiledGraph> compile_graph(const Graph& captured, Backend& cho
   after(label, "common subexpressions", eliminate_common_subexpressions(*g), *g);
   after(label, "view folding", fold_views(*g), *g);
   after(label, "decompositions", decompose(*g, backend.decompositions()), *g);
+  after(label, "common subexpressions", eliminate_common_subexpressions(*g), *g);
   after(label, "dead code", eliminate_dead_code(*g), *g);
 
   log_line(LogChannel::graph, label + ": optimized, " + std::to_string(g->op_count()) + " ops\n" + g->text());
   debug_dump(file_name(label) + ".optimized", "txt", g->text());
   debug_dump(file_name(label) + ".optimized", "dot", g->dot());
-  BackendOptions labelled = options;
-  labelled.label = file_name(label);
-  return backend.compile(g, labelled);
+  if (!g->joint) return compile_half(g, backend, options, label);
+
+  Partition p = partition_joint(*g);
+  log_line(LogChannel::partition, label + ": " + p.describe() + "; the eager tape would keep " +
+                                      std::to_string(eager_tape_bytes(captured)) + " bytes");
+  log_line(LogChannel::graph, label + " forward:\n" + p.forward->text() + label + " backward:\n" + p.backward->text());
+  debug_dump(file_name(label) + ".forward", "txt", p.forward->text());
+  debug_dump(file_name(label) + ".backward", "txt", p.backward->text());
+  return make_autograd_function(*g, p, compile_half(p.forward, backend, options, label + " forward"),
+                                compile_half(p.backward, backend, options, label + " backward"));
 }
 
 }  // namespace kiln

@@ -159,6 +159,7 @@ struct CompiledCore::State {
     Tracer::Options to;
     to.function_name = options.name;
     to.fullgraph = options.fullgraph;
+    to.joint = !backend->supports_autograd();
     if (module)
       for (auto& [name, t] : module->named_parameters()) to.names[&t.impl()] = name;
     bool grad_mode = grad_enabled();
@@ -202,7 +203,7 @@ struct CompiledCore::State {
         if (!last) last = graph_for(g);  // a function without ops still gets its (empty) graph
         e.graph = g;
         e.compiled = last;
-        for (size_t i = 0; i < g->inputs.size(); ++i) {
+        for (size_t i = 0; i < size_t(g->forward_input_count()); ++i) {
           bool arg = g->inputs[i].kind == InputKind::argument;
           e.argument_of.push_back(arg ? g->inputs[i].index : -1);
           e.bound.push_back(arg ? Tensor() : tracer.last_bindings()[i]);

@@ -4,6 +4,7 @@
 #include <sstream>
 #include <variant>
 
+#include "autograd/derivatives.h"
 #include "dsl/error.h"
 
 namespace kiln {
@@ -53,6 +54,8 @@ std::string_view name(InputKind k) {
     case InputKind::argument: return "argument";
     case InputKind::captured: return "captured";
     case InputKind::carried: return "carried";
+    case InputKind::tangent: return "tangent";
+    case InputKind::saved: return "saved";
   }
   return "?";
 }
@@ -109,6 +112,8 @@ std::vector<int> Graph::add_inferred_node(const OpDef& op, const Attrs& attrs, c
 
 GraphRewrite::GraphRewrite(const Graph& g) : g_(g), id_(g.values.size(), -1) {
   out.shape_env = g.shape_env;
+  out.joint = g.joint;
+  out.backward_traced = g.backward_traced;
   for (const GraphInput& in : g.inputs) {
     const Value& v = g.values[size_t(in.value)];
     id_[size_t(in.value)] = out.add_input(in.kind, in.index, in.name, v.meta, v.sym, v.strides, v.offset, in.requires_grad);
@@ -135,10 +140,29 @@ Graph GraphRewrite::finish() && {
 }
 
 bool Graph::needs_autograd() const {
+  if (backward_traced) return false;
   bool input = false, op = false;
   for (const GraphInput& in : inputs) input = input || in.requires_grad;
   for (const GraphNode& n : nodes) op = op || n.grad_enabled;
   return input && op;
+}
+
+std::vector<bool> Graph::grad_carrying_values() const {
+  std::vector<bool> carries(values.size(), false);
+  for (const GraphInput& in : inputs) carries[size_t(in.value)] = in.requires_grad;
+  for (const GraphNode& n : nodes) {
+    if (!n.grad_enabled || !is_differentiable(*n.op)) continue;
+    bool any = false;
+    for (int v : n.inputs) any = any || carries[size_t(v)];
+    for (int v : n.outputs) carries[size_t(v)] = any && is_floating(values[size_t(v)].meta.dtype);
+  }
+  return carries;
+}
+
+int Graph::forward_input_count() const {
+  int n = 0;
+  while (n < int(inputs.size()) && inputs[size_t(n)].kind != InputKind::tangent) ++n;
+  return n;
 }
 
 uint64_t Graph::structural_hash() const {
@@ -171,6 +195,11 @@ uint64_t Graph::structural_hash() const {
     for (int v : n.outputs) hash_value(v);
   }
   for (int v : outputs) h = mix(h, uint64_t(order[v]));
+  h = mix(h, uint64_t(backward_traced));
+  if (joint) {
+    h = mix(h, uint64_t(joint->forward_outputs));
+    for (int i : joint->grad_inputs) h = mix(h, uint64_t(i));
+  }
   return h;
 }
 

@@ -11,6 +11,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,8 @@ enum class InputKind {
   argument,  // a tensor argument of the compiled function (index: its position among them)
   captured,  // a tensor the function read from its enclosing scope, by reference (a parameter)
   carried,   // a tensor an earlier graph of the same call produced (after a graph break)
+  tangent,   // joint graphs: the gradient of forward output `index` (graph/autodiff.h)
+  saved,     // backward graphs: a value the forward graph saved for it (graph/partition.h)
 };
 std::string_view name(InputKind k);
 
@@ -53,6 +56,14 @@ struct GraphNode {
   bool grad_enabled = true;  // the grad mode the op was called in (a NoGradGuard inside the function)
 };
 
+// A joint forward+backward graph (graph/autodiff.h): its inputs are the forward's, then one
+// tangent per forward output that carries gradient; its outputs are the forward's, then the
+// gradient of each forward input listed in `grad_inputs` (input positions).
+struct JointLayout {
+  int forward_outputs = 0;
+  std::vector<int> grad_inputs;
+};
+
 class Graph {
  public:
   std::vector<Value> values;
@@ -61,6 +72,10 @@ class Graph {
   std::vector<int> outputs;  // value ids, in the function's output order
   // The symbols of the symbolic shapes (shared by the graphs of one trace); never null.
   std::shared_ptr<ShapeEnv> shape_env = std::make_shared<ShapeEnv>();
+  std::optional<JointLayout> joint;  // set on joint forward+backward graphs
+  // The function called backward() inside the graph (a compiled training step): the gradients
+  // are graph values, and its ops must not be recorded on the tape again.
+  bool backward_traced = false;
 
   int add_input(InputKind kind, int index, std::string name, const TensorMeta& meta, const SymShape& sym,
                 const Strides& strides, int64_t offset = 0, bool requires_grad = false);
@@ -73,8 +88,14 @@ class Graph {
   std::vector<int> add_inferred_node(const OpDef& op, const Attrs& attrs, const std::vector<int>& inputs);
 
   int op_count() const { return int(nodes.size()); }
-  // Autograd must record this graph's ops: an input requires grad and an op runs with grad on.
+  // Autograd must record this graph's ops: an input requires grad and an op runs with grad on
+  // (and the graph did not already trace its own backward).
   bool needs_autograd() const;
+  // Per value: whether it carries gradient (it depends on an input that requires grad through
+  // differentiable ops run with grad on, and is floating-point).
+  std::vector<bool> grad_carrying_values() const;
+  // The number of inputs before the tangents (all of them for a graph without a joint).
+  int forward_input_count() const;
   // A hash of the structure: ops, attributes, wiring, input kinds, dtypes, devices, layouts and
   // symbolic shapes (static dims by value, symbols by identity). Equal hashes: same graph.
   uint64_t structural_hash() const;

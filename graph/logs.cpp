@@ -62,6 +62,7 @@ std::string_view name(LogChannel c) {
     case LogChannel::recompiles: return "recompiles";
     case LogChannel::guards: return "guards";
     case LogChannel::graph: return "graph";
+    case LogChannel::partition: return "partition";
     case LogChannel::fusion: return "fusion";
     case LogChannel::schedule: return "schedule";
     case LogChannel::output_code: return "output_code";

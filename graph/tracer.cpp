@@ -7,6 +7,7 @@
 #include "autograd/grad_mode.h"
 #include "dsl/error.h"
 #include "dsl/trace_hooks.h"
+#include "graph/autodiff.h"
 #include "graph/guards.h"
 #include "graph/logs.h"
 
@@ -136,6 +137,40 @@ void Tracer::note_input_probe(int v) {
 
 SymShape Tracer::argument_shape(int i) const { return env_->canonical(arg_shapes_.at(i)); }
 
+Tensor Tracer::symbolic(int value) {
+  return make_symbolic(value, no_data(seg_.graph->values[size_t(value)].meta.device), false);
+}
+
+void Tracer::append_backward(std::vector<int> outputs) {
+  Graph& g = *seg_.graph;
+  std::vector<bool> carries = g.grad_carrying_values();
+  std::vector<int> roots, wrt, grad_inputs;
+  TensorList seeds;
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    if (!carries[size_t(outputs[k])]) continue;
+    const Value& o = g.values[size_t(outputs[k])];
+    int t = g.add_input(InputKind::tangent, int(k), "tangent" + std::to_string(k), o.meta, o.sym,
+                        contiguous_strides(o.meta.shape));
+    roots.push_back(outputs[k]);
+    seeds.push_back(symbolic(t));
+  }
+  if (roots.empty()) return;
+  for (size_t i = 0; i < g.inputs.size(); ++i)
+    if (g.inputs[i].requires_grad && g.inputs[i].kind != InputKind::tangent) {
+      wrt.push_back(g.inputs[i].value);
+      grad_inputs.push_back(int(i));
+    }
+  TensorList grads = record_gradients(*this, roots, seeds, wrt);
+  JointLayout layout{int(outputs.size()), {}};
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (!grads[i].defined()) continue;
+    outputs.push_back(value_of(grads[i]));
+    layout.grad_inputs.push_back(grad_inputs[i]);
+  }
+  g.outputs = outputs;
+  g.joint = layout;
+}
+
 int Tracer::value_of(const Tensor& t) {
   const TensorImpl* impl = &t.impl();
   if (impl->traced) return live_traced(t, "an op").value;
@@ -241,6 +276,7 @@ void Tracer::run_segment(std::vector<int> outputs, bool final) {
           std::find(outputs.begin(), outputs.end(), p->traced->value) == outputs.end())
         outputs.push_back(p->traced->value);
   g->outputs = outputs;
+  if (options_.joint && !g->nodes.empty() && g->needs_autograd()) append_backward(outputs);
 
   TensorList results;
   if (!g->nodes.empty()) {
@@ -260,11 +296,12 @@ void Tracer::run_segment(std::vector<int> outputs, bool final) {
       last_bound_ = seg_.bound;
     }
   }
-  KILN_CHECK(results.size() == outputs.size(), "compile: the backend returned ", results.size(),
+  KILN_CHECK(results.size() == (g->joint ? size_t(g->joint->forward_outputs) : outputs.size()),
+             "compile: the backend returned ", results.size(),
              " outputs for a graph with ", outputs.size());
 
   std::unordered_map<int, Tensor> result_of;
-  for (size_t i = 0; i < g->inputs.size(); ++i) result_of[g->inputs[i].value] = seg_.bound[i];
+  for (size_t i = 0; i < seg_.bound.size(); ++i) result_of[g->inputs[i].value] = seg_.bound[i];
   for (size_t k = 0; k < outputs.size(); ++k) result_of[outputs[k]] = results[k];
   for (const auto& p : live) {
     TracedValue& tv = *p->traced;

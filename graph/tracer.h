@@ -42,6 +42,9 @@ class Tracer final : public DispatchMode {
     bool fullgraph = false;
     // Names for captured tensors (module parameters), by TensorImpl address.
     std::unordered_map<const TensorImpl*, std::string> names;
+    // Each graph whose outputs carry gradient becomes a joint forward+backward graph
+    // (graph/autodiff.h); for backends that do not record autograd themselves.
+    bool joint = false;
   };
   // Runs a finished graph on its inputs (bound in graph input order); returns its outputs.
   using RunGraph = std::function<TensorList(std::shared_ptr<Graph> g, const TensorList& inputs)>;
@@ -78,6 +81,10 @@ class Tracer final : public DispatchMode {
 
   static Tracer* current();  // the tracer of this thread's active trace, or null
 
+  // The graph being recorded, and a symbolic tensor for one of its values (graph/autodiff.h).
+  Graph& graph() { return *seg_.graph; }
+  Tensor symbolic(int value);
+
  private:
   struct Segment {
     std::shared_ptr<Graph> graph;
@@ -95,6 +102,8 @@ class Tracer final : public DispatchMode {
   void new_segment();
   // Runs the current graph with `outputs` plus every live symbolic value, makes them real.
   void run_segment(std::vector<int> outputs, bool final);
+  // Appends tangents and the backward to the current graph, making it a joint graph.
+  void append_backward(std::vector<int> outputs);
   TracedValue& traced_of(const Tensor& t, std::string_view what);
 
   Options options_;
