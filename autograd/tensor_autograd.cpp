@@ -2,6 +2,7 @@
 #include "autograd/engine.h"
 #include "autograd/node.h"
 #include "autograd/record.h"
+#include "dsl/dispatch.h"
 #include "dsl/error.h"
 #include "dsl/trace_hooks.h"
 
@@ -54,8 +55,10 @@ std::string Tensor::grad_fn_name() const {
 }
 
 void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph, SourceLocation where) const {
+  if (is_traced() && !create_graph && trace_hooks().backward && trace_hooks().backward(*this, gradient, where)) return;
   materialize(*this, "backward(): autograd runs on the host tape", where);
   if (gradient.defined()) materialize(gradient, "backward(): autograd runs on the host tape", where);
+  DispatchModesSuspended eager;  // inside a compiled function (after its graph break) it runs now, not traced
   run_backward(*this, gradient, retain_graph, create_graph);
 }
 

@@ -130,7 +130,7 @@ bool Tensor::is_nonzero(SourceLocation where) const {
 }
 
 Tensor& Tensor::copy_(const Tensor& src, SourceLocation where) {
-  if (trace_hooks().side_effect) trace_hooks().side_effect("copy_(): an in-place write", where);
+  if (trace_hooks().write && trace_hooks().write(*this, src, where)) return *this;
   materialize(*this, "copy_(): an in-place write", where);
   materialize(src, "copy_(): an in-place write", where);
   Shape b = broadcast_shapes("copy_", src.shape(), shape());

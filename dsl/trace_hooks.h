@@ -6,8 +6,13 @@
 //   - tell the host a size that the trace treats as symbolic: the tracer specializes it (guards
 //     on its value), because host code may bake it into later ops;
 //   - detach(): the tracer returns another symbolic tensor for the same value;
-// and one more event: an in-place write (copy_) while a function is traced, even between real
-// tensors, is a side effect the graph cannot hold: the tracer breaks the graph before it.
+// and two more events:
+//   - an in-place write (copy_) while a function is traced: into a whole real tensor (a
+//     parameter, an optimizer's state) the graph records it functionally and writes the new value
+//     back after it runs; any other write breaks the graph before it;
+//   - backward() on a symbolic tensor: the tracer records the backward into the graph when every
+//     tensor requiring grad in it is a leaf without a gradient yet (a compiled training step), and
+//     breaks the graph otherwise.
 #pragma once
 #include <cstdint>
 #include <source_location>
@@ -21,7 +26,10 @@ struct TraceHooks {
   void (*materialize)(const Tensor& t, std::string_view reason, const std::source_location& where) = nullptr;
   void (*read_sizes)(const Tensor& t, int64_t dim, const std::source_location& where) = nullptr;  // dim -1: all
   Tensor (*alias)(const Tensor& t) = nullptr;
-  void (*side_effect)(std::string_view reason, const std::source_location& where) = nullptr;
+  // True when the tracer took the write into the graph (copy_ then does nothing more now).
+  bool (*write)(const Tensor& dst, const Tensor& src, const std::source_location& where) = nullptr;
+  // True when the tracer recorded the backward into the graph.
+  bool (*backward)(const Tensor& root, const Tensor& gradient, const std::source_location& where) = nullptr;
 };
 
 void set_trace_hooks(const TraceHooks& hooks);

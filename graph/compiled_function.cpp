@@ -45,6 +45,8 @@ struct Entry {
   std::vector<int> argument_of;            // per graph input: the argument it binds, or -1
   TensorList bound;                        // per graph input: the captured tensor (or undefined)
   std::vector<std::shared_ptr<TensorImpl>> params;  // compile(Module&): parameter identities
+  GraphEffects effects;                    // without breaks: writes and gradients after each run
+  std::vector<GradTarget> grad_targets;    // leaves that must hold no gradient when called
 };
 
 struct CompiledCore::State {
@@ -94,6 +96,13 @@ struct CompiledCore::State {
             *why = "module parameter '" + named[i].first + "' was replaced";
         if (why->empty()) *why = "module parameters changed";
       }
+      return false;
+    }
+    for (const GradTarget& t : e.grad_targets) {
+      const Tensor leaf = t.argument >= 0 ? ts[size_t(t.argument)] : Tensor(t.leaf);
+      if (!leaf.grad().defined()) continue;
+      if (why) *why = (t.argument >= 0 ? "arg " + std::to_string(t.argument) : std::string("a captured leaf")) +
+                      " holds a gradient (it had none when the backward was traced into the graph)";
       return false;
     }
     return e.guards.check(ts, st, why);
@@ -196,6 +205,7 @@ struct CompiledCore::State {
         for (size_t d = 0; d < shapes[i].size(); ++d)
           if (shapes[i][d].is_static()) e.dynamic[i][d] = false;
       e.has_breaks = !tracer.breaks().empty();
+      e.grad_targets = tracer.grad_targets();
       TensorList captured;
       std::vector<std::string> captured_names;
       if (!e.has_breaks) {
@@ -203,6 +213,7 @@ struct CompiledCore::State {
         if (!last) last = graph_for(g);  // a function without ops still gets its (empty) graph
         e.graph = g;
         e.compiled = last;
+        e.effects = tracer.last_effects();
         for (size_t i = 0; i < size_t(g->forward_input_count()); ++i) {
           bool arg = g->inputs[i].kind == InputKind::argument;
           e.argument_of.push_back(arg ? g->inputs[i].index : -1);
@@ -231,7 +242,12 @@ struct CompiledCore::State {
     if (e.has_breaks) return trace(ts, st, e.dynamic, nullptr);
     TensorList inputs(e.argument_of.size());
     for (size_t i = 0; i < inputs.size(); ++i) inputs[i] = e.argument_of[i] >= 0 ? ts[size_t(e.argument_of[i])] : e.bound[i];
-    return e.compiled->run(inputs);
+    TensorList out = e.compiled->run(inputs);
+    if (e.effects.empty()) return out;
+    for (const auto& [dst, k] : e.effects.writes) Tensor(dst).copy_(out[size_t(k)]);
+    for (const auto& [t, k] : e.effects.grads) (t.argument >= 0 ? ts[size_t(t.argument)] : Tensor(t.leaf)).set_grad(out[size_t(k)]);
+    out.resize(e.effects.function_outputs);
+    return out;
   }
 };
 
@@ -296,7 +312,7 @@ TensorList CompiledCore::call(const TensorList& ts, const std::vector<AttrValue>
     log_line(LogChannel::recompiles, s.options.name + ": recompiling: " + reason);
   }
   auto entry = std::make_shared<Entry>(
-      Entry{GuardSet({}, {}, {}, true, {}), {}, false, nullptr, nullptr, {}, {}, s.current_params()});
+      Entry{GuardSet({}, {}, {}, true, {}), {}, false, nullptr, nullptr, {}, {}, s.current_params(), {}, {}});
   TensorList out = s.trace(ts, st, s.dynamic_dims(ts), entry.get());
   std::unique_lock lock(s.entries_mu);
   s.entries.push_back(std::move(entry));

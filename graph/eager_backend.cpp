@@ -1,5 +1,6 @@
 // The "eager" backend: a graph runs as the sequence of op calls it recorded, through dispatch().
 #include <mutex>
+#include <optional>
 
 #include "dsl/error.h"
 #include "autograd/grad_mode.h"
@@ -24,6 +25,8 @@ class EagerGraph final : public CompiledGraph {
     const Graph& g = *g_;
     KILN_CHECK(inputs.size() == g.inputs.size(), "eager backend: graph has ", g.inputs.size(), " inputs, got ",
                inputs.size());
+    std::optional<NoGradGuard> no_grad;  // the graph holds its own backward: nothing to record
+    if (g.backward_traced) no_grad.emplace();
     std::vector<Tensor> values(g.values.size());
     for (size_t i = 0; i < inputs.size(); ++i) values[size_t(g.inputs[i].value)] = inputs[i];
     TensorList args;
@@ -31,7 +34,7 @@ class EagerGraph final : public CompiledGraph {
       args.clear();
       for (int v : n.inputs) args.push_back(values[size_t(v)]);
       TensorList outs;
-      if (n.grad_enabled == grad_enabled()) {
+      if (g.backward_traced || n.grad_enabled == grad_enabled()) {
         outs = dispatch(*n.op, args, n.attrs);
       } else {  // the op ran under a different grad mode in the function
         bool was = grad_enabled();

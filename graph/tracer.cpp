@@ -5,7 +5,9 @@
 
 #include "autograd/derivatives.h"
 #include "autograd/grad_mode.h"
+#include "dsl/creation.h"
 #include "dsl/error.h"
+#include "dsl/functions.h"
 #include "dsl/trace_hooks.h"
 #include "graph/autodiff.h"
 #include "graph/guards.h"
@@ -37,8 +39,11 @@ void install_hooks() {
       live_traced(t, "size()").tracer->read_sizes(t, dim, where);
     };
     h.alias = [](const Tensor& t) { return live_traced(t, "detach()").tracer->alias(t); };
-    h.side_effect = [](std::string_view reason, const std::source_location& where) {
-      if (active) active->side_effect(reason, where);
+    h.write = [](const Tensor& dst, const Tensor& src, const std::source_location& where) {
+      return active && active->write(dst, src, where);
+    };
+    h.backward = [](const Tensor& root, const Tensor& gradient, const std::source_location& where) {
+      return live_traced(root, "backward()").tracer->backward(root, gradient, where);
     };
     set_trace_hooks(h);
   });
@@ -174,6 +179,13 @@ void Tracer::append_backward(std::vector<int> outputs) {
 int Tracer::value_of(const Tensor& t) {
   const TensorImpl* impl = &t.impl();
   if (impl->traced) return live_traced(t, "an op").value;
+  for (const auto& [dst, value] : seg_.writes)
+    if (dst.storage() == impl->storage) {
+      KILN_CHECK(impl->shape == dst.impl().shape && impl->strides == dst.impl().strides && impl->offset == 0,
+                 "compile: ", options_.function_name, " reads a view (shape ", to_string(impl->shape),
+                 ") of a tensor it wrote in place earlier in the same graph; read the tensor itself");
+      return value;
+    }
   auto it = seg_.input_of.find(impl);
   if (it != seg_.input_of.end()) return it->second;
   auto real = real_shapes_.find(impl);
@@ -275,6 +287,19 @@ void Tracer::run_segment(std::vector<int> outputs, bool final) {
       if (g->values[p->traced->value].producer >= 0 &&
           std::find(outputs.begin(), outputs.end(), p->traced->value) == outputs.end())
         outputs.push_back(p->traced->value);
+  GraphEffects effects;
+  effects.function_outputs = outputs.size();
+  if (final)
+    for (const GradTarget& t : grad_targets_) {
+      Tensor grad = Tensor(t.leaf).grad();
+      if (!grad.defined() || !grad.is_traced() || grad.impl().traced->dead) continue;
+      effects.grads.push_back({t, int(outputs.size())});
+      outputs.push_back(grad.impl().traced->value);
+    }
+  for (const auto& [dst, value] : seg_.writes) {
+    effects.writes.push_back({dst, int(outputs.size())});
+    outputs.push_back(value);
+  }
   g->outputs = outputs;
   if (options_.joint && !g->nodes.empty() && g->needs_autograd()) append_backward(outputs);
 
@@ -296,9 +321,21 @@ void Tracer::run_segment(std::vector<int> outputs, bool final) {
       last_bound_ = seg_.bound;
     }
   }
+  if (final) last_effects_ = effects;
   KILN_CHECK(results.size() == (g->joint ? size_t(g->joint->forward_outputs) : outputs.size()),
              "compile: the backend returned ", results.size(),
              " outputs for a graph with ", outputs.size());
+  {
+    DispatchModesSuspended no_modes;
+    writing_back_ = true;
+    try {
+      for (const auto& [dst, k] : effects.writes) Tensor(dst).copy_(results[size_t(k)]);
+    } catch (...) {
+      writing_back_ = false;
+      throw;
+    }
+    writing_back_ = false;
+  }
 
   std::unordered_map<int, Tensor> result_of;
   for (size_t i = 0; i < seg_.bound.size(); ++i) result_of[g->inputs[i].value] = seg_.bound[i];
@@ -323,10 +360,81 @@ void Tracer::run_segment(std::vector<int> outputs, bool final) {
   }
 }
 
-void Tracer::side_effect(std::string_view reason, const std::source_location& where) {
-  // copy_ of traced tensors breaks through materialize() right after; here the writes between
-  // real tensors, which must happen after the ops recorded so far and on every call.
-  materialize(Tensor(), reason, where);
+bool Tracer::write(const Tensor& dst, const Tensor& src, const std::source_location& where) {
+  if (writing_back_) return false;
+  const TensorImpl& d = dst.impl();
+  bool whole = !d.traced && d.offset == 0 && dst.is_contiguous() &&
+               d.storage->nbytes == size_t(numel(d.shape)) * itemsize(d.dtype) && src.device() == dst.device();
+  for (size_t i = 0; whole && i < seg_.bound.size(); ++i)  // an argument's data changes from call to call
+    whole = !(seg_.graph->inputs[i].kind == InputKind::argument && seg_.bound[i].storage() == d.storage);
+  if (whole) whole = broadcast_shapes("copy_", src.shape(), d.shape) == d.shape;
+  if (!whole) {  // the write must happen now, between the graphs before and after it
+    materialize(Tensor(), "copy_(): an in-place write into a view or an argument", where);
+    return false;
+  }
+  int v;
+  {
+    NoGradGuard no_grad;
+    DispatchModeGuard tracing(this);
+    Tensor s = src.dtype() == d.dtype ? src : src.to(d.dtype);
+    if (s.shape() != d.shape) s = s.expand(d.shape);
+    v = value_of(s);
+  }
+  for (auto& [old, value] : seg_.writes)
+    if (old.storage() == d.storage) {
+      value = v;
+      return true;
+    }
+  seg_.writes.push_back({dst, v});
+  return true;
+}
+
+bool Tracer::backward(const Tensor& root, const Tensor& gradient, const std::source_location& where) {
+  int root_value = live_traced(root, "backward()").value;
+  KILN_CHECK(root.requires_grad(), "backward: the tensor (shape ", to_string(root.impl().shape),
+             ") does not require grad and has no backward node");
+  Graph& g = *seg_.graph;
+  std::vector<int> wrt;
+  std::vector<GradTarget> targets;
+  for (size_t i = 0; i < seg_.bound.size(); ++i) {
+    if (!g.inputs[i].requires_grad) continue;
+    const Tensor& t = seg_.bound[i];
+    // A tensor with eager history, or a gradient to add to: the eager tape takes over.
+    if (!t.is_leaf() || (t.grad().defined() && !t.grad().is_traced())) return false;
+    wrt.push_back(g.inputs[i].value);
+    targets.push_back({t.impl_ptr(), g.inputs[i].kind == InputKind::argument ? g.inputs[i].index : -1});
+  }
+  if (wrt.empty()) return false;
+  Tensor seed = gradient;
+  {
+    NoGradGuard no_grad;
+    DispatchModeGuard tracing(this);
+    if (!seed.defined()) {
+      KILN_CHECK(numel(root.impl().shape) == 1, "backward: the tensor has shape ", to_string(root.impl().shape),
+                 "; a gradient is implicit only for one-element outputs, pass one of the same shape");
+      seed = ones(root.impl().shape, root.options());
+    }
+    KILN_CHECK(seed.impl().shape == root.impl().shape, "backward: gradient of shape ", to_string(seed.impl().shape),
+               " for a tensor of shape ", to_string(root.impl().shape));
+  }
+  TensorList grads = record_gradients(*this, {root_value}, {seed}, wrt);
+  g.backward_traced = true;
+  NoGradGuard no_grad;
+  DispatchModeGuard tracing(this);
+  int leaves = 0;
+  for (size_t k = 0; k < grads.size(); ++k) {
+    if (!grads[k].defined()) continue;
+    Tensor leaf(targets[k].leaf);
+    Tensor old = leaf.grad();
+    leaf.set_grad(old.defined() ? add(old, grads[k]) : grads[k]);
+    ++leaves;
+    auto same = [&](const GradTarget& x) { return x.leaf == targets[k].leaf; };
+    if (std::find_if(grad_targets_.begin(), grad_targets_.end(), same) == grad_targets_.end())
+      grad_targets_.push_back(targets[k]);
+  }
+  log_line(LogChannel::graph, where, "backward() recorded into graph " + std::to_string(graphs_run_ + 1) + " of " +
+                                         options_.function_name + ": gradients of " + std::to_string(leaves) + " leaves");
+  return true;
 }
 
 void Tracer::materialize(const Tensor& t, std::string_view reason, const std::source_location& where) {

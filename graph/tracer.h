@@ -27,6 +27,24 @@ struct GraphBreak {
   std::string str() const;  // "model.cpp:42: item(): the value is read on the host"
 };
 
+// A leaf whose grad() a backward() recorded inside the graph sets: a captured tensor, or the
+// compiled function's argument `argument` (its tensor differs from call to call).
+struct GradTarget {
+  std::shared_ptr<TensorImpl> leaf;
+  int argument = -1;
+};
+
+// What a graph does besides returning the function's outputs (its first `function_outputs`
+// outputs): the outputs after them are new values for tensors written in place (copy_ into
+// `writes[i].first`), then new grad() values for leaves. A cached function without breaks
+// replays them after each run.
+struct GraphEffects {
+  size_t function_outputs = 0;
+  std::vector<std::pair<Tensor, int>> writes;      // destination, output index
+  std::vector<std::pair<GradTarget, int>> grads;   // leaf, output index
+  bool empty() const { return writes.empty() && grads.empty(); }
+};
+
 // What the tracer attaches to a symbolic tensor (TensorImpl::traced).
 struct TracedValue {
   class Tracer* tracer = nullptr;
@@ -65,7 +83,8 @@ class Tracer final : public DispatchMode {
   void materialize(const Tensor& t, std::string_view reason, const std::source_location& where);
   void read_sizes(const Tensor& t, int64_t dim, const std::source_location& where);
   Tensor alias(const Tensor& t);
-  void side_effect(std::string_view reason, const std::source_location& where);
+  bool write(const Tensor& dst, const Tensor& src, const std::source_location& where);
+  bool backward(const Tensor& root, const Tensor& gradient, const std::source_location& where);
 
   ShapeEnv& shape_env() { return *env_; }
   const std::shared_ptr<ShapeEnv>& shape_env_ptr() const { return env_; }
@@ -78,6 +97,9 @@ class Tracer final : public DispatchMode {
   // whole function).
   const std::shared_ptr<Graph>& last_graph() const { return last_graph_; }
   const TensorList& last_bindings() const { return last_bound_; }
+  const GraphEffects& last_effects() const { return last_effects_; }
+  // The leaves whose gradients a backward() inside the trace computed (they had none before).
+  const std::vector<GradTarget>& grad_targets() const { return grad_targets_; }
 
   static Tracer* current();  // the tracer of this thread's active trace, or null
 
@@ -94,6 +116,7 @@ class Tracer final : public DispatchMode {
     // Each value's layout at the probe sizes (see ShapeEnv): a view that is valid at the traced
     // sizes but not at others must not be trusted for all of them.
     std::vector<ViewMeta> probe_layout;
+    std::vector<std::pair<Tensor, int>> writes;  // copy_ into a whole real tensor: (it, the new value)
   };
   ViewMeta probe_layout_of_input(const Value& v) const;
   void note_input_probe(int value);
@@ -117,6 +140,9 @@ class Tracer final : public DispatchMode {
   int graphs_run_ = 0, ops_traced_ = 0;
   std::shared_ptr<Graph> last_graph_;
   TensorList last_bound_;
+  GraphEffects last_effects_;
+  std::vector<GradTarget> grad_targets_;
+  bool writing_back_ = false;
   Tracer* previous_ = nullptr;
   bool finished_ = false;
 };

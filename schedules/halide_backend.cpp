@@ -12,6 +12,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "autograd/grad_mode.h"
 #include "dsl/dispatch.h"
 #include "dsl/error.h"
 #include "dsl/ops/math_functions.h"
@@ -122,6 +123,7 @@ class HalideGraph final : public CompiledGraph {
   }
 
   TensorList run(const TensorList& inputs) const override {
+    NoGradGuard no_grad;  // its eager steps never record: a graph's backward is a graph of its own
     const Graph& g = *g_;
     std::vector<Tensor> values(g.values.size());
     for (size_t i = 0; i < inputs.size(); ++i) values[size_t(g.inputs[i].value)] = inputs[i];

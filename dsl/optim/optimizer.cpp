@@ -21,7 +21,8 @@ void Optimizer::zero_grad() {
 SGD::SGD(std::vector<Tensor> params, SGDOptions opts) : Optimizer(std::move(params)), opts_(opts) {
   KILN_CHECK(opts.lr >= 0 && opts.momentum >= 0 && opts.weight_decay >= 0,
              "SGD: lr, momentum and weight_decay must be >= 0");
-  velocity_.resize(params_.size());
+  if (opts.momentum != 0)
+    for (const Tensor& p : params_) velocity_.push_back(zeros(p.shape(), p.options()));
 }
 
 void SGD::step() {
@@ -30,7 +31,7 @@ void SGD::step() {
     Tensor p = params_[i].detach(), g = params_[i].grad().detach();
     if (opts_.weight_decay != 0) g = g + p * opts_.weight_decay;
     if (opts_.momentum != 0) {
-      velocity_[i] = velocity_[i].defined() ? velocity_[i] * opts_.momentum + g : g.clone();
+      velocity_[i].copy_(velocity_[i] * opts_.momentum + g);
       g = velocity_[i];
     }
     p.copy_(p - g * opts_.lr);
@@ -45,16 +46,20 @@ AdamW::AdamW(std::vector<Tensor> params, AdamWOptions opts) : Optimizer(std::mov
     m_.push_back(zeros(p.shape(), p.options()));
     v_.push_back(zeros(p.shape(), p.options()));
   }
+  steps_ = zeros({}, {.dtype = DType::f32, .device = params_.empty() ? Device::cpu() : params_[0].device()});
 }
 
 void AdamW::step() {
-  ++steps_;
-  double c1 = 1 - std::pow(opts_.beta1, double(steps_)), c2 = 1 - std::pow(opts_.beta2, double(steps_));
+  steps_.copy_(steps_ + 1.0);
+  // The bias corrections 1 - beta^t, as tensors: a compiled step must not bake t in.
+  TensorOptions scalar{.dtype = DType::f32, .device = steps_.device()};
+  Tensor c1 = 1.0 - pow(full({}, opts_.beta1, scalar), steps_);
+  Tensor c2 = 1.0 - pow(full({}, opts_.beta2, scalar), steps_);
   for (size_t i = 0; i < params_.size(); ++i) {
     if (!params_[i].grad().defined()) continue;
     Tensor p = params_[i].detach(), g = params_[i].grad().detach();
-    m_[i] = m_[i] * opts_.beta1 + g * (1 - opts_.beta1);
-    v_[i] = v_[i] * opts_.beta2 + square(g) * (1 - opts_.beta2);
+    m_[i].copy_(m_[i] * opts_.beta1 + g * (1 - opts_.beta1));
+    v_[i].copy_(v_[i] * opts_.beta2 + square(g) * (1 - opts_.beta2));
     Tensor update = (m_[i] / c1) / (sqrt(v_[i] / c2) + opts_.eps);
     p.copy_(p * (1 - opts_.lr * opts_.weight_decay) - update * opts_.lr);
   }

@@ -1,6 +1,8 @@
-// Optimizers: SGD (momentum, weight decay) and AdamW. step() updates the parameters in place
-// (their identity, and so the model's references, stay) with tensor ops on detached views, so
-// autograd records nothing; zero_grad() clears the gradients.
+// Optimizers: SGD (momentum, weight decay) and AdamW. step() updates the parameters and the
+// optimizer's state in place (copy_: their identity, and so the model's references, stay) with
+// tensor ops on detached views, so autograd records nothing; zero_grad() clears the gradients.
+// The state is all tensors, the step count too, so a compiled training step (kiln::compile of a
+// function that calls step()) holds the whole update in its graph.
 //
 //   optim::AdamW opt(model.parameters(), {.lr = 1e-3});
 //   loss.backward(); opt.step(); opt.zero_grad();
@@ -36,7 +38,7 @@ class SGD : public Optimizer {
 
  private:
   SGDOptions opts_;
-  std::vector<Tensor> velocity_;
+  std::vector<Tensor> velocity_;  // zeros until the first step (then g: 0 * momentum + g)
 };
 
 struct AdamWOptions {
@@ -54,7 +56,7 @@ class AdamW : public Optimizer {
  private:
   AdamWOptions opts_;
   std::vector<Tensor> m_, v_;
-  int64_t steps_ = 0;
+  Tensor steps_;  // 0-d f32, on the first parameter's device
 };
 
 }  // namespace kiln::optim

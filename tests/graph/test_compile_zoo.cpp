@@ -8,10 +8,11 @@ using namespace kiln::test;
 
 namespace {
 
-void check_same(const TensorList& got, const TensorList& want, const std::string& what) {
+void check_same(const TensorList& got, const TensorList& want, const std::string& what,
+                Tolerance tol = tolerance(DType::f32)) {
   BOOST_TEST_REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < got.size(); ++i)
-    check_close(got[i], host_values(want[i]), want[i].shape(), what + " output " + std::to_string(i));
+    check_close(got[i], host_values(want[i]), want[i].shape(), tol, what + " output " + std::to_string(i));
 }
 
 }  // namespace
@@ -51,7 +52,8 @@ BOOST_AUTO_TEST_CASE(zoo_model_gradients_through_compiled_forward) {
       };
       auto f = compile([&](std::vector<Tensor> xs) { return m.forward(xs); });
       TensorList compiled = grads(f(in)), eager = grads(m.forward(in));
-      check_same(compiled, eager, name + " parameter gradients");
+      // On the halide backend the backward is a compiled graph: sums run in another order.
+      check_same(compiled, eager, name + " parameter gradients", {2e-4, 2e-5});
     }
   }
 }
