@@ -13,6 +13,7 @@
 #include "bench/commands.h"
 #include "bench/json.h"
 #include "bench/timing.h"
+#include "bench/train_step.h"
 #include "bench/zoo.h"
 #include "schedules/disk_cache.h"
 
@@ -93,6 +94,22 @@ int run_bench_models(const BenchOptions& opts) {
     if (cached) j.set("compile_warm_s", warm_s);
     else j.set("compile_warm_s", nullptr);  // KILN_CACHE=0
     j.set("kernels", kernels);
+    if (opts.train) {
+      TrainStepReport t = measure_train_step(name, Device::cpu(), {.backend = opts.backend, .scheduler = opts.scheduler},
+                                             [](const std::function<void()>& fn) {
+                                               return time_median(fn, 1, 2, 7, 0.5, 50).median_s * 1e3;
+                                             });
+      std::printf("%-18s train step: eager %.2f ms, compiled %.2f ms, ratio %.2f (compile %.2f s); saved for "
+                  "backward: eager %.2f MB, compiled %.2f MB\n",
+                  name.c_str(), t.eager_ms, t.compiled_ms, t.compiled_ms / t.eager_ms, t.compile_s,
+                  double(t.saved_bytes_eager) / 1e6, double(t.saved_bytes_compiled) / 1e6);
+      std::fflush(stdout);
+      j.set("eager_train_ms", t.eager_ms);
+      j.set("compiled_train_ms", t.compiled_ms);
+      j.set("compile_train_s", t.compile_s);
+      j.set("saved_bytes_eager", double(t.saved_bytes_eager));
+      j.set("saved_bytes_compiled", double(t.saved_bytes_compiled));
+    }
     models.push(j);
   }
   if (!opts.json_path.empty()) {

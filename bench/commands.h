@@ -14,6 +14,7 @@ struct BenchOptions {
   std::string self_path;  // this executable, for fresh-process measurements
   std::string backend = "halide";  // bench models: the compile backend
   std::string scheduler = "kiln";  // bench models: the halide backend's scheduler
+  bool train = false;              // bench models --train: training steps too
 };
 
 struct DemoOptions {

@@ -23,7 +23,7 @@ commands:
   bench ops [--device cpu] [--json FILE] [--filter NAME]
         median eager time per op: one element (host overhead) and a large tensor (throughput)
   bench models [--device cpu] [--backend halide|eager] [--scheduler kiln|mullapudi2016|adams2019|li2018]
-               [--filter NAME] [--json FILE]
+               [--filter NAME] [--train] [--json FILE]
         every zoo model eager against compiled: median ms, compile seconds cold (empty disk cache)
         and warm (fresh process, filled disk cache), kernels per call
   bench regions [--scheduler S] [--filter NAME] [--json FILE]
@@ -64,6 +64,10 @@ kiln::bench::BenchOptions parse_bench_options(const std::vector<std::string>& ar
   for (size_t i = first; i < args.size(); ++i) {
     const std::string& opt = args[i];
     KILN_CHECK(allowed.count(opt), command, ": unknown option '", opt, "'");
+    if (opt == "--train") {  // the one flag without a value
+      o.train = true;
+      continue;
+    }
     KILN_CHECK(i + 1 < args.size(), command, ": option ", opt, " needs a value");
     const std::string& v = args[++i];
     if (opt == "--device") o.device = parse_device(v);
@@ -124,7 +128,7 @@ int main(int argc, char** argv) {
       const std::string& sub = args[1];
       kiln::bench::BenchOptions o;
       if (sub == "models") {
-        o = parse_bench_options(args, 2, {"--device", "--backend", "--scheduler", "--filter", "--json"});
+        o = parse_bench_options(args, 2, {"--device", "--backend", "--scheduler", "--filter", "--json", "--train"});
         o.self_path = self_path(argv[0]);
         return kiln::bench::run_bench_models(o);
       }

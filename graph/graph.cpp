@@ -114,6 +114,7 @@ GraphRewrite::GraphRewrite(const Graph& g) : g_(g), id_(g.values.size(), -1) {
   out.shape_env = g.shape_env;
   out.joint = g.joint;
   out.backward_traced = g.backward_traced;
+  out.trains = g.trains;
   for (const GraphInput& in : g.inputs) {
     const Value& v = g.values[size_t(in.value)];
     id_[size_t(in.value)] = out.add_input(in.kind, in.index, in.name, v.meta, v.sym, v.strides, v.offset, in.requires_grad);
@@ -196,6 +197,7 @@ uint64_t Graph::structural_hash() const {
   }
   for (int v : outputs) h = mix(h, uint64_t(order[v]));
   h = mix(h, uint64_t(backward_traced));
+  h = mix(h, uint64_t(trains));
   if (joint) {
     h = mix(h, uint64_t(joint->forward_outputs));
     for (int i : joint->grad_inputs) h = mix(h, uint64_t(i));

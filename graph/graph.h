@@ -76,6 +76,9 @@ class Graph {
   // The function called backward() inside the graph (a compiled training step): the gradients
   // are graph values, and its ops must not be recorded on the tape again.
   bool backward_traced = false;
+  // A training step's graph (the halves of a joint graph, or one that traced its backward): its
+  // parameters change on every call, so the backend does not keep packed copies of them.
+  bool trains = false;
 
   int add_input(InputKind kind, int index, std::string name, const TensorMeta& meta, const SymShape& sym,
                 const Strides& strides, int64_t offset = 0, bool requires_grad = false);

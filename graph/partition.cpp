@@ -185,6 +185,7 @@ Partition partition_joint(const Graph& j) {
   outs.insert(outs.end(), extra_outs.begin(), extra_outs.end());
   p.forward = extract(j, forward_ins, in_forward, outs);
   p.backward = extract(j, backward_ins, in_backward, grads);
+  p.forward->trains = p.backward->trains = true;
   return p;
 }
 

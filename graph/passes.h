@@ -30,6 +30,12 @@ int eliminate_common_subexpressions(Graph& g);
 // view(reshape-like(x)) of a contiguous x becomes one view of x. Returns the views folded.
 int fold_views(Graph& g);
 
+// A transpose of a 2-D matmul's result that nothing else reads becomes the matmul of the
+// transposed operands, (a b)^T = b^T a^T: the GEMM writes the layout its readers want instead of
+// leaving them a transposed view (a weight's gradient, read by the optimizer's update). Returns
+// the matmuls rewritten.
+int transpose_matmuls(Graph& g);
+
 // Replaces the nodes of the named composite ops by primitive ops (see default_decompositions()
 // for the ones it knows; others are left alone). Constants become 0-d `full` nodes. Returns the
 // nodes decomposed.

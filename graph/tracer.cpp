@@ -419,6 +419,7 @@ bool Tracer::backward(const Tensor& root, const Tensor& gradient, const std::sou
   }
   TensorList grads = record_gradients(*this, {root_value}, {seed}, wrt);
   g.backward_traced = true;
+  g.trains = true;
   NoGradGuard no_grad;
   DispatchModeGuard tracing(this);
   int leaves = 0;

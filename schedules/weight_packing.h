@@ -21,7 +21,8 @@ constexpr int kGemmPanel = 32;  // columns per packed panel
 // The panels' shape for a K x N weight: [ceil(N/32), K, 32].
 inline Shape panel_shape(const Shape& kn) { return {(kn[1] + kGemmPanel - 1) / kGemmPanel, kn[0], kGemmPanel}; }
 
-// Whether node n is a matmul whose b is a non-contiguous 2-D view chain of a captured graph input.
+// Whether node n is a matmul whose b is a non-contiguous 2-D view chain of a captured graph input
+// (never in a training step's graphs: their weights change on every call).
 bool packs_weight(const Graph& g, const GraphNode& n);
 
 class PackedWeight {

@@ -1,0 +1,54 @@
+#include "bench/train_step.h"
+
+namespace kiln::bench {
+
+Tensor train_step(zoo::ZooModel& m, optim::Optimizer& opt, const TensorList& inputs) {
+  Tensor loss = m.loss(m.forward(inputs));
+  loss.backward();
+  opt.step();
+  opt.zero_grad();
+  return loss;
+}
+
+namespace {
+
+TensorList alive_anyway(const zoo::ZooModel& m, const TensorList& inputs) {
+  TensorList keep = m.module->parameters();
+  keep.insert(keep.end(), inputs.begin(), inputs.end());
+  return keep;
+}
+
+}  // namespace
+
+TrainStepReport measure_train_step(const std::string& model, Device device, CompileOptions options,
+                                   const MedianMs& median_ms) {
+  EnableGradGuard grad;
+  TrainStepReport r;
+  manual_seed(0);
+  zoo::ZooModel eager = zoo::make_zoo_model(model, zoo::ZooSize::bench, device);
+  manual_seed(0);
+  zoo::ZooModel compiled = zoo::make_zoo_model(model, zoo::ZooSize::bench, device);
+  TensorList in = eager.make_inputs();
+
+  {  // the tapes: eager, and the compiled forward's single node
+    Tensor loss = eager.loss(eager.forward(in));
+    r.saved_bytes_eager = tape_saved_bytes(loss, alive_anyway(eager, in));
+    CompileOptions forward_options = options;
+    forward_options.name = model + " forward+loss";
+    auto f = zoo::compile_zoo_loss(compiled, forward_options);
+    Tensor compiled_loss = f(in);
+    r.saved_bytes_compiled = tape_saved_bytes(compiled_loss, alive_anyway(compiled, in));
+  }
+
+  optim::AdamW eager_opt(eager.module->parameters(), {});
+  optim::AdamW compiled_opt(compiled.module->parameters(), {});
+  options.name = model + " train step";
+  auto step = compile([&](std::vector<Tensor> xs) { return train_step(compiled, compiled_opt, xs); }, options);
+  step(in);
+  r.compile_s = zoo::compile_seconds(step.stats());
+  r.eager_ms = median_ms([&] { train_step(eager, eager_opt, in); });
+  r.compiled_ms = median_ms([&] { step(in); });
+  return r;
+}
+
+}  // namespace kiln::bench

@@ -1,0 +1,33 @@
+// One training step of a zoo model, as `kiln bench models --train`, `kiln bench gpu` and the demo
+// measure it: forward, the model's loss, backward(), AdamW (PyTorch's defaults), zero_grad().
+// Eager runs it op by op on the tape; compiled is the whole step under kiln::compile (forward,
+// backward and the update in one graph, parameters and optimizer state written back in place).
+// Both start from the same parameters.
+//
+//   TrainStepReport r = measure_train_step("mlp", Device::cpu(), {.backend = "halide"}, cpu_median_ms);
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "bench/zoo.h"
+
+namespace kiln::bench {
+
+struct TrainStepReport {
+  double eager_ms = 0, compiled_ms = 0;
+  double compile_s = 0;                 // the compiled step's first call: tracing and compiling
+  int64_t saved_bytes_eager = 0;        // what the eager tape keeps for backward (inputs and parameters aside)
+  int64_t saved_bytes_compiled = 0;     // what the compiled forward saves (its one tape node)
+};
+
+// `median_ms(fn)` times fn (warm-up included) and returns its median in milliseconds.
+using MedianMs = std::function<double(const std::function<void()>&)>;
+
+TrainStepReport measure_train_step(const std::string& model, Device device, CompileOptions options,
+                                   const MedianMs& median_ms);
+
+// Runs one AdamW step of `m` on `inputs` and returns the loss (not synchronized).
+Tensor train_step(zoo::ZooModel& m, optim::Optimizer& opt, const TensorList& inputs);
+
+}  // namespace kiln::bench
