@@ -151,13 +151,15 @@ std::vector<Entry> rules() {
          Tensor gb = g[0] * out[0] * log(where(gt(in[0], 0.0), in[0], 1.0));
          return to_inputs(in, ga, gb);
        }},
+      // Ties split the gradient evenly. Written with where() rather than a 0/1 mask times 0.5:
+      // Halide 14 mis-compiles float(bool) * 0.5 (a widening multiply by a half constant).
       {"maximum", RULE {
-         Tensor share = mask(gt(in[0], in[1]), g[0]) + mask(eq(in[0], in[1]), g[0]) * 0.5;
-         return to_inputs(in, g[0] * share, g[0] * (1.0 - share));
+         Tensor tie = where(eq(in[0], in[1]), g[0] * 0.5, 0.0);
+         return to_inputs(in, where(gt(in[0], in[1]), g[0], tie), where(lt(in[0], in[1]), g[0], tie));
        }},
       {"minimum", RULE {
-         Tensor share = mask(lt(in[0], in[1]), g[0]) + mask(eq(in[0], in[1]), g[0]) * 0.5;
-         return to_inputs(in, g[0] * share, g[0] * (1.0 - share));
+         Tensor tie = where(eq(in[0], in[1]), g[0] * 0.5, 0.0);
+         return to_inputs(in, where(lt(in[0], in[1]), g[0], tie), where(gt(in[0], in[1]), g[0], tie));
        }},
       {"where", RULE {
          return {Tensor(), sum_to(where(in[0], g[0], 0.0), in[1].shape()),

@@ -66,6 +66,18 @@ std::vector<std::string> cut_reasons(const Graph& g) {
   return reason;
 }
 
+// A region past this many ops ends before a node that reads none of its values (0-d ones aside):
+// independent chains, like an optimizer's update of each parameter, become pipelines of their own.
+// Halide's compile time grows faster than the pipeline (a training step's 476-op update of 26
+// parameters took 68 s; as one region per parameter, seconds in all).
+constexpr size_t kIndependentSplitOps = 32;
+
+bool reads_region(const Graph& g, const GraphNode& n, const std::set<int>& made) {
+  for (int v : n.inputs)
+    if (made.count(v) && numel(g.values[size_t(v)].meta.shape) > 1) return true;
+  return false;
+}
+
 }  // namespace
 
 std::vector<PlannedStep> plan_fusion(const Graph& g) {
@@ -75,6 +87,11 @@ std::vector<PlannedStep> plan_fusion(const Graph& g) {
   std::set<int> made;   // values it makes
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const GraphNode& n = g.nodes[i];
+    if (reason[i].empty() && open >= 0 && steps[size_t(open)].region.nodes.size() >= kIndependentSplitOps &&
+        !reads_region(g, n, made)) {
+      open = -1;
+      made.clear();
+    }
     if (reason[i].empty()) {
       if (open < 0) {
         steps.push_back({});

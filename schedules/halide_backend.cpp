@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
+#include <thread>
 #include <sstream>
 #include <unistd.h>
 
@@ -290,6 +292,16 @@ void build_region(const Graph& g, Step& s, const BackendOptions& options, int in
 
 std::string function_name(int region) { return "kiln_region_" + std::to_string(region); }
 
+// Threads that compile a graph's regions: KILN_COMPILE_THREADS, else one per core.
+size_t compile_threads() {
+  static const size_t n = [] {
+    const char* v = std::getenv("KILN_COMPILE_THREADS");
+    long k = v && *v ? std::strtol(v, nullptr, 10) : long(std::thread::hardware_concurrency());
+    return size_t(std::max(1L, k));
+  }();
+  return n;
+}
+
 // The cache key: everything the generated code depends on besides kiln's and Halide's versions
 // (which cache_key adds): the graph with its layouts and size hints, the scheduler, the target.
 std::string graph_key(const Graph& g, const BackendOptions& options) {
@@ -316,15 +328,41 @@ std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, std::vector<Step>& 
     auto dir = std::filesystem::temp_directory_path() /
                ("kiln-build-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
     std::filesystem::create_directories(dir);
-    std::vector<std::string> objects;
-    int index = 0;
-    for (Step& s : steps) {
-      if (s.node >= 0) continue;
-      build_region(g, s, options, index);
-      objects.push_back((dir / (function_name(index) + ".o")).string());
-      compile_region_object(s.pipeline, pipeline_arguments(s.region, s.lowered), function_name(index), objects.back(),
-                            s.cuda);
-      ++index;
+    std::vector<Step*> regions;
+    for (Step& s : steps)
+      if (s.node < 0) regions.push_back(&s);
+    std::vector<std::string> objects(regions.size());
+    // Regions compile side by side (separate Halide pipelines; kiln's scheduler only: Halide's
+    // autoschedulers are plugins with state of their own).
+    std::atomic<size_t> next{0};
+    std::mutex error_mu;
+    std::exception_ptr error;
+    auto compile_some = [&] {
+      for (size_t i; (i = next++) < regions.size();) {
+        try {
+          Step& s = *regions[i];
+          auto r0 = std::chrono::steady_clock::now();
+          build_region(g, s, options, int(i));
+          objects[i] = (dir / (function_name(int(i)) + ".o")).string();
+          compile_region_object(s.pipeline, pipeline_arguments(s.region, s.lowered), function_name(int(i)), objects[i],
+                                s.cuda);
+          log_line(LogChannel::output_code, "halide: " + options.label + " region " + std::to_string(i) + ": " +
+                                                region_what(s) + ", " + std::to_string(s.region.outputs.size()) +
+                                                " outputs, compiled in " + std::to_string(int(ms_since(r0))) + " ms");
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(error_mu);
+          if (!error) error = std::current_exception();
+        }
+      }
+    };
+    size_t workers = options.scheduler == "kiln" ? std::min<size_t>(regions.size(), compile_threads()) : 1;
+    std::vector<std::thread> pool;
+    for (size_t w = 1; w < workers; ++w) pool.emplace_back(compile_some);
+    compile_some();
+    for (std::thread& t : pool) t.join();
+    if (error) {
+      std::filesystem::remove_all(dir);
+      std::rethrow_exception(error);
     }
     link_shared_library(objects, (dir / "graph.so").string());
     path = store_cache_entry(key, ".so", (dir / "graph.so").string());

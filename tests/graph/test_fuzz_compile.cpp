@@ -146,6 +146,59 @@ std::string run_and_compare(const FuzzProgram& p, const std::string& backend_nam
   return "";
 }
 
+// Gradient mode: every float input requires grad and the loss weighs every float output with fixed
+// random weights (in f64); the compiled function's gradients (its joint graph, cut and compiled
+// on a backend without autograd of its own) must equal the eager tape's. Returns "" when they
+// agree, "skip" when nothing is differentiable, else the first difference.
+std::string compare_gradients(const FuzzProgram& p, const std::string& backend_name) {
+  TensorList xs = make_inputs(p, 2 * p.seed + 1);
+  TensorList leaves;
+  for (Tensor& x : xs)
+    if (is_floating(x.dtype())) leaves.push_back(x.requires_grad_());
+  auto loss_of = [&](const TensorList& outs) {
+    Tensor loss;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      if (!outs[i].requires_grad()) continue;
+      Tensor w = random_tensor(outs[i].shape(), DType::f64, 7 * p.seed + i);
+      Tensor term = (outs[i].to(DType::f64) * w).sum();
+      loss = loss.defined() ? loss + term : term;
+    }
+    return loss;
+  };
+  auto gradients = [&](const std::function<TensorList(const TensorList&)>& run) -> TensorList {
+    for (Tensor& x : leaves) x.set_grad(Tensor());
+    manual_seed(p.seed);
+    Tensor loss = loss_of(run(xs));
+    if (!loss.defined()) return {};
+    loss.backward();
+    TensorList g;
+    for (Tensor& x : leaves) g.push_back(x.grad().defined() ? x.grad() : zeros(x.shape(), x.options()));
+    return g;
+  };
+  TensorList want;
+  try {
+    want = gradients([&](const TensorList& in) { return run_program(p, in); });
+  } catch (const std::exception& e) {
+    return "skip";  // an op without a derivative rule: eager cannot differentiate it either
+  }
+  if (want.empty()) return "skip";
+  auto f = compile([&p](std::vector<Tensor> in) { return run_program(p, in); },
+                   {.backend = backend_name, .name = "fuzz gradients " + std::to_string(p.seed)});
+  TensorList got;
+  try {
+    got = gradients([&](const TensorList& in) { return f(in); });
+  } catch (const std::exception& e) {
+    return std::string("the compiled backward threw: ") + e.what();
+  }
+  for (size_t i = 0; i < want.size(); ++i) {
+    double scale = 1;
+    for (double v : host_values(want[i])) scale = std::max(scale, std::abs(v));
+    std::string d = mismatch(got[i], want[i], {2e-3, 2e-4 * scale});
+    if (!d.empty()) return "gradient of input " + std::to_string(i) + ": " + d;
+  }
+  return "";
+}
+
 struct FuzzSummary {
   std::array<int, kNumFuzzOps> steps{};  // per op
   int layout_dependent = 0;              // dynamic programs allowed to recompile once
@@ -208,6 +261,26 @@ BOOST_AUTO_TEST_CASE(decomposed_programs_match_eager) {
   register_test_backends();
   uint64_t count = fuzz_programs("fuzz_decomposed") / 4, first = env_count("KILN_FUZZ_FIRST_SEED", 0);
   fuzz(2'000'000 + first, count, {}, "fuzz_decomposed", true);
+}
+
+BOOST_AUTO_TEST_CASE(compiled_gradients_match_eager) {
+  register_test_backends();
+  std::string b = fuzz_backend();
+  uint64_t count = fuzz_programs(b) / 2, first = env_count("KILN_FUZZ_FIRST_SEED", 0);
+  int compared = 0, failures = 0;
+  for (uint64_t seed = 3'000'000 + first; seed < 3'000'000 + first + count; ++seed) {
+    FuzzProgram p = generate_program(seed, {.low_precision = false});
+    if (std::getenv("KILN_FUZZ_PRINT")) std::cerr << "seed " << seed << ":\n" << program_to_cpp(p) << std::flush;
+    std::string diff = compare_gradients(p, b);
+    if (diff == "skip") continue;
+    ++compared;
+    if (diff.empty()) continue;
+    if (failures++ < 5) BOOST_ERROR("seed " << seed << ", backend " << b << ": " << diff << "\n" << program_to_cpp(p));
+    else BOOST_ERROR("seed " << seed << ", backend " << b << ": " << diff);
+  }
+  BOOST_TEST(failures == 0, failures << " of " << compared << " programs' gradients differ on backend " << b);
+  BOOST_TEST(compared >= int(count) / 2, "only " << compared << " of " << count << " programs were differentiable");
+  BOOST_TEST_MESSAGE(compared << " programs' gradients compared on backend " << b);
 }
 
 BOOST_AUTO_TEST_CASE(the_check_fails_on_wrong_results) {
