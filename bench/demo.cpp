@@ -1,10 +1,11 @@
-// `kiln demo`: trains a tiny GPT eagerly to reverse sequences of digits (fresh random batches
-// every step: "3 1 4 1 5 9 2 6 |" -> "6 2 9 5 1 4 1 3"), with AdamW, on the CPU or a CUDA
-// device (--device cuda: the same model and batches, every op on the GPU). It prints a
-// progress line every few steps, then a summary and where one training step spends its time.
-// The compiled column is inference: the trained model's forward on 256 sequences, eager against
-// kiln::compile on the halide backend (compile time, step time, speedup, the same answers).
-// Compiled training joins with the compiled backward.
+// `kiln demo`: trains a tiny GPT to reverse sequences of digits (fresh random batches every
+// step: "3 1 4 1 5 9 2 6 |" -> "6 2 9 5 1 4 1 3"), with AdamW, on the CPU or a CUDA device
+// (--device cuda: the same model and batches, every op on the GPU), twice side by side from the
+// same initial weights on the same batches: eagerly, and as a compiled training step (forward,
+// loss, backward and the AdamW update in one graph on the halide backend). It prints both losses
+// every few steps, then a summary (compile time, step times, speedup, both final losses and
+// accuracies), the trained model's forward on 256 sequences eager against compiled, and where
+// one eager training step spends its time.
 #include <cmath>
 #include <cstdio>
 
@@ -40,9 +41,22 @@ Batch make_batch(int64_t batch, Device device) {
 }
 
 // Cross-entropy over the answer half of each sequence.
-Tensor loss_of(nn::TinyGpt& model, const Batch& b) {
-  Tensor logits = model.forward(b.tokens).narrow(1, kDigits, kDigits);
-  return cross_entropy(logits.reshape({-1, kVocab}), b.targets.reshape({-1}));
+Tensor loss_of(nn::TinyGpt& model, const Tensor& tokens, const Tensor& targets) {
+  Tensor logits = model.forward(tokens).narrow(1, kDigits, kDigits);
+  return cross_entropy(logits.reshape({-1, kVocab}), targets.reshape({-1}));
+}
+
+Tensor train_step(nn::TinyGpt& model, optim::Optimizer& opt, const Tensor& tokens, const Tensor& targets) {
+  Tensor loss = loss_of(model, tokens, targets);
+  loss.backward();
+  opt.step();
+  opt.zero_grad();
+  return loss;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
 }
 
 double accuracy(const Tensor& logits, const Batch& b) {
@@ -84,38 +98,51 @@ int run_demo(const DemoOptions& opts) {
   KILN_CHECK(opts.steps >= 1, "demo: --steps must be >= 1");
   KILN_CHECK(opts.device.is_cpu() || cuda_available(), "demo: --device ", opts.device, " needs a CUDA device: ",
              cuda_unavailable_reason());
-  manual_seed(0);
   const int64_t batch = 32;
-  nn::TinyGpt model({.vocab = kVocab, .seq = 2 * kDigits, .width = 64, .heads = 4, .layers = 2});
-  model.to(opts.device);  // drawn on the CPU: the same initial weights on every device
+  const nn::GptConfig config{.vocab = kVocab, .seq = 2 * kDigits, .width = 64, .heads = 4, .layers = 2};
+  manual_seed(0);
+  nn::TinyGpt model(config);
+  manual_seed(0);
+  nn::TinyGpt twin(config);  // the same initial weights, trained by the compiled step
+  model.to(opts.device);     // drawn on the CPU: the same initial weights on every device
+  twin.to(opts.device);
   optim::AdamW opt(model.parameters(), {.lr = 3e-3, .weight_decay = 0.01});
+  optim::AdamW twin_opt(twin.parameters(), {.lr = 3e-3, .weight_decay = 0.01});
+  auto compiled_step = compile([&](const Tensor& tokens, const Tensor& targets) {
+    return train_step(twin, twin_opt, tokens, targets);
+  }, {.backend = "halide", .fullgraph = true, .name = "tiny_gpt_train_step"});
   int64_t params = 0;
   for (const Tensor& p : model.parameters()) params += p.numel();
 
-  std::printf("kiln demo: train a tiny GPT to reverse %lld digits, eagerly on %s\n", (long long)kDigits,
-              opts.device.str().c_str());
+  std::printf("kiln demo: train a tiny GPT to reverse %lld digits on %s, eagerly and compiled, side by side\n",
+              (long long)kDigits, opts.device.str().c_str());
   std::printf("  model: vocab %lld, sequence %lld, width 64, 4 heads, 2 layers, %lld parameters; AdamW lr 3e-3\n",
               (long long)kVocab, (long long)(2 * kDigits), (long long)params);
-  std::printf("  data: fresh batches of %lld random sequences each step; loss over the answer half\n\n",
+  std::printf("  data: fresh batches of %lld random sequences each step, the same for both; loss over the answer half\n",
               (long long)batch);
+  std::printf("  compiled: kiln::compile of the whole step (forward, loss, backward, AdamW) on the halide backend\n\n");
+  std::printf("  %9s  %11s %13s  %8s %11s\n", "step", "eager loss", "compiled loss", "eager ms", "compiled ms");
 
-  std::vector<double> step_s;
-  float loss_first = 0, loss_last = 0;
+  std::vector<double> eager_s, compiled_s;
+  float loss_first = 0, loss_last = 0, compiled_first = 0, compiled_last = 0;
+  double compile_s = 0;
   int every = std::max(1, opts.steps / 15);
   double t_start = now_seconds();
   for (int step = 1; step <= opts.steps; ++step) {
     Batch b = make_batch(batch, opts.device);
     double t0 = now_seconds();
-    Tensor loss = loss_of(model, b);
-    loss.backward();
-    opt.step();
-    opt.zero_grad();
-    float value = loss.item<float>();
-    step_s.push_back(now_seconds() - t0);
-    if (step == 1) loss_first = value;
-    loss_last = value;
+    float value = train_step(model, opt, b.tokens, b.targets).item<float>();
+    eager_s.push_back(now_seconds() - t0);
+    t0 = now_seconds();
+    float compiled_value = compiled_step(b.tokens, b.targets).item<float>();
+    if (step == 1) compile_s = now_seconds() - t0;  // tracing and compiling, then the step
+    else compiled_s.push_back(now_seconds() - t0);
+    if (step == 1) loss_first = value, compiled_first = compiled_value;
+    loss_last = value, compiled_last = compiled_value;
     if (step % every == 0 || step == 1 || step == opts.steps)
-      std::printf("  step %4d/%d  loss %.4f  step %.2f ms\n", step, opts.steps, value, step_s.back() * 1e3);
+      std::printf("  %4d/%-4d  %11.4f %13.4f  %8.2f %11.2f%s\n", step, opts.steps, value, compiled_value,
+                  eager_s.back() * 1e3, (step == 1 ? compile_s : compiled_s.back()) * 1e3,
+                  step == 1 ? "  (compiles)" : "");
   }
   double total_s = now_seconds() - t_start;
 
@@ -125,25 +152,32 @@ int run_demo(const DemoOptions& opts) {
     Batch b = make_batch(batch, opts.device);
     DispatchModeGuard g(&profile);
     double t0 = now_seconds();
-    Tensor loss = loss_of(model, b);
-    loss.backward();
-    opt.step();
-    opt.zero_grad();
+    train_step(model, opt, b.tokens, b.targets);
     wait_for(opts.device);
     profiled_s = now_seconds() - t0;
   }
-  Inference inference = measure_inference(model, make_batch(256, opts.device), opts.device);
+  Batch test = make_batch(256, opts.device);
+  double compiled_acc = 0;
+  {
+    NoGradGuard no_grad;
+    compiled_acc = accuracy(twin.forward(test.tokens), test);
+  }
+  Inference inference = measure_inference(model, test, opts.device);
   double acc = inference.eager_accuracy;
-  std::vector<double> sorted = step_s;
-  std::sort(sorted.begin(), sorted.end());
-  double median_ms = sorted[sorted.size() / 2] * 1e3;
+  double eager_ms = median(eager_s) * 1e3, compiled_ms = compiled_s.empty() ? 0 : median(compiled_s) * 1e3;
+  double loss_gap = std::abs(double(loss_last) - double(compiled_last));
 
-  std::printf("\n  %-28s %12s\n", "", "eager");
-  std::printf("  %-28s %12.4f\n", "loss, first step", loss_first);
-  std::printf("  %-28s %12.4f\n", "loss, last step", loss_last);
-  std::printf("  %-28s %12.1f%%\n", "answer digits right (256)", acc * 100);
-  std::printf("  %-28s %12.2f\n", "step time, median (ms)", median_ms);
-  std::printf("  %-28s %12.1f\n", "total time (s)", total_s);
+  std::printf("\n  %-28s %12s %12s\n", "training", "eager", "compiled");
+  std::printf("  %-28s %12s %12.2f\n", "compile time (s)", "-", compile_s);
+  std::printf("  %-28s %12.2f %12.2f\n", "step time, median (ms)", eager_ms, compiled_ms);
+  std::printf("  %-28s %12s %11.2fx\n", "speedup", "", compiled_ms > 0 ? eager_ms / compiled_ms : 0.0);
+  std::printf("  %-28s %12.4f %12.4f\n", "loss, first step", loss_first, compiled_first);
+  std::printf("  %-28s %12.4f %12.4f\n", "loss, last step", loss_last, compiled_last);
+  std::printf("  %-28s %11.1f%% %11.1f%%\n", "answer digits right (256)", acc * 100, compiled_acc * 100);
+  std::printf("  %-28s %12.1f\n", "total time, both (s)", total_s);
+  std::printf("  the final losses differ by %.2g (%.2g of the eager one): two runs of the same training whose sums\n"
+              "  are rounded in different orders\n",
+              loss_gap, loss_gap / std::max(1e-12, std::abs(double(loss_last))));
   std::printf("\n  inference on 256 sequences     %12s %12s\n", "eager", "compiled");
   std::printf("  %-28s %12s %12.2f%s\n", "compile time (s)", "-", inference.compile_s,
               inference.from_disk_cache ? "  (from the disk cache)" : "");
@@ -151,17 +185,20 @@ int run_demo(const DemoOptions& opts) {
   std::printf("  %-28s %12s %11.2fx\n", "speedup", "", inference.eager_ms / inference.compiled_ms);
   std::printf("  %-28s %11.1f%% %11.1f%%\n", "answer digits right", inference.eager_accuracy * 100,
               inference.compiled_accuracy * 100);
-  std::printf("\n  where one training step spends its time (%.2f ms: forward, backward and optimizer ops):\n",
+  std::printf("\n  where one eager training step spends its time (%.2f ms: forward, backward and optimizer ops):\n",
               profiled_s * 1e3);
   profile.print(profiled_s);
 
   if (!opts.json_path.empty()) {
     Json j = Json::object();
     j.set("device", opts.device.str()).set("steps", opts.steps).set("loss_first", double(loss_first));
-    j.set("loss_last", double(loss_last)).set("eager_step_ms_median", median_ms);
+    j.set("loss_last", double(loss_last)).set("eager_step_ms_median", eager_ms);
     j.set("accuracy", acc).set("parameters", params);
     j.set("eager_forward_ms", inference.eager_ms).set("compiled_forward_ms", inference.compiled_ms);
     j.set("compile_s", inference.compile_s).set("compiled_accuracy", inference.compiled_accuracy);
+    j.set("compiled_step_ms_median", compiled_ms).set("compiled_train_compile_s", compile_s);
+    j.set("compiled_loss_first", double(compiled_first)).set("compiled_loss_last", double(compiled_last));
+    j.set("compiled_train_accuracy", compiled_acc);
     write_file_atomic(opts.json_path, j.dump());
     std::printf("\nwrote %s\n", opts.json_path.c_str());
   }

@@ -46,13 +46,15 @@ AdamW::AdamW(std::vector<Tensor> params, AdamWOptions opts) : Optimizer(std::mov
     m_.push_back(zeros(p.shape(), p.options()));
     v_.push_back(zeros(p.shape(), p.options()));
   }
-  steps_ = zeros({}, {.dtype = DType::f32, .device = params_.empty() ? Device::cpu() : params_[0].device()});
+  // f64 for f64 parameters (the bias corrections keep their precision), else f32.
+  bool f64 = !params_.empty() && params_[0].dtype() == DType::f64;
+  steps_ = zeros({}, {.dtype = f64 ? DType::f64 : DType::f32, .device = params_.empty() ? Device::cpu() : params_[0].device()});
 }
 
 void AdamW::step() {
   steps_.copy_(steps_ + 1.0);
   // The bias corrections 1 - beta^t, as tensors: a compiled step must not bake t in.
-  TensorOptions scalar{.dtype = DType::f32, .device = steps_.device()};
+  TensorOptions scalar = steps_.options();
   Tensor c1 = 1.0 - pow(full({}, opts_.beta1, scalar), steps_);
   Tensor c2 = 1.0 - pow(full({}, opts_.beta2, scalar), steps_);
   for (size_t i = 0; i < params_.size(); ++i) {

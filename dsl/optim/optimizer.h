@@ -56,7 +56,7 @@ class AdamW : public Optimizer {
  private:
   AdamWOptions opts_;
   std::vector<Tensor> m_, v_;
-  Tensor steps_;  // 0-d f32, on the first parameter's device
+  Tensor steps_;  // 0-d, f64 for f64 parameters else f32, on the first parameter's device
 };
 
 }  // namespace kiln::optim

@@ -110,3 +110,49 @@ BOOST_AUTO_TEST_CASE(zoo_models_compiled_on_cuda_match_the_cpu, *needs_cuda()) {
     }
   }
 }
+
+// Compiled training on CUDA: the whole SGD step (forward, loss, backward, update, written back)
+// of every zoo model, and the gradients of its compiled forward on the tape, against the CPU's
+// eager tape.
+BOOST_AUTO_TEST_CASE(zoo_training_steps_compiled_on_cuda_match_the_cpu, *needs_cuda()) {
+  for (const std::string& name : zoo::zoo_names()) {
+    BOOST_TEST_CONTEXT(name) {
+      manual_seed(3);
+      zoo::ZooModel cpu = zoo::make_zoo_model(name, zoo::ZooSize::test);
+      manual_seed(3);
+      zoo::ZooModel gpu = zoo::make_zoo_model(name, zoo::ZooSize::test, kCuda);
+      optim::SGD cpu_opt(cpu.module->parameters(), {.lr = 0.05, .momentum = 0.9});
+      optim::SGD gpu_opt(gpu.module->parameters(), {.lr = 0.05, .momentum = 0.9});
+      auto step = [](zoo::ZooModel& m, optim::Optimizer& opt, const TensorList& xs) {
+        Tensor loss = m.loss(m.forward(xs));
+        loss.backward();
+        opt.step();
+        opt.zero_grad();
+        return loss;
+      };
+      auto f = compile([&](std::vector<Tensor> xs) { return step(gpu, gpu_opt, xs); },
+                       {.backend = "halide", .fullgraph = true, .name = "cuda_train_" + name});
+      for (int i = 0; i < 2; ++i) {
+        manual_seed(10 + uint64_t(i));
+        TensorList xs = cpu.make_inputs();
+        Tensor want = step(cpu, cpu_opt, xs);
+        Tensor got = f(to_cuda(xs));
+        check_close(got.to(Device::cpu()), host_values(want), {}, {1e-4, 1e-5}, name + " loss");
+        TensorList pc = cpu.module->parameters(), pg = gpu.module->parameters();
+        for (size_t k = 0; k < pc.size(); ++k)
+          check_close(pg[k].to(Device::cpu()), host_values(pc[k]), pc[k].shape(), {1e-4, 1e-5},
+                      name + " parameter " + std::to_string(k) + " after step " + std::to_string(i));
+      }
+      BOOST_TEST(f.stats().compiles == 1);
+      // The compiled forward alone, its backward on the tape.
+      auto fl = zoo::compile_zoo_loss(gpu, {.backend = "halide", .name = "cuda_loss_" + name});
+      TensorList xs = cpu.make_inputs();
+      fl(to_cuda(xs)).backward();
+      cpu.loss(cpu.forward(xs)).backward();
+      TensorList pc = cpu.module->parameters(), pg = gpu.module->parameters();
+      for (size_t k = 0; k < pc.size(); ++k)
+        check_close(pg[k].grad().to(Device::cpu()), host_values(pc[k].grad()), pc[k].shape(), {1e-3, 1e-4},
+                    name + " gradient " + std::to_string(k));
+    }
+  }
+}
