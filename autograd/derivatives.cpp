@@ -53,7 +53,11 @@ Tensor slice_backward(const Tensor& g, const Tensor& x, const Attrs& a) {
     spread = spread.reshape(s).narrow(d, 0, std::min(s[d], n - start));
   }
   int64_t after = n - start - spread.size(d);
-  return cat({zeros_along(start, spread, d), spread, zeros_along(after, spread, d)}, d);
+  TensorList parts;  // no zero-length blocks: an empty tensor in a graph is a value for nothing
+  if (start > 0) parts.push_back(zeros_along(start, spread, d));
+  parts.push_back(spread);
+  if (after > 0) parts.push_back(zeros_along(after, spread, d));
+  return parts.size() == 1 ? spread : cat(parts, d);
 }
 
 // max/min over dims: the gradient goes to the elements equal to the result, split evenly

@@ -22,6 +22,10 @@ std::string not_lowered_reason(const Graph& g, const GraphNode& n, const std::se
     if (n.outputs.size() != 1) return "it has several outputs";
     return "a dim has no product formula, or the op has no Halide definition";
   }
+  // An empty result (a zero-length slice's zeros) has nothing to compute; as a pipeline output a
+  // GPU schedule would still index it.
+  for (int v : n.outputs)
+    if (numel(g.values[size_t(v)].meta.shape) == 0) return "its result is empty";
   // A pipeline's symbols are read off the graph's inputs at run time: only those that are a
   // whole dim of some input can be known (a carried [s0*s1] alone does not give s0).
   std::vector<int> vs = n.inputs;
