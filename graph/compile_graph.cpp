@@ -69,8 +69,9 @@ std::shared_ptr<CompiledGraph> compile_graph(const Graph& captured, Backend& cho
   log_line(LogChannel::graph, label + " forward:\n" + p.forward->text() + label + " backward:\n" + p.backward->text());
   debug_dump(file_name(label) + ".forward", "txt", p.forward->text());
   debug_dump(file_name(label) + ".backward", "txt", p.backward->text());
-  return make_autograd_function(*g, p, compile_half(p.forward, backend, options, label + " forward"),
-                                compile_half(p.backward, backend, options, label + " backward"));
+  std::shared_ptr<CompiledGraph> forward = compile_half(p.forward, backend, options, label + " forward");
+  std::shared_ptr<CompiledGraph> backward = compile_half(p.backward, backend, options, label + " backward");
+  return make_autograd_function(*g, p, std::move(forward), std::move(backward));
 }
 
 }  // namespace kiln
