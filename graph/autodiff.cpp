@@ -4,8 +4,10 @@
 
 #include "autograd/derivatives.h"
 #include "autograd/grad_mode.h"
+#include "dsl/creation.h"
 #include "dsl/error.h"
 #include "dsl/functions.h"
+#include "graph/logs.h"
 #include "graph/tracer.h"
 
 namespace kiln {
@@ -53,6 +55,88 @@ TensorList record_gradients(Tracer& tracer, const std::vector<int>& roots, const
     result.push_back(it == grad.end() ? Tensor() : it->second);
   }
   return result;
+}
+
+// The joint graph: one tangent per output that carries gradient, the backward of the whole graph,
+// the gradients of the inputs that require grad as extra outputs.
+void Tracer::append_backward(std::vector<int> outputs) {
+  Graph& g = *seg_.graph;
+  std::vector<bool> carries = g.grad_carrying_values();
+  std::vector<int> roots, wrt, grad_inputs;
+  TensorList seeds;
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    if (!carries[size_t(outputs[k])]) continue;
+    const Value& o = g.values[size_t(outputs[k])];
+    int t = g.add_input(InputKind::tangent, int(k), "tangent" + std::to_string(k), o.meta, o.sym,
+                        contiguous_strides(o.meta.shape));
+    roots.push_back(outputs[k]);
+    seeds.push_back(symbolic(t));
+  }
+  if (roots.empty()) return;
+  for (size_t i = 0; i < g.inputs.size(); ++i)
+    if (g.inputs[i].requires_grad && g.inputs[i].kind != InputKind::tangent) {
+      wrt.push_back(g.inputs[i].value);
+      grad_inputs.push_back(int(i));
+    }
+  TensorList grads = record_gradients(*this, roots, seeds, wrt);
+  JointLayout layout{int(outputs.size()), {}};
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (!grads[i].defined()) continue;
+    outputs.push_back(value_of(grads[i]));
+    layout.grad_inputs.push_back(grad_inputs[i]);
+  }
+  g.outputs = outputs;
+  g.joint = layout;
+}
+
+// backward() inside a compiled function: the gradients of the leaves become graph values.
+bool Tracer::backward(const Tensor& root, const Tensor& gradient, const std::source_location& where) {
+  int root_value = root.impl().traced->value;  // live: the hook checked it
+  KILN_CHECK(root.requires_grad(), "backward: the tensor (shape ", to_string(root.impl().shape),
+             ") does not require grad and has no backward node");
+  Graph& g = *seg_.graph;
+  std::vector<int> wrt;
+  std::vector<GradTarget> targets;
+  for (size_t i = 0; i < seg_.bound.size(); ++i) {
+    if (!g.inputs[i].requires_grad) continue;
+    const Tensor& t = seg_.bound[i];
+    // A tensor with eager history, or a gradient to add to: the eager tape takes over.
+    if (!t.is_leaf() || (t.grad().defined() && !t.grad().is_traced())) return false;
+    wrt.push_back(g.inputs[i].value);
+    targets.push_back({t.impl_ptr(), g.inputs[i].kind == InputKind::argument ? g.inputs[i].index : -1});
+  }
+  if (wrt.empty()) return false;
+  Tensor seed = gradient;
+  {
+    NoGradGuard no_grad;
+    DispatchModeGuard tracing(this);
+    if (!seed.defined()) {
+      KILN_CHECK(numel(root.impl().shape) == 1, "backward: the tensor has shape ", to_string(root.impl().shape),
+                 "; a gradient is implicit only for one-element outputs, pass one of the same shape");
+      seed = ones(root.impl().shape, root.options());
+    }
+    KILN_CHECK(seed.impl().shape == root.impl().shape, "backward: gradient of shape ", to_string(seed.impl().shape),
+               " for a tensor of shape ", to_string(root.impl().shape));
+  }
+  TensorList grads = record_gradients(*this, {root_value}, {seed}, wrt);
+  g.backward_traced = true;
+  g.trains = true;
+  NoGradGuard no_grad;
+  DispatchModeGuard tracing(this);
+  int leaves = 0;
+  for (size_t k = 0; k < grads.size(); ++k) {
+    if (!grads[k].defined()) continue;
+    Tensor leaf(targets[k].leaf);
+    Tensor old = leaf.grad();
+    leaf.set_grad(old.defined() ? add(old, grads[k]) : grads[k]);
+    ++leaves;
+    auto same = [&](const GradTarget& x) { return x.leaf == targets[k].leaf; };
+    if (std::find_if(grad_targets_.begin(), grad_targets_.end(), same) == grad_targets_.end())
+      grad_targets_.push_back(targets[k]);
+  }
+  log_line(LogChannel::graph, where, "backward() recorded into graph " + std::to_string(graphs_run_ + 1) + " of " +
+                                         options_.function_name + ": gradients of " + std::to_string(leaves) + " leaves");
+  return true;
 }
 
 }  // namespace kiln

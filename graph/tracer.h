@@ -127,7 +127,6 @@ class Tracer final : public DispatchMode {
   void run_segment(std::vector<int> outputs, bool final);
   // Appends tangents and the backward to the current graph, making it a joint graph.
   void append_backward(std::vector<int> outputs);
-  TracedValue& traced_of(const Tensor& t, std::string_view what);
 
   Options options_;
   RunGraph run_;

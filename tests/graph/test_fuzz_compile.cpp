@@ -148,8 +148,9 @@ std::string run_and_compare(const FuzzProgram& p, const std::string& backend_nam
 
 // Gradient mode: every float input requires grad and the loss weighs every float output with fixed
 // random weights (in f64); the compiled function's gradients (its joint graph, cut and compiled
-// on a backend without autograd of its own) must equal the eager tape's. Returns "" when they
-// agree, "skip" when nothing is differentiable, else the first difference.
+// on a backend without autograd of its own) must equal the eager tape's, and its tape must keep
+// no more bytes than the eager one. Returns "" when they agree, "skip" when nothing is
+// differentiable, else the first difference.
 std::string compare_gradients(const FuzzProgram& p, const std::string& backend_name) {
   TensorList xs = make_inputs(p, 2 * p.seed + 1);
   TensorList leaves;
@@ -165,11 +166,13 @@ std::string compare_gradients(const FuzzProgram& p, const std::string& backend_n
     }
     return loss;
   };
+  std::vector<int64_t> saved_bytes;  // what each tape keeps for backward (the inputs aside)
   auto gradients = [&](const std::function<TensorList(const TensorList&)>& run) -> TensorList {
     for (Tensor& x : leaves) x.set_grad(Tensor());
     manual_seed(p.seed);
     Tensor loss = loss_of(run(xs));
     if (!loss.defined()) return {};
+    saved_bytes.push_back(tape_saved_bytes(loss, xs));
     loss.backward();
     TensorList g;
     for (Tensor& x : leaves) g.push_back(x.grad().defined() ? x.grad() : zeros(x.shape(), x.options()));
@@ -190,6 +193,9 @@ std::string compare_gradients(const FuzzProgram& p, const std::string& backend_n
   } catch (const std::exception& e) {
     return std::string("the compiled backward threw: ") + e.what();
   }
+  if (saved_bytes.size() == 2 && saved_bytes[1] > saved_bytes[0])
+    return "the compiled forward saves " + std::to_string(saved_bytes[1]) + " bytes, the eager tape " +
+           std::to_string(saved_bytes[0]);
   for (size_t i = 0; i < want.size(); ++i) {
     double scale = 1;
     for (double v : host_values(want[i])) scale = std::max(scale, std::abs(v));
