@@ -15,14 +15,14 @@ int64_t bytes_of(const Value& v) { return numel(v.meta.shape) * int64_t(itemsize
 
 bool is_view(const GraphNode& n) { return n.op->schedule_class == ScheduleClass::view; }
 
-// Ops the backward must not run again: expensive ones, and random draws.
+// Ops too expensive to run twice (random draws must never run twice: see partition_joint).
 bool must_not_recompute(const GraphNode& n) {
   switch (n.op->schedule_class) {
     case ScheduleClass::matmul:
     case ScheduleClass::reduction:
     case ScheduleClass::normalization:
     case ScheduleClass::gather: return true;
-    default: return n.op->random;
+    default: return false;
   }
 }
 
@@ -77,6 +77,24 @@ Partition partition_joint(const Graph& j) {
     for (int v : j.nodes[n].outputs) tangent[size_t(v)] = backward_node[n];
   }
 
+  // Ops the forward outputs need run in the forward anyway: for them "recompute" means running
+  // twice. An expensive op only the backward needs (a reduction inside a derivative rule) runs
+  // once on either side, so the cut may place it in the backward.
+  std::vector<bool> for_outputs(j.nodes.size(), false);
+  {
+    std::vector<int> work(j.outputs.begin(), j.outputs.begin() + j.joint->forward_outputs);
+    std::vector<bool> seen(V, false);
+    while (!work.empty()) {
+      int v = work.back();
+      work.pop_back();
+      int n = j.values[size_t(v)].producer;
+      if (seen[size_t(v)] || n < 0) continue;
+      seen[size_t(v)] = true;
+      for_outputs[size_t(n)] = true;
+      work.insert(work.end(), j.nodes[size_t(n)].inputs.begin(), j.nodes[size_t(n)].inputs.end());
+    }
+  }
+
   const int source = int(2 * V), sink = source + 1;
   auto in = [](int v) { return 2 * v; };
   auto out = [](int v) { return 2 * v + 1; };
@@ -95,7 +113,7 @@ Partition partition_joint(const Graph& j) {
     }
     for (int v : node.outputs) {
       cut.add_edge(in(v), out(v), is_view(node) ? MinCut::infinite : bytes_of(j.values[size_t(v)]));
-      if (must_not_recompute(node)) cut.add_edge(source, in(v), MinCut::infinite);
+      if (node.op->random || (must_not_recompute(node) && for_outputs[n])) cut.add_edge(source, in(v), MinCut::infinite);
       for (int u : node.inputs) cut.add_edge(out(u), in(v), MinCut::infinite);
     }
   }
