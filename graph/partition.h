@@ -6,7 +6,8 @@
 // capacity between them (cutting it = saving the value); data dependencies have infinite capacity;
 // the forward inputs and every op that must not run twice hang from the source (random draws: they
 // would draw new numbers; matmuls, reductions, normalizations and gathers that the forward's
-// outputs need: expensive; one that only the backward needs runs once on either side);
+// outputs need: expensive; one that only the backward needs runs once on either side; what a
+// comparison reads: recomputed, it could round differently from the value it is compared with);
 // every forward value a backward op reads hangs from the sink. The cut saves the fewest bytes;
 // what lies on the sink side (cheap pointwise chains, views, constants) is recomputed in the
 // backward graph. Forward inputs cost nothing to save: they are alive anyway. A view is never

@@ -170,12 +170,3 @@ BOOST_AUTO_TEST_CASE(zoo_models_train_compiled_like_eager) {
     }
   }
 }
-
-BOOST_AUTO_TEST_CASE(scratch_bool) {
-  Tensor m = gt(random_tensor({2, 8}, DType::f32, 1), 0.0);
-  Tensor x = random_tensor({2, 8}, DType::f64, 2);
-  auto f = compile([](const Tensor& a, const Tensor& b) { return where(a, b, 0.0).sum({0}, true); }, {.backend = "halide"});
-  f(m, x);
-  auto f2 = compile([](const Tensor& a, const Tensor& b) { return where(a, b, 0.0); }, {.backend = "halide"});
-  f2(m, x);
-}
