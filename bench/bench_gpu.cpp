@@ -151,16 +151,8 @@ int run_bench_gpu(const BenchOptions& opts) {
     TrainStepReport t = measure_train_step(name, d, {.backend = "halide"}, [&](const std::function<void()>& fn) {
       return device_ms(fn, 3, 20, 0.3);
     });
-    std::printf("%-18s train step: eager %.3f ms, compiled %.3f ms, ratio %.2f (compile %.2f s); saved for "
-                "backward: eager %.2f MB, compiled %.2f MB\n",
-                name.c_str(), t.eager_ms, t.compiled_ms, t.compiled_ms / t.eager_ms, t.compile_s,
-                double(t.saved_bytes_eager) / 1e6, double(t.saved_bytes_compiled) / 1e6);
-    std::fflush(stdout);
-    j.set("kiln_eager_train_ms", t.eager_ms);
-    j.set("kiln_compiled_train_ms", t.compiled_ms);
-    j.set("kiln_compile_train_s", t.compile_s);
-    j.set("kiln_saved_bytes_eager", double(t.saved_bytes_eager));
-    j.set("kiln_saved_bytes_compiled", double(t.saved_bytes_compiled));
+    print_train_step(name, t, 3);
+    set_train_step_json(j, t, "kiln_");
     models.push(j);
   }
   report.set("models", models);

@@ -99,16 +99,8 @@ int run_bench_models(const BenchOptions& opts) {
                                              [](const std::function<void()>& fn) {
                                                return time_median(fn, 1, 2, 7, 0.5, 50).median_s * 1e3;
                                              });
-      std::printf("%-18s train step: eager %.2f ms, compiled %.2f ms, ratio %.2f (compile %.2f s); saved for "
-                  "backward: eager %.2f MB, compiled %.2f MB\n",
-                  name.c_str(), t.eager_ms, t.compiled_ms, t.compiled_ms / t.eager_ms, t.compile_s,
-                  double(t.saved_bytes_eager) / 1e6, double(t.saved_bytes_compiled) / 1e6);
-      std::fflush(stdout);
-      j.set("eager_train_ms", t.eager_ms);
-      j.set("compiled_train_ms", t.compiled_ms);
-      j.set("compile_train_s", t.compile_s);
-      j.set("saved_bytes_eager", double(t.saved_bytes_eager));
-      j.set("saved_bytes_compiled", double(t.saved_bytes_compiled));
+      print_train_step(name, t, 2);
+      set_train_step_json(j, t, "");
     }
     models.push(j);
   }

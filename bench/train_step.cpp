@@ -1,5 +1,7 @@
 #include "bench/train_step.h"
 
+#include <cstdio>
+
 namespace kiln::bench {
 
 Tensor train_step(zoo::ZooModel& m, optim::Optimizer& opt, const TensorList& inputs) {
@@ -49,6 +51,22 @@ TrainStepReport measure_train_step(const std::string& model, Device device, Comp
   r.eager_ms = median_ms([&] { train_step(eager, eager_opt, in); });
   r.compiled_ms = median_ms([&] { step(in); });
   return r;
+}
+
+void print_train_step(const std::string& model, const TrainStepReport& r, int digits) {
+  std::printf("%-18s train step: eager %.*f ms, compiled %.*f ms, ratio %.2f (compile %.2f s); saved for backward: "
+              "eager %.2f MB, compiled %.2f MB\n",
+              model.c_str(), digits, r.eager_ms, digits, r.compiled_ms, r.compiled_ms / r.eager_ms, r.compile_s,
+              double(r.saved_bytes_eager) / 1e6, double(r.saved_bytes_compiled) / 1e6);
+  std::fflush(stdout);
+}
+
+void set_train_step_json(Json& row, const TrainStepReport& r, const std::string& prefix) {
+  row.set(prefix + "eager_train_ms", r.eager_ms);
+  row.set(prefix + "compiled_train_ms", r.compiled_ms);
+  row.set(prefix + "compile_train_s", r.compile_s);
+  row.set(prefix + "saved_bytes_eager", double(r.saved_bytes_eager));
+  row.set(prefix + "saved_bytes_compiled", double(r.saved_bytes_compiled));
 }
 
 }  // namespace kiln::bench

@@ -10,6 +10,7 @@
 #include <functional>
 #include <string>
 
+#include "bench/json.h"
 #include "bench/zoo.h"
 
 namespace kiln::bench {
@@ -26,6 +27,13 @@ using MedianMs = std::function<double(const std::function<void()>&)>;
 
 TrainStepReport measure_train_step(const std::string& model, Device device, CompileOptions options,
                                    const MedianMs& median_ms);
+
+// One line: "mlp  train step: eager 1.23 ms, compiled ..., saved for backward: ..."; `digits`
+// after the point for milliseconds.
+void print_train_step(const std::string& model, const TrainStepReport& r, int digits);
+// Sets "<prefix>eager_train_ms", "<prefix>compiled_train_ms", "<prefix>compile_train_s",
+// "<prefix>saved_bytes_eager", "<prefix>saved_bytes_compiled" on a model's JSON row.
+void set_train_step_json(Json& row, const TrainStepReport& r, const std::string& prefix);
 
 // Runs one AdamW step of `m` on `inputs` and returns the loss (not synchronized).
 Tensor train_step(zoo::ZooModel& m, optim::Optimizer& opt, const TensorList& inputs);

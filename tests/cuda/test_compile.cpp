@@ -11,6 +11,7 @@
 #include "cuda/cuda_available.h"
 #include "support/fuzz_compare.h"
 #include "support/fuzz_program.h"
+#include "bench/train_step.h"
 #include "bench/zoo.h"
 
 using namespace kiln;
@@ -123,13 +124,7 @@ BOOST_AUTO_TEST_CASE(zoo_training_steps_compiled_on_cuda_match_the_cpu, *needs_c
       zoo::ZooModel gpu = zoo::make_zoo_model(name, zoo::ZooSize::test, kCuda);
       optim::SGD cpu_opt(cpu.module->parameters(), {.lr = 0.05, .momentum = 0.9});
       optim::SGD gpu_opt(gpu.module->parameters(), {.lr = 0.05, .momentum = 0.9});
-      auto step = [](zoo::ZooModel& m, optim::Optimizer& opt, const TensorList& xs) {
-        Tensor loss = m.loss(m.forward(xs));
-        loss.backward();
-        opt.step();
-        opt.zero_grad();
-        return loss;
-      };
+      auto step = &bench::train_step;  // forward, loss, backward, step, zero_grad
       auto f = compile([&](std::vector<Tensor> xs) { return step(gpu, gpu_opt, xs); },
                        {.backend = "halide", .fullgraph = true, .name = "cuda_train_" + name});
       for (int i = 0; i < 2; ++i) {

@@ -2,7 +2,7 @@
 // update captured as one graph (graph/tracer.h: the backward recorded into the graph, copy_ into
 // parameters and optimizer state recorded functionally and written back). Parameters after each
 // step must equal those of the same step run eagerly, on both backends.
-#include "bench/zoo.h"
+#include "bench/train_step.h"
 #include "support/reference.h"
 
 using namespace kiln;
@@ -34,13 +34,7 @@ BOOST_AUTO_TEST_CASE(adamw_steps_of_every_zoo_model_match_eager) {
       // parameters would compare the rounding of the two backwards rather than their values.
       optim::AdamW eager_opt(eager.module->parameters(), {.lr = 1e-2, .eps = 1e-3});
       optim::AdamW compiled_opt(compiled.module->parameters(), {.lr = 1e-2, .eps = 1e-3});
-      auto step = [](zoo::ZooModel& m, optim::Optimizer& opt, const TensorList& in) {
-        Tensor loss = m.loss(m.forward(in));
-        loss.backward();
-        opt.step();
-        opt.zero_grad();
-        return loss;
-      };
+      auto step = &bench::train_step;  // forward, loss, backward, step, zero_grad
       auto f = compile([&](std::vector<Tensor> in) { return step(compiled, compiled_opt, in); },
                        {.backend = backend_under_test(), .fullgraph = true, .name = name + " step"});
       for (int i = 0; i < 3; ++i) {
