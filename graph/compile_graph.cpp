@@ -64,9 +64,11 @@ std::shared_ptr<CompiledGraph> compile_graph(const Graph& captured, Backend& cho
   if (!g->joint) return compile_half(g, backend, options, label);
 
   Partition p = partition_joint(*g);
-  log_line(LogChannel::partition, label + ": " + p.describe() + "; the eager tape would keep " +
-                                      std::to_string(eager_tape_bytes(captured)) + " bytes");
-  log_line(LogChannel::graph, label + " forward:\n" + p.forward->text() + label + " backward:\n" + p.backward->text());
+  if (log_enabled(LogChannel::partition))
+    log_line(LogChannel::partition, label + ": " + p.describe() + "; the eager tape would keep " +
+                                        std::to_string(eager_tape_bytes(captured)) + " bytes");
+  if (log_enabled(LogChannel::graph))
+    log_line(LogChannel::graph, label + " forward:\n" + p.forward->text() + label + " backward:\n" + p.backward->text());
   debug_dump(file_name(label) + ".forward", "txt", p.forward->text());
   debug_dump(file_name(label) + ".backward", "txt", p.backward->text());
   std::shared_ptr<CompiledGraph> forward = compile_half(p.forward, backend, options, label + " forward");

@@ -68,6 +68,21 @@ std::shared_ptr<Graph> extract(const Graph& j, const std::vector<Input>& ins, co
   return g;
 }
 
+// The nodes that compute `roots`, directly or through other nodes.
+std::vector<bool> producers_of(const Graph& j, std::vector<int> roots) {
+  std::vector<bool> marked(j.nodes.size(), false), seen(j.values.size(), false);
+  while (!roots.empty()) {
+    int v = roots.back();
+    roots.pop_back();
+    int n = j.values[size_t(v)].producer;
+    if (seen[size_t(v)] || n < 0) continue;
+    seen[size_t(v)] = true;
+    marked[size_t(n)] = true;
+    roots.insert(roots.end(), j.nodes[size_t(n)].inputs.begin(), j.nodes[size_t(n)].inputs.end());
+  }
+  return marked;
+}
+
 }  // namespace
 
 Partition partition_joint(const Graph& j) {
@@ -86,20 +101,8 @@ Partition partition_joint(const Graph& j) {
   // Ops the forward outputs need run in the forward anyway: for them "recompute" means running
   // twice. An expensive op only the backward needs (a reduction inside a derivative rule) runs
   // once on either side, so the cut may place it in the backward.
-  std::vector<bool> for_outputs(j.nodes.size(), false);
-  {
-    std::vector<int> work(j.outputs.begin(), j.outputs.begin() + j.joint->forward_outputs);
-    std::vector<bool> seen(V, false);
-    while (!work.empty()) {
-      int v = work.back();
-      work.pop_back();
-      int n = j.values[size_t(v)].producer;
-      if (seen[size_t(v)] || n < 0) continue;
-      seen[size_t(v)] = true;
-      for_outputs[size_t(n)] = true;
-      work.insert(work.end(), j.nodes[size_t(n)].inputs.begin(), j.nodes[size_t(n)].inputs.end());
-    }
-  }
+  const std::vector<int> forward_outs(j.outputs.begin(), j.outputs.begin() + j.joint->forward_outputs);
+  const std::vector<bool> for_outputs = producers_of(j, forward_outs);
 
   const int source = int(2 * V), sink = source + 1;
   auto in = [](int v) { return 2 * v; };
@@ -169,28 +172,16 @@ Partition partition_joint(const Graph& j) {
 
   // The forward: every forward-side op that its outputs or the saved values need, and every
   // random draw (a draw advances the generator even when unused).
-  std::vector<int> forward_outs(j.outputs.begin(), j.outputs.begin() + j.joint->forward_outputs);
   std::vector<int> saved_values;
   std::vector<bool> is_input(V, false);
   for (int i = 0; i < forward_inputs; ++i) is_input[size_t(j.inputs[size_t(i)].value)] = true;
   for (size_t v = 0; v < V; ++v)
     if (saved[v]) saved_values.push_back(int(v));
-  std::vector<bool> in_forward(j.nodes.size(), false);
-  work = forward_outs;
-  for (int v : saved_values) work.push_back(v);
+  std::vector<int> forward_roots = forward_outs;
+  forward_roots.insert(forward_roots.end(), saved_values.begin(), saved_values.end());
   for (size_t n = 0; n < j.nodes.size(); ++n)
-    if (!backward_node[n] && j.nodes[n].op->random) in_forward[n] = true, work.insert(work.end(), j.nodes[n].inputs.begin(), j.nodes[n].inputs.end());
-  std::fill(seen.begin(), seen.end(), false);
-  while (!work.empty()) {
-    int v = work.back();
-    work.pop_back();
-    if (seen[size_t(v)]) continue;
-    seen[size_t(v)] = true;
-    int n = j.values[size_t(v)].producer;
-    if (n < 0) continue;
-    in_forward[size_t(n)] = true;
-    for (int u : j.nodes[size_t(n)].inputs) work.push_back(u);
-  }
+    if (!backward_node[n] && j.nodes[n].op->random) forward_roots.push_back(j.nodes[n].outputs[0]);
+  const std::vector<bool> in_forward = producers_of(j, forward_roots);
 
   std::vector<Input> forward_ins, backward_ins;
   for (int i = 0; i < forward_inputs; ++i) {
