@@ -104,6 +104,12 @@ TensorList matmul_backward(const TensorList& in, const Tensor& g) {
   if (b.dim() == 1) gs.push_back(1);
   Tensor G = g.reshape(gs);
   Tensor ga = sum_to(matmul(G, B.transpose(-1, -2)), A.shape()).reshape(a.shape());
+  // b shared by every batch of a (a Linear on [B, T, C]): its gradient is one GEMM over all
+  // B*T rows, not a GEMM per batch summed afterwards (B times the output, and short K).
+  if (B.dim() == 2 && A.dim() > 2) {
+    Tensor gb = matmul(A.flatten(0, -2).transpose(0, 1), G.flatten(0, -2));
+    return {ga, b.dim() == 1 ? gb.reshape(b.shape()) : gb};
+  }
   Tensor gb = sum_to(matmul(A.transpose(-1, -2), G), B.shape()).reshape(b.shape());
   return {ga, gb};
 }

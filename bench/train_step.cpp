@@ -1,6 +1,8 @@
 #include "bench/train_step.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <vector>
 
 namespace kiln::bench {
 
@@ -13,6 +15,13 @@ Tensor train_step(zoo::ZooModel& m, optim::Optimizer& opt, const TensorList& inp
 }
 
 namespace {
+
+constexpr int kTrainStepRounds = 5;
+
+double median_of(std::vector<double> xs) {
+  std::sort(xs.begin(), xs.end());
+  return xs[xs.size() / 2];
+}
 
 TensorList alive_anyway(const zoo::ZooModel& m, const TensorList& inputs) {
   TensorList keep = m.module->parameters();
@@ -48,8 +57,15 @@ TrainStepReport measure_train_step(const std::string& model, Device device, Comp
   auto step = compile([&](std::vector<Tensor> xs) { return train_step(compiled, compiled_opt, xs); }, options);
   step(in);
   r.compile_s = zoo::compile_seconds(step.stats());
-  r.eager_ms = median_ms([&] { train_step(eager, eager_opt, in); });
-  r.compiled_ms = median_ms([&] { step(in); });
+  // Rounds of eager then compiled, each quoted as the median over rounds: a machine that slows
+  // down for a while slows both columns instead of one.
+  std::vector<double> eager_ms, compiled_ms;
+  for (int round = 0; round < kTrainStepRounds; ++round) {
+    eager_ms.push_back(median_ms([&] { train_step(eager, eager_opt, in); }));
+    compiled_ms.push_back(median_ms([&] { step(in); }));
+  }
+  r.eager_ms = median_of(eager_ms);
+  r.compiled_ms = median_of(compiled_ms);
   return r;
 }
 

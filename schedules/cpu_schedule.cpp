@@ -77,7 +77,17 @@ void column_reduction_root(Func g) {
     for (const RVar& r : g.rvars(u)) order.push_back(r);
     order.push_back(xo);
     for (size_t i = 1; i < v.size(); ++i) order.push_back(v[i]);
-    g.update(u).split(v[0], xo, xi, kColumnsPerTask, TailStrategy::GuardWithIf).reorder(order).vectorize(xi).parallel(xo);
+    Stage s = g.update(u);
+    s.split(v[0], xo, xi, kColumnsPerTask, TailStrategy::GuardWithIf).reorder(order).vectorize(xi);
+    // The tasks are every column tile of every outer kept index: a parallel loop inside the outer
+    // dims would start a parallel job per outer index ([4, 2048, 512] summed over dim 0: 2048).
+    VarOrRVar tasks = xo;
+    for (size_t i = 1; i < v.size(); ++i) {
+      Var fused("t" + std::to_string(i));
+      s.fuse(tasks.var, v[i], fused);
+      tasks = fused;
+    }
+    s.parallel(tasks);
   }
 }
 
@@ -174,7 +184,7 @@ void schedule_cpu(const Graph& g, const Region& r, LoweredRegion& lowered) {
       schedule_gemm(root.func, *gemm);
     } else {
       schedule_root(root.func, g.values[size_t(root.value)].meta.shape, reduction_kind(g, root.value), root.inner,
-                    work_per_element(g, root.value), lowered.transposed);
+                    work_per_element(g, root.value), root.transposed);
     }
   }
 }

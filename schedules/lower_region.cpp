@@ -140,7 +140,7 @@ class Lowering {
     // A dense innermost dim (as traced; guards and the eager kernels keep it so) gets dense vector
     // loads; any other layout is read through its strides.
     if (rank > 0) p.dim(0).set_stride(val.strides.back() == 1 && val.meta.shape.back() != 1 ? Expr(1) : Expr());
-    if (rank > 1 && val.strides.back() != 1 && val.meta.shape.back() != 1) out_.transposed = true;
+    if (rank > 1 && val.strides.back() != 1 && val.meta.shape.back() != 1) out_.transposed_inputs.insert(p.name());
     std::vector<Expr> shape = shape_of(v);
     for (int d = 0; d < rank; ++d) {
       int h = rank - 1 - d;
@@ -319,7 +319,6 @@ class Lowering {
   // Views: the output's coordinates mapped to the input's, as index arithmetic.
   void lower_view(const GraphNode& n) {
     int v = n.outputs[0];
-    if (n.op->name == "transpose" || n.op->name == "permute") out_.transposed = true;
     define_expr(v, named(n.op->name, v),
                 [this, &n](const std::vector<Expr>& args) { return view_at(n, args); });
   }

@@ -7,6 +7,8 @@
 #include <Halide.h>
 
 #include <map>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "dsl/halide_def.h"
@@ -38,7 +40,7 @@ struct LoweredRegion {
   std::vector<Halide::Func> materialized;  // outputs of non-pointwise nodes and shared values
   std::map<int, HalideTensor> values;      // every value of the region, by id
   std::vector<LoweredGemm> gemms;
-  bool transposed = false;  // some value is read across its layout (a transposed input or view)
+  std::set<std::string> transposed_inputs;  // inputs whose innermost dim is not dense (their names)
 };
 
 // Whether the Halide lowering covers this node (others run through their eager kernels).

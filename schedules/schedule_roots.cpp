@@ -26,6 +26,35 @@ std::vector<Func> calls_until(const Func& f, const std::set<std::string>& stop) 
   return out;
 }
 
+// Whether f's definition reads a Func or an image across its layout: some call's innermost
+// index does not follow f's innermost var while another index does (a transpose or permute), or
+// it reads an input stored with a non-dense innermost dim.
+class ReadsAcross : public Internal::IRVisitor {
+ public:
+  ReadsAcross(std::string inner, const std::set<std::string>& transposed_inputs)
+      : inner_(std::move(inner)), transposed_inputs_(transposed_inputs) {}
+  bool found = false;
+
+ private:
+  using IRVisitor::visit;
+  void visit(const Internal::Call* c) override {
+    IRVisitor::visit(c);
+    if (c->call_type != Internal::Call::Halide && c->call_type != Internal::Call::Image) return;
+    if (transposed_inputs_.count(c->name)) found = true;
+    if (c->args.size() < 2 || Internal::expr_uses_var(c->args[0], inner_)) return;
+    for (size_t k = 1; k < c->args.size(); ++k) found = found || Internal::expr_uses_var(c->args[k], inner_);
+  }
+  std::string inner_;
+  const std::set<std::string>& transposed_inputs_;
+};
+
+bool reads_across(const Func& f, const std::set<std::string>& transposed_inputs) {
+  if (f.args().empty()) return false;
+  ReadsAcross v(f.args()[0].name(), transposed_inputs);
+  for (const Expr& e : f.function().definition().values()) e.accept(&v);
+  return v.found;
+}
+
 }  // namespace
 
 std::vector<Var> pure_vars(const Func& f) {
@@ -58,14 +87,14 @@ Reduces reduction_kind(const Graph& g, int value) {
 
 std::vector<ScheduleRoot> schedule_roots(const Region& r, const LoweredRegion& lowered) {
   std::vector<ScheduleRoot> roots;
-  for (size_t k = 0; k < r.outputs.size(); ++k) roots.push_back({lowered.outputs[k], r.outputs[k], {}});
+  for (size_t k = 0; k < r.outputs.size(); ++k) roots.push_back({lowered.outputs[k], r.outputs[k], {}, {}});
   std::set<std::string> stop;
   for (const ScheduleRoot& root : roots) stop.insert(root.func.name());
   for (const Func& m : lowered.materialized) {
     if (stop.count(m.name())) continue;  // already an output
     for (auto& [v, t] : lowered.values)
       if (t.func.name() == m.name()) {
-        roots.push_back({m, v, {}});
+        roots.push_back({m, v, {}, {}});
         stop.insert(m.name());
         break;
       }
@@ -74,6 +103,10 @@ std::vector<ScheduleRoot> schedule_roots(const Region& r, const LoweredRegion& l
   for (ScheduleRoot& root : roots)
     for (Func c : calls_until(root.func, stop))
       (c.has_update_definition() ? root.inner : root.inlined).push_back(c);
+  for (ScheduleRoot& root : roots) {
+    root.transposed = reads_across(root.func, lowered.transposed_inputs);
+    for (const Func& c : root.inlined) root.transposed = root.transposed || reads_across(c, lowered.transposed_inputs);
+  }
   return roots;
 }
 

@@ -14,6 +14,7 @@ struct ScheduleRoot {
   int value = -1;
   std::vector<Halide::Func> inner;  // reductions computed for it (a GEMM's accumulator included)
   std::vector<Halide::Func> inlined;  // the pure Funcs between them, inlined into their readers
+  bool transposed = false;  // it reads a value across that value's layout (a transpose, a strided input)
 };
 
 std::vector<ScheduleRoot> schedule_roots(const Region& r, const LoweredRegion& lowered);

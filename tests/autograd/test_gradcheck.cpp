@@ -136,7 +136,7 @@ BOOST_AUTO_TEST_CASE(matmul_shapes) {
   uint64_t seed = 500;
   std::vector<std::pair<Shape, Shape>> shapes = {{{3, 4}, {4, 5}},       {{4}, {4, 5}},       {{3, 4}, {4}},
                                                  {{4}, {4}},             {{2, 3, 4}, {4, 5}}, {{2, 1, 3, 4}, {3, 4, 2}},
-                                                 {{3, 4}, {2, 4, 5}}};
+                                                 {{3, 4}, {2, 4, 5}},    {{2, 3, 4}, {4}},    {{2, 2, 3, 4}, {4, 5}}};
   for (const auto& [sa, sb] : shapes) {
     Tensor a = leaf(sa, seed++), b = leaf(sb, seed++);
     check("matmul", [](const TensorList& in) { return matmul(in[0], in[1]); }, {a, b},
