@@ -139,7 +139,10 @@ Tensor& Tensor::copy_(const Tensor& src, SourceLocation where) {
   Tensor s = src.dtype() == dtype() ? src : src.to(dtype());
   KILN_CHECK(s.device() == device(), "copy_: source on ", s.device(), ", destination on ", device(),
              "; move the source with to(Device) first");
-  {
+  const TensorImpl &d = impl(), &from = s.impl();
+  bool same_elements = from.storage == d.storage && from.offset == d.offset && from.shape == d.shape &&
+                       from.strides == d.strides;  // a value already computed in place (a compiled write)
+  if (!same_elements) {
     KernelDeviceScope kernels(device().is_cuda());
     copy_into(*this, broadcast_to_view(s, shape()));
   }

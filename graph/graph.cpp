@@ -115,6 +115,7 @@ GraphRewrite::GraphRewrite(const Graph& g) : g_(g), id_(g.values.size(), -1) {
   out.joint = g.joint;
   out.backward_traced = g.backward_traced;
   out.trains = g.trains;
+  out.writes = g.writes;
   for (const GraphInput& in : g.inputs) {
     const Value& v = g.values[size_t(in.value)];
     id_[size_t(in.value)] = out.add_input(in.kind, in.index, in.name, v.meta, v.sym, v.strides, v.offset, in.requires_grad);

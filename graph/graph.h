@@ -76,6 +76,10 @@ class Graph {
   // The function called backward() inside the graph (a compiled training step): the gradients
   // are graph values, and its ops must not be recorded on the tape again.
   bool backward_traced = false;
+  // In-place writes of the function (copy_ into a whole tensor the graph also reads), as {output
+  // position, input position}: that output is written back into that input's tensor after the
+  // run, so a backend may compute it there directly (the copy then costs nothing).
+  std::vector<std::pair<int, int>> writes;
   // A training step's graph (the halves of a joint graph, or one that traced its backward): its
   // parameters change on every call, so the backend does not keep packed copies of them.
   bool trains = false;

@@ -263,7 +263,11 @@ void Tracer::run_segment(std::vector<int> outputs, bool final) {
       effects.grads.push_back({t, int(outputs.size())});
       outputs.push_back(grad.impl().traced->value);
     }
+  g->writes.clear();
   for (const auto& [dst, value] : seg_.writes) {
+    for (size_t i = 0; i < seg_.bound.size(); ++i)
+      if (seg_.bound[i].storage() == dst.storage() && seg_.bound[i].impl().offset == 0)
+        g->writes.push_back({int(outputs.size()), int(i)});
     effects.writes.push_back({dst, int(outputs.size())});
     outputs.push_back(value);
   }

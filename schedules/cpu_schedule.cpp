@@ -96,11 +96,13 @@ void column_reduction_root(Func g) {
 // when there is more than one; its innermost dim vectorized. The reductions of its definition
 // are computed per outer row (row reductions; column ones when the result is 1-D, per tile of
 // columns) or once for all rows (column reductions read by every row). A pointwise Func that
-// reads values across their layout (transposes) runs in 64 x 64 tiles of 8 x 8 blocks vectorized
-// in both dims: Halide loads the block's rows dense and transposes them with shuffles
-// (x.t().contiguous() on 2048 x 2048: 4.0 ms with 1-D vectors, 1.6 ms so).
-void schedule_root(Func f, const Shape& shape, Reduces reduces, const std::vector<Func>& inner, int64_t work,
-                   bool transposed) {
+// reads values across their layout (a transpose: its innermost dim and the dim `transposed_dim`
+// the read follows) runs in 64 x 64 tiles of those two dims, of 8 x 8 blocks vectorized in both:
+// Halide loads the block's rows dense and transposes them with shuffles (x.t().contiguous() on
+// 2048 x 2048: 4.0 ms with 1-D vectors, 1.6 ms so).
+void schedule_root(const ScheduleRoot& root, const Shape& shape, Reduces reduces, int64_t work) {
+  Func f = root.func;
+  const std::vector<Func>& inner = root.inner;
   f.compute_root();
   std::vector<Var> v = pure_vars(f);
   int R = int(v.size());
@@ -114,15 +116,34 @@ void schedule_root(Func f, const Shape& shape, Reduces reduces, const std::vecto
   int lanes = vector_lanes(f);
   bool big = numel(shape) * work >= kParallelMinElements;
   Var to("to"), t("t");
-  if (R >= 2 && reduces == Reduces::nothing && transposed && shape[R - 1] >= kTile && shape[R - 2] >= kTile) {
+  int td = root.transposed_dim;
+  if (td > 0 && reduces == Reduces::nothing && shape[R - 1] >= kTile && shape[size_t(R - 1 - td)] >= kTile) {
+    // Tasks: the tiles along the transposed dim when there are enough of them (each over the
+    // other dims), else the outermost other dim.
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
     Var xii("xii"), yii("yii"), xio("xio"), yio("yio");
-    f.tile(v[0], v[1], xo, yo, xi, yi, kTile, kTile, TailStrategy::GuardWithIf)
-        .tile(xi, yi, xio, yio, xii, yii, kBlock, kBlock, TailStrategy::GuardWithIf)
-        .reorder(xii, yii, xio, yio, xo, yo)
-        .vectorize(xii)
-        .vectorize(yii);
-    if (big) f.parallel(R >= 3 ? v[R - 1] : yo);
+    bool tile_tasks = R == 2 || shape[size_t(R - 1 - td)] >= 4 * kTile;
+    std::vector<VarOrRVar> order{xii, yii, xio, yio, xo};
+    if (!tile_tasks) order.push_back(yo);
+    for (int d = 1; d < R; ++d)
+      if (d != td) order.push_back(v[size_t(d)]);
+    if (tile_tasks) order.push_back(yo);
+    // Tiles shift inwards at the edges (both dims are at least a tile): every block is a full
+    // 8 x 8, whose source block the stores read from registers.
+    f.tile(v[0], v[size_t(td)], xo, yo, xi, yi, kTile, kTile, TailStrategy::ShiftInwards)
+        .tile(xi, yi, xio, yio, xii, yii, kBlock, kBlock, TailStrategy::ShiftInwards)
+        .reorder(order);
+    if (big) f.parallel(order.back().var);
+    if (root.read_across.defined()) {
+      // The source block loaded as 8 dense rows (vectors along its own innermost dim), then
+      // transposed in registers (shuffles) by the stores, a vector per row of the output block.
+      Func block = Func(root.read_across).in(f);
+      std::vector<Var> b = pure_vars(block);
+      block.compute_at(f, xio).vectorize(b[0]).vectorize(b[size_t(root.read_across_dim)]);
+      f.vectorize(xii).vectorize(yii);
+    } else {
+      f.vectorize(xii).vectorize(yii);
+    }
     return;
   }
   if (R >= 2) {
@@ -183,8 +204,8 @@ void schedule_cpu(const Graph& g, const Region& r, LoweredRegion& lowered) {
       KILN_CHECK(root.inner.size() == 1, "kiln schedule: a GEMM's epilogue holds another reduction");
       schedule_gemm(root.func, *gemm);
     } else {
-      schedule_root(root.func, g.values[size_t(root.value)].meta.shape, reduction_kind(g, root.value), root.inner,
-                    work_per_element(g, root.value), root.transposed);
+      schedule_root(root, g.values[size_t(root.value)].meta.shape, reduction_kind(g, root.value),
+                    work_per_element(g, root.value));
     }
   }
 }

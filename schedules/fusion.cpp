@@ -89,13 +89,23 @@ std::vector<PlannedStep> plan_fusion(const Graph& g) {
   std::vector<std::string> reason = cut_reasons(g);
   int open = -1;        // the region being grown (always the last step)
   std::set<int> made;   // values it makes
+  // Views of the open region's values kept outside pipelines: they run after it, unless a node
+  // of the region would read them (the region ends before that node).
+  std::vector<int> deferred;
+  std::set<int> deferred_values;
+  auto close = [&] {
+    open = -1;
+    made.clear();
+    for (int d : deferred) steps.push_back({d, {}, reason[size_t(d)]});
+    deferred.clear();
+    deferred_values.clear();
+  };
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const GraphNode& n = g.nodes[i];
-    if (reason[i].empty() && open >= 0 && steps[size_t(open)].region.nodes.size() >= kIndependentSplitOps &&
-        !reads_region(g, n, made)) {
-      open = -1;
-      made.clear();
-    }
+    bool reads_deferred = std::any_of(n.inputs.begin(), n.inputs.end(), [&](int v) { return deferred_values.count(v) > 0; });
+    if (reason[i].empty() && (reads_deferred || (open >= 0 && steps[size_t(open)].region.nodes.size() >= kIndependentSplitOps &&
+                                                 !reads_region(g, n, made))))
+      close();
     if (reason[i].empty()) {
       if (open < 0) {
         steps.push_back({});
@@ -103,18 +113,24 @@ std::vector<PlannedStep> plan_fusion(const Graph& g) {
       }
       steps[size_t(open)].region.nodes.push_back(int(i));
       made.insert(n.outputs.begin(), n.outputs.end());
-    } else if (open >= 0 && n.op->schedule_class == ScheduleClass::view && !made.count(n.inputs[0])) {
+    } else if (open >= 0 && n.op->schedule_class == ScheduleClass::view && !made.count(n.inputs[0]) &&
+               !deferred_values.count(n.inputs[0])) {
       // A view kept outside pipelines costs nothing and does not need the open region: it moves
       // before it, so the region goes on growing (attention's views of q, k and v between the
       // score and softmax ops would cut it otherwise).
       steps.insert(steps.begin() + open, {int(i), {}, reason[i]});
       ++open;
+    } else if (open >= 0 && n.op->schedule_class == ScheduleClass::view) {
+      // A view of the region's value (a GEMM operand's dense copy, flattened), or of such a view:
+      // after the region.
+      deferred.push_back(int(i));
+      deferred_values.insert(n.outputs.begin(), n.outputs.end());
     } else {
+      close();
       steps.push_back({int(i), {}, reason[i]});
-      open = -1;
-      made.clear();
     }
   }
+  close();
   // Each region's inputs (values it reads but does not make) and outputs (values read later or
   // returned).
   std::vector<int> last_use(g.values.size(), -1);

@@ -24,6 +24,8 @@
 #include "schedules/cpu_schedule.h"
 #include "schedules/disk_cache.h"
 #include "schedules/fusion.h"
+#include "schedules/gemm_layout.h"
+#include "schedules/in_place.h"
 #include "schedules/gpu_schedule.h"
 #include "schedules/jit_target.h"
 #include "schedules/lower_region.h"
@@ -99,12 +101,21 @@ bool graph_on_cuda(const Graph& g) {
   return std::any_of(g.values.begin(), g.values.end(), [](const Value& v) { return v.meta.device.is_cuda(); });
 }
 
+// The graph with its CPU GEMM steps' transposed left operands made dense (gemm_layout.h); `n`
+// counts them.
+std::shared_ptr<const Graph> with_dense_gemm_operands(std::shared_ptr<const Graph> g, int& n) {
+  auto rewritten = std::make_shared<Graph>(*g);
+  n = dense_gemm_operands(*rewritten);
+  return n == 0 ? g : rewritten;
+}
+
 std::string region_what(const Step& s) { return "a pipeline of " + std::to_string(s.region.nodes.size()) + " ops"; }
 
 class HalideGraph final : public CompiledGraph {
  public:
-  HalideGraph(std::shared_ptr<const Graph> g, std::vector<Step> steps, std::shared_ptr<SharedLibrary> library)
-      : g_(std::move(g)), steps_(std::move(steps)), library_(std::move(library)) {
+  HalideGraph(std::shared_ptr<const Graph> g, std::vector<Step> steps, std::shared_ptr<SharedLibrary> library,
+              std::map<int, int> in_place)
+      : g_(std::move(g)), steps_(std::move(steps)), library_(std::move(library)), in_place_(std::move(in_place)) {
     // Where each symbol's size is read at run time, and every region output's dims, canonical.
     const Graph& graph = *g_;
     for (size_t i = 0; i < graph.inputs.size(); ++i) {
@@ -129,6 +140,13 @@ class HalideGraph final : public CompiledGraph {
     const Graph& g = *g_;
     std::vector<Tensor> values(g.values.size());
     for (size_t i = 0; i < inputs.size(); ++i) values[size_t(g.inputs[i].value)] = inputs[i];
+    std::map<int, Tensor> into;  // this run's in-place outputs: the input tensors they overwrite
+    for (const auto& [v, i] : in_place_) {
+      const Tensor& t = inputs[size_t(i)];
+      bool alone = t.impl().offset == 0 && t.is_contiguous() && !t.is_traced();
+      for (size_t j = 0; alone && j < inputs.size(); ++j) alone = j == size_t(i) || !inputs[j].shares_storage_with(t);
+      if (alone) into[v] = t;
+    }
     std::vector<int64_t> symbols(size_t(g.shape_env->symbol_count()), -1);
     for (const SymbolSource& src : symbol_sources_) symbols[size_t(src.symbol)] = inputs[src.input].impl().shape[src.dim];
     bool perf = log_enabled(LogChannel::perf);
@@ -142,7 +160,7 @@ class HalideGraph final : public CompiledGraph {
         TensorList outs = dispatch(*n.op, args, n.attrs);
         for (size_t k = 0; k < n.outputs.size(); ++k) values[size_t(n.outputs[k])] = outs[k];
       } else {
-        run_region(s, symbols, values);
+        run_region(s, symbols, values, into);
       }
       if (perf)
         log_line(LogChannel::perf, "halide backend: " +
@@ -160,7 +178,8 @@ class HalideGraph final : public CompiledGraph {
     size_t input, dim;
   };
 
-  void run_region(const Step& s, const std::vector<int64_t>& symbols, std::vector<Tensor>& values) const {
+  void run_region(const Step& s, const std::vector<int64_t>& symbols, std::vector<Tensor>& values,
+                  const std::map<int, Tensor>& into) const {
     const Graph& g = *g_;
     std::vector<Tensor> tensors;  // the pipeline's buffers: inputs, then outputs
     for (size_t k = 0; k < s.region.inputs.size(); ++k) {
@@ -180,7 +199,9 @@ class HalideGraph final : public CompiledGraph {
         for (int sym : d.syms) n *= symbols[size_t(sym)];
         shape.push_back(n);
       }
-      values[size_t(v)] = Tensor::empty(shape, {val.meta.dtype, val.meta.device});
+      auto dst = into.find(v);
+      bool in_place = dst != into.end() && dst->second.shape() == shape;
+      values[size_t(v)] = in_place ? dst->second : Tensor::empty(shape, {val.meta.dtype, val.meta.device});
       tensors.push_back(values[size_t(v)]);
     }
     size_t n_in = s.region.inputs.size();
@@ -214,6 +235,7 @@ class HalideGraph final : public CompiledGraph {
   std::shared_ptr<SharedLibrary> library_;  // keeps the cached code loaded
   std::vector<SymbolSource> symbol_sources_;
   std::map<int, SymShape> output_dims_;
+  std::map<int, int> in_place_;  // outputs computed into an input's tensor (in_place.h): value -> input position
 };
 
 // Runs a compiled pipeline once on zero-filled buffers of the traced sizes. Halide's
@@ -393,9 +415,14 @@ class HalideBackend final : public Backend {
   }
 
   std::shared_ptr<CompiledGraph> compile(std::shared_ptr<const Graph> g, const BackendOptions& options) override {
+    int dense_operands = 0;
+    g = with_dense_gemm_operands(std::move(g), dense_operands);
     std::vector<Step> steps;
     std::vector<PlannedStep> plan = plan_fusion(*g);
+    std::map<int, int> in_place = in_place_outputs(*g, plan);
     std::string fusion = fusion_text(*g, plan);
+    if (dense_operands > 0) fusion += std::to_string(dense_operands) + " GEMM left operands copied dense where they are made\n";
+    if (!in_place.empty()) fusion += std::to_string(in_place.size()) + " written outputs computed in place\n";
     log_line(LogChannel::fusion, options.label + ":\n" + fusion);
     debug_dump(options.label + ".fusion", "txt", fusion);
     for (PlannedStep& p : plan) {
@@ -420,7 +447,7 @@ class HalideBackend final : public Backend {
         remove_cache_entry(graph_key(*g, options), ".so");
         library = load_or_build(*g, steps, options);
       }
-      return std::make_shared<HalideGraph>(std::move(g), std::move(steps), std::move(library));
+      return std::make_shared<HalideGraph>(std::move(g), std::move(steps), std::move(library), std::move(in_place));
     }
     KILN_CHECK(!any_region || !graph_on_cuda(*g), "halide backend: CUDA graphs are compiled through the disk cache, which "
                "KILN_CACHE=0 turns off (point KILN_CACHE_DIR at a scratch folder instead)");
@@ -435,7 +462,7 @@ class HalideBackend final : public Backend {
       log_line(LogChannel::output_code, "halide: " + region_what(s) + ", " + std::to_string(s.region.outputs.size()) +
                                             " outputs, jit " + std::to_string(int(ms_since(t0))) + " ms");
     }
-    return std::make_shared<HalideGraph>(std::move(g), std::move(steps), nullptr);
+    return std::make_shared<HalideGraph>(std::move(g), std::move(steps), nullptr, std::move(in_place));
   }
 };
 

@@ -1,6 +1,7 @@
 #include "schedules/lower_region.h"
 
 #include <algorithm>
+#include <array>
 #include <set>
 
 #include "dsl/error.h"
@@ -54,11 +55,16 @@ class Lowering {
       lower_node(node);
       if (node.op->family == KernelFamily::matmul) continue;  // lower_matmul decides
       // A pointwise value read twice is computed once, into a Func its readers call; others are
-      // one expression with their readers (a chain of pointwise ops is a single Expr).
+      // one expression with their readers (a chain of pointwise ops is a single Expr). Being a
+      // region output counts as a read: its readers read what was stored (an output computed in
+      // place over one of the region's inputs, in_place.h, must not be recomputed from that input).
       // At rank 0 every pointwise value is its own stage too: one element costs nothing, and
       // Halide 14's simplifier blows up on nested f64 sin/cos inlined into one scalar expression.
-      bool scalar = g_.values[size_t(node.outputs[0])].meta.shape.empty() && uses_[node.outputs[0]] > 0;
-      bool shared = is_pointwise(node) && node.op->family != KernelFamily::copy && (uses_[node.outputs[0]] > 1 || scalar);
+      int v = node.outputs[0];
+      bool output = std::find(r_.outputs.begin(), r_.outputs.end(), v) != r_.outputs.end();
+      bool scalar = g_.values[size_t(v)].meta.shape.empty() && uses_[v] > 0;
+      bool shared = is_pointwise(node) && node.op->family != KernelFamily::copy &&
+                    (uses_[v] + (output ? 1 : 0) > 1 || scalar);
       if (!is_pointwise(node) && node.op->schedule_class != ScheduleClass::view &&
           node.op->schedule_class != ScheduleClass::creation)
         out_.materialized.push_back(out_.values.at(node.outputs[0]).func);
@@ -82,6 +88,11 @@ class Lowering {
       o(vars) = t.func(vars);
       out_.outputs.push_back(o);
     }
+    // Tensors start at index 0: with the outputs' mins known, Halide proves a tile's vector of
+    // indices does not cross a row of the tensor it reads (a flattened [4, 256, C] value read by
+    // 8-wide tiles: i % 256 of a ramp stays a ramp, a dense load instead of a gather).
+    for (Func& o : out_.outputs)
+      for (int d = 0; d < o.dimensions(); ++d) o.output_buffer().dim(d).set_min(0);
     return std::move(out_);
   }
 
@@ -323,6 +334,45 @@ class Lowering {
                 [this, &n](const std::vector<Expr>& args) { return view_at(n, args); });
   }
 
+  // A reshape's dims matched in blocks of equal size products, {input begin, end, output begin,
+  // end} (flatten(0, 1) of [4, 256, 2048]: [4, 256] <-> [1024] and [2048] <-> [2048]), so each
+  // index is unravelled within its block only: a dim that passes through is read as it is, and
+  // the innermost index stays the innermost var (dense vector loads). The traced sizes pick the
+  // blocks and the symbolic sizes must agree; false when they do not split so (one block then).
+  bool view_blocks(int in, int v, std::vector<std::array<int, 4>>& blocks) const {
+    const Shape &is = g_.values[size_t(in)].meta.shape, &os = g_.values[size_t(v)].meta.shape;
+    int r = int(is.size()), R = int(os.size()), a = 0, b = 0;
+    if (numel(is) == 0) return false;
+    auto product = [this](const SymShape& s, int begin, int end) {
+      SymDim p = SymDim::constant(1);
+      for (int d = begin; d < end; ++d) {
+        SymDim c = g_.shape_env->canonical(s[size_t(d)]);
+        if (c.opaque) p.opaque = true;
+        p.coeff *= c.coeff;
+        p.syms.insert(p.syms.end(), c.syms.begin(), c.syms.end());
+      }
+      std::sort(p.syms.begin(), p.syms.end());
+      return p;
+    };
+    while (a < r && b < R) {
+      int a0 = a, b0 = b;
+      int64_t pi = is[size_t(a++)], po = os[size_t(b++)];
+      while (pi != po) {
+        if (pi < po && a < r) pi *= is[size_t(a++)];
+        else if (po < pi && b < R) po *= os[size_t(b++)];
+        else return false;
+      }
+      SymDim si = product(g_.values[size_t(in)].sym, a0, a), so = product(g_.values[size_t(v)].sym, b0, b);
+      if (si.opaque || !(si == so)) return false;
+      blocks.push_back({a0, a, b0, b});
+    }
+    for (; a < r; ++a)
+      if (is[size_t(a)] != 1) return false;
+    for (; b < R; ++b)
+      if (os[size_t(b)] != 1) return false;
+    return true;
+  }
+
   Expr view_at(const GraphNode& n, const std::vector<Expr>& args) {
     int in = n.inputs[0], v = n.outputs[0];
     const Value& iv = g_.values[in];
@@ -366,11 +416,16 @@ class Lowering {
       for (int k = 0; k < r; ++k) i[k] = o[k];
       i[d] = start + o[d] * int32_t(a.get<int64_t>("step"));
     } else {  // view, flatten, unflatten: the same elements in row-major order
-      Expr linear = 0;
-      for (int d = 0; d < R; ++d) linear = d == 0 ? o[0] : linear * out_shape[d] + o[d];
-      for (int d = r - 1; d >= 0; --d) {
-        i[d] = d == 0 ? linear : linear % in_shape[d];
-        if (d > 0) linear = linear / in_shape[d];
+      std::vector<std::array<int, 4>> blocks;
+      if (!view_blocks(in, v, blocks)) blocks = {{0, r, 0, R}};
+      for (int d = 0; d < r; ++d) i[d] = Expr(0);  // size-1 dims outside every block
+      for (const auto& [a0, a1, b0, b1] : blocks) {
+        Expr linear = o[b0];
+        for (int d = b0 + 1; d < b1; ++d) linear = linear * out_shape[d] + o[d];
+        for (int d = a1 - 1; d >= a0; --d) {
+          i[d] = d == a0 ? linear : linear % in_shape[d];
+          if (d > a0) linear = linear / in_shape[d];
+        }
       }
     }
     std::vector<Expr> where(r);

@@ -26,33 +26,48 @@ std::vector<Func> calls_until(const Func& f, const std::set<std::string>& stop) 
   return out;
 }
 
-// Whether f's definition reads a Func or an image across its layout: some call's innermost
-// index does not follow f's innermost var while another index does (a transpose or permute), or
-// it reads an input stored with a non-dense innermost dim.
+// Which of f's dims a read across a layout follows: a call whose innermost index (simplified)
+// follows that dim of f instead of f's innermost (a transpose, a permute), or 1 for a read of an
+// input stored with a non-dense innermost dim; -1 when every read is along f's layout.
 class ReadsAcross : public Internal::IRVisitor {
  public:
-  ReadsAcross(std::string inner, const std::set<std::string>& transposed_inputs)
-      : inner_(std::move(inner)), transposed_inputs_(transposed_inputs) {}
-  bool found = false;
+  ReadsAcross(const Func& f, const std::set<std::string>& transposed_inputs)
+      : vars_(pure_vars(f)), transposed_inputs_(transposed_inputs) {}
+  int dim = -1;
 
  private:
   using IRVisitor::visit;
   void visit(const Internal::Call* c) override {
     IRVisitor::visit(c);
-    if (c->call_type != Internal::Call::Halide && c->call_type != Internal::Call::Image) return;
-    if (transposed_inputs_.count(c->name)) found = true;
-    if (c->args.size() < 2 || Internal::expr_uses_var(c->args[0], inner_)) return;
-    for (size_t k = 1; k < c->args.size(); ++k) found = found || Internal::expr_uses_var(c->args[k], inner_);
+    if (dim >= 0 || (c->call_type != Internal::Call::Halide && c->call_type != Internal::Call::Image)) return;
+    if (transposed_inputs_.count(c->name) && vars_.size() > 1) dim = 1;
+    if (c->args.empty()) return;
+    Expr inner = Internal::simplify(c->args[0]);
+    if (Internal::expr_uses_var(inner, vars_[0].name())) return;
+    for (size_t d = 1; d < vars_.size() && dim < 0; ++d)
+      if (Internal::expr_uses_var(inner, vars_[d].name())) dim = int(d);
+    if (dim < 0 || c->call_type != Internal::Call::Halide) return;
+    for (size_t k = 1; k < c->args.size() && across_arg < 0; ++k)
+      if (Internal::expr_uses_var(c->args[k], vars_[0].name())) across_arg = int(k);
+    if (across_arg > 0) callee = Func(Internal::Function(c->func));
   }
-  std::string inner_;
+
+ public:
+  Func callee;          // the Func read across (a call of f's own; undefined for an input's strides)
+  int across_arg = -1;  // the callee's dim that f's innermost var walks
+
+ private:
+
+  std::vector<Var> vars_;
   const std::set<std::string>& transposed_inputs_;
 };
 
-bool reads_across(const Func& f, const std::set<std::string>& transposed_inputs) {
-  if (f.args().empty()) return false;
-  ReadsAcross v(f.args()[0].name(), transposed_inputs);
+int reads_across(const Func& f, const std::set<std::string>& transposed_inputs, ScheduleRoot* root = nullptr) {
+  if (f.args().empty()) return -1;
+  ReadsAcross v(f, transposed_inputs);
   for (const Expr& e : f.function().definition().values()) e.accept(&v);
-  return v.found;
+  if (root) root->read_across = v.callee, root->read_across_dim = v.across_arg;
+  return v.dim;
 }
 
 }  // namespace
@@ -87,14 +102,14 @@ Reduces reduction_kind(const Graph& g, int value) {
 
 std::vector<ScheduleRoot> schedule_roots(const Region& r, const LoweredRegion& lowered) {
   std::vector<ScheduleRoot> roots;
-  for (size_t k = 0; k < r.outputs.size(); ++k) roots.push_back({lowered.outputs[k], r.outputs[k], {}, {}});
+  for (size_t k = 0; k < r.outputs.size(); ++k) roots.push_back({lowered.outputs[k], r.outputs[k], {}, {}, -1, {}, -1});
   std::set<std::string> stop;
   for (const ScheduleRoot& root : roots) stop.insert(root.func.name());
   for (const Func& m : lowered.materialized) {
     if (stop.count(m.name())) continue;  // already an output
     for (auto& [v, t] : lowered.values)
       if (t.func.name() == m.name()) {
-        roots.push_back({m, v, {}, {}});
+        roots.push_back({m, v, {}, {}, -1, {}, -1});
         stop.insert(m.name());
         break;
       }
@@ -104,8 +119,9 @@ std::vector<ScheduleRoot> schedule_roots(const Region& r, const LoweredRegion& l
     for (Func c : calls_until(root.func, stop))
       (c.has_update_definition() ? root.inner : root.inlined).push_back(c);
   for (ScheduleRoot& root : roots) {
-    root.transposed = reads_across(root.func, lowered.transposed_inputs);
-    for (const Func& c : root.inlined) root.transposed = root.transposed || reads_across(c, lowered.transposed_inputs);
+    root.transposed_dim = reads_across(root.func, lowered.transposed_inputs, &root);
+    for (const Func& c : root.inlined)  // a transpose inside an inlined Func: its reader's dims are unknown here
+      if (root.transposed_dim < 0 && reads_across(c, lowered.transposed_inputs) >= 0) root.transposed_dim = 1;
   }
   return roots;
 }

@@ -14,7 +14,11 @@ struct ScheduleRoot {
   int value = -1;
   std::vector<Halide::Func> inner;  // reductions computed for it (a GEMM's accumulator included)
   std::vector<Halide::Func> inlined;  // the pure Funcs between them, inlined into their readers
-  bool transposed = false;  // it reads a value across that value's layout (a transpose, a strided input)
+  // The dim (Halide's order, innermost 0) that a read across a layout follows: f(x, y, z) = g(z, x, y)
+  // reads g along z (2); -1 when every read follows f's innermost dim.
+  int transposed_dim = -1;
+  Halide::Func read_across;  // the Func it reads so (when f calls it itself), and that Func's dim
+  int read_across_dim = -1;  // f's innermost var walks
 };
 
 std::vector<ScheduleRoot> schedule_roots(const Region& r, const LoweredRegion& lowered);

@@ -1,7 +1,6 @@
 // What the halide backend shows: a schedule read back as Halide C++ source, and the debug dump of
 // a compiled function (fusion plan with cut reasons, schedule source, stmt, stmt_html, assembly).
 #include <filesystem>
-#include <fstream>
 
 #include "schedules/disk_cache.h"
 #include "schedules/schedule_source.h"
@@ -10,30 +9,6 @@
 using namespace kiln;
 using namespace kiln::test;
 namespace fs = std::filesystem;
-
-namespace {
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-// The contents of the one file in `dir` whose name ends with `suffix`.
-std::string dumped(const std::string& dir, const std::string& suffix) {
-  std::string found;
-  int count = 0;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    std::string name = e.path().filename().string();
-    if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      found = read_text(e.path());
-      ++count;
-    }
-  }
-  BOOST_TEST(count == 1, "files ending in " << suffix << ": " << count);
-  return found;
-}
-
-}  // namespace
 
 BOOST_AUTO_TEST_CASE(schedule_source_reads_back_what_was_applied) {
   Halide::Func producer("producer"), helper("helper"), consumer("consumer");

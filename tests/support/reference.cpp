@@ -1,6 +1,8 @@
 #include "support/reference.h"
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <sstream>
 
@@ -126,6 +128,21 @@ void check_error(const std::function<void()>& fn, const std::vector<std::string>
     return;
   }
   BOOST_ERROR("expected kiln::Error containing '" << (parts.empty() ? "" : parts[0]) << "'");
+}
+
+std::string dumped(const std::string& dir, const std::string& suffix) {
+  std::string found;
+  int count = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    std::string name = e.path().filename().string();
+    if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      std::ifstream in(e.path());
+      found.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      ++count;
+    }
+  }
+  BOOST_TEST(count == 1, "files ending in " << suffix << ": " << count);
+  return found;
 }
 
 }  // namespace kiln::test

@@ -42,6 +42,10 @@ inline void check_close(const Tensor& got, const std::vector<double>& want, cons
   check_close(got, want, want_shape, tolerance(got.dtype()), what);
 }
 
+// The text of the one file in `dir` whose name ends with `suffix` (a debug dump's file); a
+// failed check when there is none or more than one.
+std::string dumped(const std::string& dir, const std::string& suffix);
+
 // Asserts that `fn` throws kiln::Error whose message contains every one of `parts`.
 void check_error(const std::function<void()>& fn, const std::vector<std::string>& parts);
 

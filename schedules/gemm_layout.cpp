@@ -1,0 +1,112 @@
+#include "schedules/gemm_layout.h"
+
+#include <map>
+
+#include "dsl/op_def.h"
+#include "graph/passes.h"
+#include "schedules/lower_region.h"
+
+namespace kiln {
+
+namespace {
+
+// Smaller operands stay as they are: short strides cost little, and a copy has a fixed cost.
+constexpr int64_t kDenseGemmMinRows = 256;
+
+// The views from a non-view value (the base) to v, in order; empty when v is not a view.
+std::vector<int> view_chain(const Graph& g, int v) {
+  std::vector<int> chain;
+  while (g.values[size_t(v)].producer >= 0) {
+    const GraphNode& n = g.nodes[size_t(g.values[size_t(v)].producer)];
+    if (n.op->schedule_class != ScheduleClass::view) break;
+    chain.insert(chain.begin(), g.values[size_t(v)].producer);
+    v = n.inputs[0];
+  }
+  return chain;
+}
+
+// a is base (dense, [d0, ..., dn]) read as [dn, d0*...*dn-1]: the transpose of its leading dims
+// flattened (a Linear's output gradient in its weight gradient, dy.flatten(0, -2).t()).
+bool transposes_flattened(const Graph& g, int base, int a) {
+  const Value &b = g.values[size_t(base)], &v = g.values[size_t(a)];
+  const Shape& s = b.meta.shape;
+  if (s.size() < 2 || b.strides != contiguous_strides(s) || v.offset != b.offset) return false;
+  return v.meta.shape == Shape{s.back(), numel(s) / s.back()} && v.strides == Strides{1, s.back()};
+}
+
+bool wants_dense_left(const Graph& g, const GraphNode& n) {
+  if (n.op->family != KernelFamily::matmul || gemm_lowerable(g, n)) return false;
+  const Value& a = g.values[size_t(n.inputs[0])];
+  const Value& b = g.values[size_t(n.inputs[1])];
+  if (!a.meta.device.is_cpu() || a.meta.shape.size() != 2 || b.meta.shape.size() != 2) return false;
+  if (a.meta.dtype != DType::f32 && a.meta.dtype != DType::f64) return false;
+  if (a.strides.back() == 1 || a.meta.shape[0] < kDenseGemmMinRows || a.meta.shape[1] < kDenseGemmMinRows) return false;
+  return !view_chain(g, n.inputs[0]).empty();
+}
+
+}  // namespace
+
+int dense_gemm_operands(Graph& g) {
+  // The matmuls to rewrite, by the node after which their operand's copy is made (-1: first).
+  std::map<int, std::vector<int>> copies_after;
+  int count = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!wants_dense_left(g, g.nodes[i])) continue;
+    std::vector<int> chain = view_chain(g, g.nodes[i].inputs[0]);
+    int base = g.nodes[size_t(chain.front())].inputs[0];
+    copies_after[g.values[size_t(base)].producer].push_back(int(i));
+    ++count;
+  }
+  if (count == 0) return 0;
+  static const OpDef& contiguous = op_def("contiguous");
+  static const OpDef& permute = op_def("permute");
+  static const OpDef& flatten = op_def("flatten");
+  GraphRewrite r(g);
+  std::map<int, int> dense;  // matmul node -> its operand's dense copy (new id)
+  auto make_copies = [&](int after) {
+    auto it = copies_after.find(after);
+    if (it == copies_after.end()) return;
+    for (int m : it->second) {
+      size_t first = r.out.nodes.size();
+      std::vector<int> chain = view_chain(g, g.nodes[size_t(m)].inputs[0]);
+      int base = g.nodes[size_t(chain.front())].inputs[0];
+      if (transposes_flattened(g, base, g.nodes[size_t(m)].inputs[0])) {
+        // base [d0, ..., dn] read as [dn, d0*...*dn-1]: the copy is base's last dim moved to the
+        // front, then flattened (a view of the dense copy). Unflattened, the copy's pipeline reads
+        // base without dividing indices, in tiles of its last dim and its new innermost one.
+        int rank = int(g.values[size_t(base)].meta.shape.size());
+        std::vector<int64_t> perm{rank - 1};
+        for (int d = 0; d + 1 < rank; ++d) perm.push_back(d);
+        int moved = r.out.add_inferred_node(permute, {{"dims", perm}}, {r.id(base)})[0];
+        int copy = r.out.add_inferred_node(contiguous, {}, {moved})[0];
+        dense[m] = rank == 2 ? copy
+                             : r.out.add_inferred_node(flatten, {{"start_dim", int64_t(1)}, {"end_dim", int64_t(-1)}}, {copy})[0];
+      } else {
+        int v = -1;
+        for (int view : chain) {
+          const GraphNode& n = g.nodes[size_t(view)];
+          v = r.out.add_inferred_node(*n.op, n.attrs, {v < 0 ? r.id(n.inputs[0]) : v})[0];
+        }
+        dense[m] = r.out.add_inferred_node(contiguous, {}, {v})[0];
+      }
+      for (size_t k = first; k < r.out.nodes.size(); ++k) r.out.nodes[k].grad_enabled = g.nodes[size_t(m)].grad_enabled;
+    }
+  };
+  make_copies(-1);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const GraphNode& n = g.nodes[i];
+    auto d = dense.find(int(i));
+    if (d == dense.end()) {
+      r.copy(n);
+    } else {
+      int product = r.out.add_inferred_node(*n.op, n.attrs, {d->second, r.id(n.inputs[1])})[0];
+      r.set(n.outputs[0], product);
+    }
+    make_copies(int(i));
+  }
+  g = std::move(r).finish();
+  eliminate_dead_code(g);
+  return count;
+}
+
+}  // namespace kiln

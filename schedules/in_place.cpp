@@ -1,0 +1,93 @@
+#include "schedules/in_place.h"
+
+#include <algorithm>
+#include <set>
+
+namespace kiln {
+
+namespace {
+
+bool elementwise(const GraphNode& n) {
+  const KernelFamily f = n.op->family;
+  return n.op->pointwise && (f == KernelFamily::unary || f == KernelFamily::binary || f == KernelFamily::where ||
+                             f == KernelFamily::cast);
+}
+
+struct Uses {
+  std::vector<std::vector<int>> readers;  // per value: the nodes that read it
+  std::vector<int> step_of;               // per node: its step
+  std::set<int> outputs;
+  std::set<int> region_outputs;  // values a region stores (its own readers read them back)
+};
+
+// The nodes whose pointwise expressions are inlined into v's Func, with v's own: v's producer and,
+// through values of v's shape that only it reads, theirs (all in v's region).
+std::set<int> inlined_cone(const Graph& g, const Uses& u, int v) {
+  std::set<int> cone;
+  std::vector<int> todo{g.values[size_t(v)].producer};
+  int step = u.step_of[size_t(todo[0])];
+  const Shape& shape = g.values[size_t(v)].meta.shape;
+  while (!todo.empty()) {
+    int n = todo.back();
+    todo.pop_back();
+    if (!elementwise(g.nodes[size_t(n)]) || !cone.insert(n).second) continue;
+    for (int w : g.nodes[size_t(n)].inputs) {
+      int p = g.values[size_t(w)].producer;
+      if (p >= 0 && u.step_of[size_t(p)] == step && g.values[size_t(w)].meta.shape == shape &&
+          u.readers[size_t(w)].size() == 1 && !u.region_outputs.count(w))
+        todo.push_back(p);
+    }
+  }
+  return cone;
+}
+
+// Every node that reads x or a view of it, with the views themselves.
+std::vector<int> readers_through_views(const Graph& g, const Uses& u, int x) {
+  std::vector<int> out;
+  std::vector<int> todo{x};
+  while (!todo.empty()) {
+    int w = todo.back();
+    todo.pop_back();
+    for (int n : u.readers[size_t(w)]) {
+      out.push_back(n);
+      if (g.nodes[size_t(n)].op->schedule_class == ScheduleClass::view) todo.push_back(g.nodes[size_t(n)].outputs[0]);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::map<int, int> in_place_outputs(const Graph& g, const std::vector<PlannedStep>& steps) {
+  std::map<int, int> into;
+  if (g.writes.empty()) return into;
+  Uses u;
+  u.readers.resize(g.values.size());
+  u.step_of.assign(g.nodes.size(), -1);
+  u.outputs.insert(g.outputs.begin(), g.outputs.end());
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    for (int v : g.nodes[n].inputs) u.readers[size_t(v)].push_back(int(n));
+  for (size_t s = 0; s < steps.size(); ++s) {
+    if (steps[s].node >= 0) u.step_of[size_t(steps[s].node)] = int(s);
+    for (int n : steps[s].region.nodes) u.step_of[size_t(n)] = int(s);
+    u.region_outputs.insert(steps[s].region.outputs.begin(), steps[s].region.outputs.end());
+  }
+  for (const auto& [k, i] : g.writes) {
+    int v = g.outputs[size_t(k)], x = g.inputs[size_t(i)].value;
+    const Value &out = g.values[size_t(v)], &in = g.values[size_t(x)];
+    if (std::count(g.outputs.begin(), g.outputs.end(), v) != 1 || u.outputs.count(x) || !u.region_outputs.count(v))
+      continue;
+    if (out.meta.shape.empty() || out.meta.shape != in.meta.shape || out.meta.dtype != in.meta.dtype ||
+        in.strides != contiguous_strides(in.meta.shape) || into.count(v))
+      continue;
+    std::set<int> cone = inlined_cone(g, u, v);
+    int step = u.step_of[size_t(out.producer)];
+    bool safe = true;
+    for (int n : readers_through_views(g, u, x))
+      safe = safe && (u.step_of[size_t(n)] < step || (cone.count(n) && u.step_of[size_t(n)] == step));
+    if (safe) into[v] = i;
+  }
+  return into;
+}
+
+}  // namespace kiln
