@@ -36,6 +36,12 @@ int fold_views(Graph& g);
 // the matmuls rewritten.
 int transpose_matmuls(Graph& g);
 
+// The sum of zero-padded cats along one dim (the gradient of a value split by slices, q, k and v
+// out of one projection: cat(0, 0, dv) + cat(dq, 0, 0) + cat(0, dk, 0)) becomes one cat of the
+// pieces (cat(dq, dk, dv)), pieces over zeros taken as they are and pieces over pieces added.
+// Static shapes only. Returns the sums merged.
+int merge_padded_cat_sums(Graph& g);
+
 // Replaces the nodes of the named composite ops by primitive ops (see default_decompositions()
 // for the ones it knows; others are left alone). Constants become 0-d `full` nodes. Returns the
 // nodes decomposed.

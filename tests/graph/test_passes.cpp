@@ -315,3 +315,34 @@ BOOST_AUTO_TEST_CASE(decompose_gelu_tanh_and_silu_and_leaves_the_rest) {
   BOOST_TEST(count_op(b.g, "silu") == 1);
   BOOST_TEST(count_op(b.g, "exp") == 1);
 }
+
+BOOST_AUTO_TEST_CASE(padded_cat_sums_become_one_cat) {
+  // The gradient of q, k, v sliced out of one [2, 3, 12] projection: three zero-padded cats summed.
+  Builder b;
+  int dq = b.input({2, 3, 4}), dk = b.input({2, 3, 4}), dv = b.input({2, 3, 4}), other = b.input({2, 3, 10});
+  auto zeros = [&](int64_t width) {
+    return b.op("full", {}, {{"shape", Shape{2, 3, width}}, {"value", 0.0}, {"dtype", std::string("f32")}, {"device", std::string("cpu")}});
+  };
+  Attrs last{{"dim", int64_t(2)}};
+  int cv = b.op("cat", {zeros(8), dv}, last);
+  int cq = b.op("cat", {dq, zeros(8)}, last);
+  int ck = b.op("cat", {zeros(4), dk, zeros(4)}, last);
+  int sum = b.op("add", {b.op("add", {cv, cq}), ck});
+  // Pieces that straddle the other cat's cuts are sliced: cat(wide, 0) + cat(0, other), cut at 6
+  // and at 2.
+  int wide = b.input({2, 3, 6});
+  int straddle = b.op("add", {b.op("cat", {wide, zeros(6)}, last), b.op("cat", {zeros(2), other}, last)});
+  b.g.outputs = {sum, straddle};
+  Graph before = b.g;
+  BOOST_TEST(merge_padded_cat_sums(b.g) == 3);
+  check_valid(b.g);
+  const GraphNode& merged = b.g.nodes[size_t(b.g.values[size_t(b.g.outputs[0])].producer)];
+  BOOST_TEST(merged.op->name == "cat");
+  BOOST_TEST(merged.inputs.size() == 3u);  // cat(dq, dk, dv): no zeros, no adds
+  std::vector<Tensor> args = {random_tensor({2, 3, 4}, f32, 91), random_tensor({2, 3, 4}, f32, 92),
+                              random_tensor({2, 3, 4}, f32, 93), random_tensor({2, 3, 10}, f32, 94),
+                              random_tensor({2, 3, 6}, f32, 95)};
+  std::vector<Tensor> want = run(before, args), got = run(b.g, args);
+  check_close(got[0], host_values(want[0]), {2, 3, 12}, "cat(dq, dk, dv)");
+  check_close(got[1], host_values(want[1]), {2, 3, 12}, "sliced pieces");
+}
