@@ -334,6 +334,8 @@ std::string graph_key(const Graph& g, const BackendOptions& options) {
     for (int64_t st : v.strides) os << st << ',';
     os << '@' << v.offset << ']';
   }
+  os << "\nwrites";  // outputs computed in place are read back, not recomputed (in_place.h)
+  for (const auto& [output, input] : g.writes) os << ' ' << output << "->" << input;
   bool cuda = graph_on_cuda(g);
   return cache_key({os.str(), options.scheduler, aot_target(cuda).to_string(), cuda ? gpu_schedule_tuning() : ""});
 }
@@ -420,6 +422,9 @@ class HalideBackend final : public Backend {
     std::vector<Step> steps;
     std::vector<PlannedStep> plan = plan_fusion(*g);
     std::map<int, int> in_place = in_place_outputs(*g, plan);
+    for (PlannedStep& p : plan)
+      for (int v : p.region.outputs)
+        if (in_place.count(v)) p.region.in_place.push_back(v);
     std::string fusion = fusion_text(*g, plan);
     if (dense_operands > 0) fusion += std::to_string(dense_operands) + " GEMM left operands copied dense where they are made\n";
     if (!in_place.empty()) fusion += std::to_string(in_place.size()) + " written outputs computed in place\n";

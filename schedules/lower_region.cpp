@@ -55,16 +55,16 @@ class Lowering {
       lower_node(node);
       if (node.op->family == KernelFamily::matmul) continue;  // lower_matmul decides
       // A pointwise value read twice is computed once, into a Func its readers call; others are
-      // one expression with their readers (a chain of pointwise ops is a single Expr). Being a
-      // region output counts as a read: its readers read what was stored (an output computed in
-      // place over one of the region's inputs, in_place.h, must not be recomputed from that input).
+      // one expression with their readers (a chain of pointwise ops is a single Expr). An output
+      // computed in place over one of the region's inputs (in_place.h) is read back from where it
+      // was stored: recomputed, it would read the input it overwrote.
       // At rank 0 every pointwise value is its own stage too: one element costs nothing, and
       // Halide 14's simplifier blows up on nested f64 sin/cos inlined into one scalar expression.
       int v = node.outputs[0];
-      bool output = std::find(r_.outputs.begin(), r_.outputs.end(), v) != r_.outputs.end();
+      bool in_place = std::find(r_.in_place.begin(), r_.in_place.end(), v) != r_.in_place.end();
       bool scalar = g_.values[size_t(v)].meta.shape.empty() && uses_[v] > 0;
       bool shared = is_pointwise(node) && node.op->family != KernelFamily::copy &&
-                    (uses_[v] + (output ? 1 : 0) > 1 || scalar);
+                    (uses_[v] + (in_place ? 1 : 0) > 1 || scalar);
       if (!is_pointwise(node) && node.op->schedule_class != ScheduleClass::view &&
           node.op->schedule_class != ScheduleClass::creation)
         out_.materialized.push_back(out_.values.at(node.outputs[0]).func);

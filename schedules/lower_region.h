@@ -22,6 +22,7 @@ struct Region {
   std::vector<int> outputs;  // value ids needed outside the region (or graph outputs)
   std::vector<int> symbols;  // root symbols of the region's dims: the pipeline's scalar params
   std::vector<int> packed;   // inputs read as packed weight panels (weight_packing.h) by a GEMM
+  std::vector<int> in_place;  // outputs computed over an input's tensor (in_place.h)
 };
 
 // A matmul lowered as a GEMM on a packed weight: acc(j, m, batch..., p) sums one output row m of
