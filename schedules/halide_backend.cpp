@@ -114,7 +114,7 @@ std::string region_what(const Step& s) { return "a pipeline of " + std::to_strin
 class HalideGraph final : public CompiledGraph {
  public:
   HalideGraph(std::shared_ptr<const Graph> g, std::vector<Step> steps, std::shared_ptr<SharedLibrary> library,
-              std::map<int, int> in_place)
+              std::map<int, std::vector<int>> in_place)
       : g_(std::move(g)), steps_(std::move(steps)), library_(std::move(library)), in_place_(std::move(in_place)) {
     // Where each symbol's size is read at run time, and every region output's dims, canonical.
     const Graph& graph = *g_;
@@ -141,12 +141,14 @@ class HalideGraph final : public CompiledGraph {
     std::vector<Tensor> values(g.values.size());
     for (size_t i = 0; i < inputs.size(); ++i) values[size_t(g.inputs[i].value)] = inputs[i];
     std::map<int, Tensor> into;  // this run's in-place outputs: the input tensors they overwrite
-    for (const auto& [v, i] : in_place_) {
-      const Tensor& t = inputs[size_t(i)];
+    for (const auto& [v, positions] : in_place_) {
+      const Tensor& t = inputs[size_t(positions[0])];
       bool alone = t.impl().offset == 0 && t.is_contiguous() && !t.is_traced();
-      for (size_t j = 0; alone && j < inputs.size(); ++j) alone = j == size_t(i) || !inputs[j].shares_storage_with(t);
+      for (size_t j = 0; alone && j < inputs.size(); ++j)
+        alone = !inputs[j].shares_storage_with(t) || std::count(positions.begin(), positions.end(), int(j)) > 0;
       if (alone) into[v] = t;
     }
+    if (!into.empty()) count_in_place_outputs(int64_t(into.size()));
     std::vector<int64_t> symbols(size_t(g.shape_env->symbol_count()), -1);
     for (const SymbolSource& src : symbol_sources_) symbols[size_t(src.symbol)] = inputs[src.input].impl().shape[src.dim];
     bool perf = log_enabled(LogChannel::perf);
@@ -235,7 +237,8 @@ class HalideGraph final : public CompiledGraph {
   std::shared_ptr<SharedLibrary> library_;  // keeps the cached code loaded
   std::vector<SymbolSource> symbol_sources_;
   std::map<int, SymShape> output_dims_;
-  std::map<int, int> in_place_;  // outputs computed into an input's tensor (in_place.h): value -> input position
+  // Outputs computed into an input's tensor (in_place.h): value -> the input positions bound to it.
+  std::map<int, std::vector<int>> in_place_;
 };
 
 // Runs a compiled pipeline once on zero-filled buffers of the traced sizes. Halide's
@@ -421,7 +424,7 @@ class HalideBackend final : public Backend {
     g = with_dense_gemm_operands(std::move(g), dense_operands);
     std::vector<Step> steps;
     std::vector<PlannedStep> plan = plan_fusion(*g);
-    std::map<int, int> in_place = in_place_outputs(*g, plan);
+    std::map<int, std::vector<int>> in_place = in_place_outputs(*g, plan);
     for (PlannedStep& p : plan)
       for (int v : p.region.outputs)
         if (in_place.count(v)) p.region.in_place.push_back(v);

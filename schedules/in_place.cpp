@@ -1,11 +1,14 @@
 #include "schedules/in_place.h"
 
 #include <algorithm>
+#include <atomic>
 #include <set>
 
 namespace kiln {
 
 namespace {
+
+std::atomic<int64_t> run_count{0};
 
 bool elementwise(const GraphNode& n) {
   const KernelFamily f = n.op->family;
@@ -58,8 +61,8 @@ std::vector<int> readers_through_views(const Graph& g, const Uses& u, int x) {
 
 }  // namespace
 
-std::map<int, int> in_place_outputs(const Graph& g, const std::vector<PlannedStep>& steps) {
-  std::map<int, int> into;
+std::map<int, std::vector<int>> in_place_outputs(const Graph& g, const std::vector<PlannedStep>& steps) {
+  std::map<int, std::vector<int>> into;
   if (g.writes.empty()) return into;
   Uses u;
   u.readers.resize(g.values.size());
@@ -72,22 +75,34 @@ std::map<int, int> in_place_outputs(const Graph& g, const std::vector<PlannedSte
     for (int n : steps[s].region.nodes) u.step_of[size_t(n)] = int(s);
     u.region_outputs.insert(steps[s].region.outputs.begin(), steps[s].region.outputs.end());
   }
-  for (const auto& [k, i] : g.writes) {
-    int v = g.outputs[size_t(k)], x = g.inputs[size_t(i)].value;
-    const Value &out = g.values[size_t(v)], &in = g.values[size_t(x)];
-    if (std::count(g.outputs.begin(), g.outputs.end(), v) != 1 || u.outputs.count(x) || !u.region_outputs.count(v))
-      continue;
-    if (out.meta.shape.empty() || out.meta.shape != in.meta.shape || out.meta.dtype != in.meta.dtype ||
-        in.strides != contiguous_strides(in.meta.shape) || into.count(v))
+  // Inputs bound to one tensor (a parameter captured from the module and again from the
+  // optimizer) are one memory: what reads any of them must come before the write, or be the
+  // write's own expression.
+  std::map<int, std::vector<int>> aliases;  // output position -> the inputs it overwrites
+  for (const auto& [k, i] : g.writes) aliases[k].push_back(i);
+  for (const auto& [k, inputs] : aliases) {
+    int v = g.outputs[size_t(k)];
+    const Value& out = g.values[size_t(v)];
+    if (std::count(g.outputs.begin(), g.outputs.end(), v) != 1 || !u.region_outputs.count(v) || into.count(v) ||
+        out.meta.shape.empty())
       continue;
     std::set<int> cone = inlined_cone(g, u, v);
     int step = u.step_of[size_t(out.producer)];
     bool safe = true;
-    for (int n : readers_through_views(g, u, x))
-      safe = safe && (u.step_of[size_t(n)] < step || (cone.count(n) && u.step_of[size_t(n)] == step));
-    if (safe) into[v] = i;
+    for (int i : inputs) {
+      int x = g.inputs[size_t(i)].value;
+      const Value& in = g.values[size_t(x)];
+      safe = safe && !u.outputs.count(x) && out.meta.shape == in.meta.shape && out.meta.dtype == in.meta.dtype &&
+             in.strides == contiguous_strides(in.meta.shape) && in.offset == 0;
+      for (int n : readers_through_views(g, u, x))
+        safe = safe && (u.step_of[size_t(n)] < step || (cone.count(n) && u.step_of[size_t(n)] == step));
+    }
+    if (safe) into[v] = inputs;
   }
   return into;
 }
+
+int64_t in_place_outputs_run() { return run_count.load(); }
+void count_in_place_outputs(int64_t n) { run_count += n; }
 
 }  // namespace kiln

@@ -4,8 +4,9 @@
 // reads the old value only inside the output's own pointwise expression, at the element it
 // writes (p_new = p * decay - step), and no later step reads the old value or a view of it.
 //
-//   std::map<int, int> into = in_place_outputs(g, plan);  // output value -> input position
+//   auto into = in_place_outputs(g, plan);  // output value -> the input positions bound to its tensor
 #pragma once
+#include <cstdint>
 #include <map>
 #include <vector>
 
@@ -13,6 +14,11 @@
 
 namespace kiln {
 
-std::map<int, int> in_place_outputs(const Graph& g, const std::vector<PlannedStep>& steps);
+std::map<int, std::vector<int>> in_place_outputs(const Graph& g, const std::vector<PlannedStep>& steps);
+
+// Outputs the halide backend has computed in place in this process so far (at run time it still
+// checks that no other input shares the tensor's memory; otherwise the output gets its own).
+int64_t in_place_outputs_run();
+void count_in_place_outputs(int64_t n);
 
 }  // namespace kiln
