@@ -149,7 +149,10 @@ int run_bench_gpu(const BenchOptions& opts) {
     j.set("kiln_compile_cold_s", cold_s);
     j.set("kernels", f.stats().kernels);
     TrainStepReport t = measure_train_step(name, d, {.backend = "halide"}, [&](const std::function<void()>& fn) {
-      return device_ms(fn, 3, 20, 0.3);
+      CudaTimer timer;
+      timer.start();
+      fn();
+      return timer.stop_ms();
     });
     print_train_step(name, t, 3);
     set_train_step_json(j, t, "kiln_");

@@ -1,6 +1,9 @@
 #include "bench/train_step.h"
 
+#include "bench/timing.h"
+
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <vector>
 
@@ -16,7 +19,9 @@ Tensor train_step(zoo::ZooModel& m, optim::Optimizer& opt, const TensorList& inp
 
 namespace {
 
-constexpr int kTrainStepRounds = 5;
+constexpr int kWarmupSteps = 3, kMinSamples = 15;
+constexpr size_t kMaxSamples = 400;
+constexpr double kMinSeconds = 2.0;
 
 double median_of(std::vector<double> xs) {
   std::sort(xs.begin(), xs.end());
@@ -32,7 +37,7 @@ TensorList alive_anyway(const zoo::ZooModel& m, const TensorList& inputs) {
 }  // namespace
 
 TrainStepReport measure_train_step(const std::string& model, Device device, CompileOptions options,
-                                   const MedianMs& median_ms) {
+                                   const StepMs& step_ms) {
   EnableGradGuard grad;
   TrainStepReport r;
   manual_seed(0);
@@ -57,12 +62,14 @@ TrainStepReport measure_train_step(const std::string& model, Device device, Comp
   auto step = compile([&](std::vector<Tensor> xs) { return train_step(compiled, compiled_opt, xs); }, options);
   step(in);
   r.compile_s = zoo::compile_seconds(step.stats());
-  // Rounds of eager then compiled, each quoted as the median over rounds: a machine that slows
-  // down for a while slows both columns instead of one.
+  // Eager and compiled steps alternate, one of each per sample, and each column is the median of
+  // its samples: a machine that slows down for a while slows both columns, not one.
+  for (int i = 0; i < kWarmupSteps; ++i) train_step(eager, eager_opt, in), step(in);
   std::vector<double> eager_ms, compiled_ms;
-  for (int round = 0; round < kTrainStepRounds; ++round) {
-    eager_ms.push_back(median_ms([&] { train_step(eager, eager_opt, in); }));
-    compiled_ms.push_back(median_ms([&] { step(in); }));
+  double start = now_seconds();
+  while (int(eager_ms.size()) < kMinSamples || (now_seconds() - start < kMinSeconds && eager_ms.size() < kMaxSamples)) {
+    eager_ms.push_back(step_ms([&] { train_step(eager, eager_opt, in); }));
+    compiled_ms.push_back(step_ms([&] { step(in); }));
   }
   r.eager_ms = median_of(eager_ms);
   r.compiled_ms = median_of(compiled_ms);

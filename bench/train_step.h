@@ -4,7 +4,7 @@
 // backward and the update in one graph, parameters and optimizer state written back in place).
 // Both start from the same parameters.
 //
-//   TrainStepReport r = measure_train_step("mlp", Device::cpu(), {.backend = "halide"}, cpu_median_ms);
+//   TrainStepReport r = measure_train_step("mlp", Device::cpu(), {.backend = "halide"}, host_ms);
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -22,12 +22,13 @@ struct TrainStepReport {
   int64_t saved_bytes_compiled = 0;     // what the compiled forward saves (its one tape node)
 };
 
-// `median_ms(fn)` times fn (warm-up included) and returns its median in milliseconds. The step
-// is timed in 5 rounds, eager then compiled in each; each column is the median of its rounds.
-using MedianMs = std::function<double(const std::function<void()>&)>;
+// `step_ms(fn)` runs fn once and returns its time in milliseconds (host clock, or device events).
+// Eager and compiled steps alternate after a warm-up; each column is the median of its samples
+// (at least 15 each and 2 s in all).
+using StepMs = std::function<double(const std::function<void()>&)>;
 
 TrainStepReport measure_train_step(const std::string& model, Device device, CompileOptions options,
-                                   const MedianMs& median_ms);
+                                   const StepMs& step_ms);
 
 // One line: "mlp  train step: eager 1.23 ms, compiled ..., saved for backward: ..."; `digits`
 // after the point for milliseconds.

@@ -1,6 +1,7 @@
 #include "schedules/cpu_schedule.h"
 
 #include <algorithm>
+#include <numeric>
 #include <set>
 
 #include "dsl/error.h"
@@ -21,6 +22,14 @@ constexpr int64_t kElementsPerTask = 1 << 16;  // a task of Halide's thread pool
 // of stores per output row), 32 0.91.
 constexpr int kTile = 128, kMinTile = 64, kBlock = 8;
 constexpr int kColumnsPerTask = 128;  // a column reduction task: 8 AVX-512 vectors of columns (measured: 64 to 256 alike, 1.8-1.9 ms on softmax(2048², 0); one vector per task 2.9 ms)
+
+constexpr int64_t kMaxCatChunks = 8;  // unrolled copies of a cat's loop body
+
+struct CatChunks {
+  int dim = -1;       // Halide's dim (innermost 0)
+  int64_t width = 0;  // 0: not a cat in whole chunks
+  int64_t extent = 0;  // the cat's size along the dim
+};
 
 int vector_lanes(const Func& f) { return jit_target().natural_vector_size(f.output_types()[0]); }
 
@@ -103,7 +112,7 @@ void column_reduction_root(Func g) {
 // the read follows) runs in 64 x 64 tiles of those two dims, of 8 x 8 blocks vectorized in both:
 // Halide loads the block's rows dense and transposes them with shuffles (x.t().contiguous() on
 // 2048 x 2048: 4.0 ms with 1-D vectors, 1.6 ms so).
-void schedule_root(const ScheduleRoot& root, const Shape& shape, Reduces reduces, int64_t work) {
+void schedule_root(const ScheduleRoot& root, const Shape& shape, Reduces reduces, int64_t work, CatChunks cat) {
   Func f = root.func;
   const std::vector<Func>& inner = root.inner;
   f.compute_root();
@@ -117,6 +126,15 @@ void schedule_root(const ScheduleRoot& root, const Shape& shape, Reduces reduces
     return;
   }
   int lanes = vector_lanes(f);
+  if (cat.width % lanes == 0 && cat.width > 0) {
+    // A cat whose pieces are whole chunks along its dim: the chunks unrolled, so each copy of the
+    // loop body reads its own piece (the cat's select resolves) instead of every piece, clamped.
+    Var co("co"), ci("ci");
+    f.bound(v[size_t(cat.dim)], 0, int(cat.extent))
+        .split(v[size_t(cat.dim)], co, ci, int(cat.width), TailStrategy::GuardWithIf)
+        .unroll(co);
+    v[size_t(cat.dim)] = ci;
+  }
   bool big = numel(shape) * work >= kParallelMinElements;
   Var to("to"), t("t");
   int td = root.transposed_dim;
@@ -198,6 +216,26 @@ void schedule_gemm(Func f, Func acc) {
   acc.update().reorder(a[0], a[1], acc.rvars(0)[0]).vectorize(a[0], lanes).unroll(a[0]).unroll(a[1]);
 }
 
+// A cat along a dim whose pieces have static sizes, all multiples of `width` (their greatest
+// common divisor), in at most kMaxCatChunks chunks; `dim` is Halide's (innermost 0).
+CatChunks cat_chunks(const Graph& g, int value) {
+  int p = g.values[size_t(value)].producer;
+  if (p < 0 || g.nodes[size_t(p)].op->family != KernelFamily::cat) return {};
+  const GraphNode& n = g.nodes[size_t(p)];
+  const SymShape& out = g.values[size_t(value)].sym;
+  int rank = int(out.size());
+  int d = wrap_dim("cat", n.attrs.get<int64_t>("dim"), rank);
+  if (!out[size_t(d)].is_static()) return {};
+  int64_t width = 0;
+  for (int x : n.inputs) {
+    const SymShape& s = g.values[size_t(x)].sym;
+    if (int(s.size()) != rank || !s[size_t(d)].is_static()) return {};
+    width = std::gcd(width, s[size_t(d)].coeff);
+  }
+  if (width == 0 || out[size_t(d)].coeff / width > kMaxCatChunks) return {};
+  return {rank - 1 - d, width, out[size_t(d)].coeff};
+}
+
 }  // namespace
 
 void schedule_cpu(const Graph& g, const Region& r, LoweredRegion& lowered) {
@@ -210,7 +248,7 @@ void schedule_cpu(const Graph& g, const Region& r, LoweredRegion& lowered) {
       schedule_gemm(root.func, *gemm);
     } else {
       schedule_root(root, g.values[size_t(root.value)].meta.shape, reduction_kind(g, root.value),
-                    work_per_element(g, root.value));
+                    work_per_element(g, root.value), cat_chunks(g, root.value));
     }
   }
 }

@@ -75,6 +75,9 @@ void load_runtime() {
     symbol<void* (*)(int (*)(void*))>(h, "halide_set_cuda_release_context", path)(&kiln_cuda_release_context);
     symbol<void* (*)(int (*)(void*, void*, void**))>(h, "halide_set_cuda_get_stream", path)(&kiln_cuda_get_stream);
     symbol<int (*)(void*, bool)>(h, "halide_reuse_device_allocations", path)(nullptr, true);
+    // One thread pool for the process: the pipelines' parallel loops run on the eager kernels'
+    // runtime (linked into kiln), so a pipeline's idle workers never spin beside a GEMM's.
+    symbol<halide_do_par_for_t (*)(halide_do_par_for_t)>(h, "halide_set_custom_do_par_for", path)(&halide_do_par_for);
     cuda_interface = symbol<const halide_device_interface_t* (*)()>(h, "halide_cuda_device_interface", path)();
   });
 }
