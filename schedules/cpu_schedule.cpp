@@ -109,9 +109,10 @@ void column_reduction_root(Func g) {
 // are computed per outer row (row reductions; column ones when the result is 1-D, per tile of
 // columns) or once for all rows (column reductions read by every row). A pointwise Func that
 // reads values across their layout (a transpose: its innermost dim and the dim `transposed_dim`
-// the read follows) runs in 64 x 64 tiles of those two dims, of 8 x 8 blocks vectorized in both:
-// Halide loads the block's rows dense and transposes them with shuffles (x.t().contiguous() on
-// 2048 x 2048: 4.0 ms with 1-D vectors, 1.6 ms so).
+// the read follows) runs in tiles of those two dims, of 8 x 8 blocks: the source block loaded as
+// 8 dense rows and transposed in registers (x.t().contiguous() on 2048 x 2048: 4.0 ms with 1-D
+// vectors, 1.6 ms with 8 x 8 blocks of strided loads, less with the block in registers). A cat
+// in whole chunks unrolls its chunks (cat_chunks).
 void schedule_root(const ScheduleRoot& root, const Shape& shape, Reduces reduces, int64_t work, CatChunks cat) {
   Func f = root.func;
   const std::vector<Func>& inner = root.inner;
@@ -126,6 +127,7 @@ void schedule_root(const ScheduleRoot& root, const Shape& shape, Reduces reduces
     return;
   }
   int lanes = vector_lanes(f);
+  Shape loop_extent(shape.rbegin(), shape.rend());  // per Halide dim: what its loop walks
   if (cat.width % lanes == 0 && cat.width > 0) {
     // A cat whose pieces are whole chunks along its dim: the chunks unrolled, so each copy of the
     // loop body reads its own piece (the cat's select resolves) instead of every piece, clamped.
@@ -134,18 +136,19 @@ void schedule_root(const ScheduleRoot& root, const Shape& shape, Reduces reduces
         .split(v[size_t(cat.dim)], co, ci, int(cat.width), TailStrategy::GuardWithIf)
         .unroll(co);
     v[size_t(cat.dim)] = ci;
+    loop_extent[size_t(cat.dim)] = cat.width;
   }
   bool big = numel(shape) * work >= kParallelMinElements;
   Var to("to"), t("t");
   int td = root.transposed_dim;
-  int64_t across = td > 0 ? std::min(shape[size_t(R - 1)], shape[size_t(R - 1 - td)]) : 0;  // the two tiled dims
+  int64_t across = td > 0 ? std::min(loop_extent[0], loop_extent[size_t(td)]) : 0;  // the two tiled dims
   int tile = across >= kTile ? kTile : kMinTile;
   if (td > 0 && reduces == Reduces::nothing && across >= tile) {
     // Tasks: the tiles along the transposed dim when there are enough of them (each over the
     // other dims), else the outermost other dim.
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
     Var xii("xii"), yii("yii"), xio("xio"), yio("yio");
-    bool tile_tasks = R == 2 || shape[size_t(R - 1 - td)] >= 4 * tile;
+    bool tile_tasks = R == 2 || loop_extent[size_t(td)] >= 4 * tile;
     std::vector<VarOrRVar> order{xii, yii, xio, yio, xo};
     if (!tile_tasks) order.push_back(yo);
     for (int d = 1; d < R; ++d)
@@ -157,15 +160,13 @@ void schedule_root(const ScheduleRoot& root, const Shape& shape, Reduces reduces
         .tile(xi, yi, xio, yio, xii, yii, kBlock, kBlock, TailStrategy::ShiftInwards)
         .reorder(order);
     if (big) f.parallel(order.back().var);
+    f.vectorize(xii).vectorize(yii);
     if (root.read_across.defined()) {
-      // The source block loaded as 8 dense rows (vectors along its own innermost dim), then
-      // transposed in registers (shuffles) by the stores, a vector per row of the output block.
+      // The source block loaded as 8 dense rows (vectors along its own innermost dim) into a
+      // block the stores read transposed: one 64-lane shuffle in registers.
       Func block = Func(root.read_across).in(f);
       std::vector<Var> b = pure_vars(block);
       block.compute_at(f, xio).vectorize(b[0]).vectorize(b[size_t(root.read_across_dim)]);
-      f.vectorize(xii).vectorize(yii);
-    } else {
-      f.vectorize(xii).vectorize(yii);
     }
     return;
   }

@@ -153,8 +153,8 @@ BOOST_AUTO_TEST_CASE(gemm_in_a_pipeline_with_its_epilogue) {
 }
 
 BOOST_AUTO_TEST_CASE(transposing_regions_in_tiles) {
-  // 64 x 64 tiles of 8 x 8 blocks: sizes with and without tails in both dims.
-  for (auto [r, c] : std::vector<std::array<int64_t, 2>>{{128, 64}, {67, 130}, {200, 71}}) {
+  // Tiles of 64 or 128 of 8 x 8 blocks, shifted inwards at the edges: sizes with and without tails.
+  for (auto [r, c] : std::vector<std::array<int64_t, 2>>{{128, 64}, {67, 130}, {200, 71}, {300, 257}}) {
     BOOST_TEST_CONTEXT(r << " x " << c) {
       Tensor a = random_tensor({r, c}, f32, uint64_t(r)), b = random_tensor({c, r}, f32, uint64_t(c));
       auto f = compile([](const Tensor& x, const Tensor& y) { return std::make_tuple(x + y.t() * 2.0, x.t().contiguous()); },
@@ -169,6 +169,28 @@ BOOST_AUTO_TEST_CASE(transposing_regions_in_tiles) {
       check_close(t, want_t, {c, r}, "x.t().contiguous()");
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(permutes_cats_and_column_sums_of_larger_tensors) {
+  // A permute whose innermost index follows an outer dim (tiles of that dim and the innermost), a
+  // cat in whole chunks with a transposed piece (its chunks unrolled), a flatten read across its
+  // layout, and column sums over outer dims (tasks over every outer index).
+  auto fn = [](const Tensor& x, const Tensor& q, const Tensor& k) {
+    Tensor moved = (x * 2.0).permute({2, 0, 1}).contiguous();                         // [136, 3, 130]
+    Tensor pieces = cat({q, k.transpose(1, 2) * 1.0, q - 1.0}, 2);                    // [2, 160, 192]
+    Tensor flat_t = (x + 1.0).flatten(0, 1).t().contiguous();                          // [136, 390]
+    return std::make_tuple(moved, pieces, flat_t, pieces.sum({0, 1}), (x * x).sum({0}));
+  };
+  auto f = compile(fn, halide());
+  Tensor x = random_tensor({3, 130, 136}, f32, 21), q = random_tensor({2, 160, 64}, f32, 22),
+         k = random_tensor({2, 64, 160}, f32, 23);
+  auto [moved, pieces, flat_t, col, col2] = f(x, q, k);
+  auto [em, ep, ef, ec, ec2] = fn(x, q, k);
+  check_same(moved, em, "x.permute(2, 0, 1)");
+  check_same(pieces, ep, "cat(q, k^T, q - 1)");
+  check_same(flat_t, ef, "x.flatten(0, 1).t()");
+  check_same(col, ec, "sum over dims 0, 1");
+  check_same(col2, ec2, "sum over dim 0");
 }
 
 BOOST_AUTO_TEST_CASE(symbolic_sizes_are_parameters) {
