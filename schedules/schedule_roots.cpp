@@ -33,7 +33,10 @@ class ReadsAcross : public Internal::IRVisitor {
  public:
   ReadsAcross(const Func& f, const std::set<std::string>& transposed_inputs)
       : vars_(pure_vars(f)), transposed_inputs_(transposed_inputs) {}
+
   int dim = -1;
+  Func callee;          // the Func read across (a call of f's own; undefined for an input's strides)
+  int across_arg = -1;  // the callee's dim that f's innermost var walks
 
  private:
   using IRVisitor::visit;
@@ -51,12 +54,6 @@ class ReadsAcross : public Internal::IRVisitor {
       if (Internal::expr_uses_var(c->args[k], vars_[0].name())) across_arg = int(k);
     if (across_arg > 0) callee = Func(Internal::Function(c->func));
   }
-
- public:
-  Func callee;          // the Func read across (a call of f's own; undefined for an input's strides)
-  int across_arg = -1;  // the callee's dim that f's innermost var walks
-
- private:
 
   std::vector<Var> vars_;
   const std::set<std::string>& transposed_inputs_;
