@@ -10,11 +10,8 @@ namespace {
 
 std::atomic<int64_t> run_count{0};
 
-bool elementwise(const GraphNode& n) {
-  const KernelFamily f = n.op->family;
-  return n.op->pointwise && (f == KernelFamily::unary || f == KernelFamily::binary || f == KernelFamily::where ||
-                             f == KernelFamily::cast);
-}
+// Pointwise at the element it writes: a copy may read through a view, so it does not count.
+bool elementwise(const GraphNode& n) { return is_pointwise(n) && n.op->family != KernelFamily::copy; }
 
 struct Uses {
   std::vector<std::vector<int>> readers;  // per value: the nodes that read it

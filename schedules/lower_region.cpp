@@ -32,11 +32,6 @@ std::string named(const std::string& prefix, int v) {
   return out;
 }
 
-bool is_pointwise(const GraphNode& n) {
-  return n.op->pointwise && (n.op->family == KernelFamily::unary || n.op->family == KernelFamily::binary ||
-                             n.op->family == KernelFamily::where || n.op->family == KernelFamily::cast ||
-                             n.op->family == KernelFamily::copy);
-}
 
 class Lowering {
  public:
@@ -444,6 +439,12 @@ class Lowering {
 };
 
 }  // namespace
+
+bool is_pointwise(const GraphNode& n) {
+  return n.op->pointwise && (n.op->family == KernelFamily::unary || n.op->family == KernelFamily::binary ||
+                             n.op->family == KernelFamily::where || n.op->family == KernelFamily::cast ||
+                             n.op->family == KernelFamily::copy);
+}
 
 constexpr int64_t kGemmMaxABytes = 1 << 20, kGemmMaxRows = 256;
 

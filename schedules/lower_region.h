@@ -44,6 +44,10 @@ struct LoweredRegion {
   std::set<std::string> transposed_inputs;  // inputs whose innermost dim is not dense (their names)
 };
 
+// Whether the node is one pointwise expression of its inputs (unary, binary, where, cast, or a
+// copy, which may read through a view).
+bool is_pointwise(const GraphNode& n);
+
 // Whether the Halide lowering covers this node (others run through their eager kernels).
 bool lowerable(const Graph& g, const GraphNode& n);
 
