@@ -70,11 +70,17 @@ std::vector<std::string> cut_reasons(const Graph& g) {
   return reason;
 }
 
-// A region past this many ops ends before a node that reads none of its values (0-d ones aside):
+// A region past this many ops ends where none of its values (0-d ones aside) is read any more:
 // independent chains, like an optimizer's update of each parameter, become pipelines of their own.
 // Halide's compile time grows faster than the pipeline (a training step's 476-op update of 26
-// parameters took 68 s; as one region per parameter, seconds in all).
+// parameters took 68 s; as one region per parameter, seconds in all). Ending it only where its
+// values are dead keeps a chain whole: cut before a node that merely reads none of them (the
+// first op of the next parameter's update), the ops after it would read a value of the region
+// from memory (a parameter-sized intermediate written and read back).
 constexpr size_t kIndependentSplitOps = 32;
+// Past this many ops a region ends before any node that reads none of its values, dead or not,
+// so that no region grows without bound.
+constexpr size_t kMaxRegionOps = 128;
 
 bool reads_region(const Graph& g, const GraphNode& n, const std::set<int>& made) {
   for (int v : n.inputs)
@@ -89,6 +95,11 @@ std::vector<PlannedStep> plan_fusion(const Graph& g) {
   std::vector<std::string> reason = cut_reasons(g);
   int open = -1;        // the region being grown (always the last step)
   std::set<int> made;   // values it makes
+  // The last node that reads each value, and the last node that reads a value of the open region.
+  std::vector<size_t> last_reader(g.values.size(), 0);
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (int v : g.nodes[i].inputs) last_reader[size_t(v)] = i;
+  size_t reach = 0;
   // Views of the open region's values kept outside pipelines: they run after it, unless a node
   // of the region would read them (the region ends before that node).
   std::vector<int> deferred;
@@ -96,6 +107,7 @@ std::vector<PlannedStep> plan_fusion(const Graph& g) {
   auto close = [&] {
     open = -1;
     made.clear();
+    reach = 0;
     for (int d : deferred) steps.push_back({d, {}, reason[size_t(d)]});
     deferred.clear();
     deferred_values.clear();
@@ -103,9 +115,9 @@ std::vector<PlannedStep> plan_fusion(const Graph& g) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const GraphNode& n = g.nodes[i];
     bool reads_deferred = std::any_of(n.inputs.begin(), n.inputs.end(), [&](int v) { return deferred_values.count(v) > 0; });
-    if (reason[i].empty() && (reads_deferred || (open >= 0 && steps[size_t(open)].region.nodes.size() >= kIndependentSplitOps &&
-                                                 !reads_region(g, n, made))))
-      close();
+    size_t ops = open >= 0 ? steps[size_t(open)].region.nodes.size() : 0;
+    bool split = (ops >= kIndependentSplitOps && reach < i) || (ops >= kMaxRegionOps && !reads_region(g, n, made));
+    if (reason[i].empty() && (reads_deferred || split)) close();
     if (reason[i].empty()) {
       if (open < 0) {
         steps.push_back({});
@@ -113,6 +125,8 @@ std::vector<PlannedStep> plan_fusion(const Graph& g) {
       }
       steps[size_t(open)].region.nodes.push_back(int(i));
       made.insert(n.outputs.begin(), n.outputs.end());
+      for (int v : n.outputs)
+        if (numel(g.values[size_t(v)].meta.shape) > 1) reach = std::max(reach, last_reader[size_t(v)]);
     } else if (open >= 0 && n.op->schedule_class == ScheduleClass::view && !made.count(n.inputs[0]) &&
                !deferred_values.count(n.inputs[0])) {
       // A view kept outside pipelines costs nothing and does not need the open region: it moves

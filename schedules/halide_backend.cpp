@@ -429,7 +429,7 @@ class HalideBackend final : public Backend {
       for (int v : p.region.outputs)
         if (in_place.count(v)) p.region.in_place.push_back(v);
     std::string fusion = fusion_text(*g, plan);
-    if (dense_operands > 0) fusion += std::to_string(dense_operands) + " GEMM left operands copied dense where they are made\n";
+    if (dense_operands > 0) fusion += std::to_string(dense_operands) + " GEMM operands copied dense where they are made\n";
     if (!in_place.empty()) fusion += std::to_string(in_place.size()) + " written outputs computed in place\n";
     log_line(LogChannel::fusion, options.label + ":\n" + fusion);
     debug_dump(options.label + ".fusion", "txt", fusion);
