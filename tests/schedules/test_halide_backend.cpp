@@ -4,6 +4,8 @@
 // the fallback to "eager" for graphs that autograd must record.
 #include <array>
 #include <cmath>
+#include <filesystem>
+#include <unistd.h>
 
 #include "bench/zoo.h"
 #include "support/reference.h"
@@ -249,4 +251,35 @@ BOOST_AUTO_TEST_CASE(graphs_that_need_autograd_run_eagerly) {
   w.set_grad(Tensor());
   softmax(matmul(x, w), -1).sum().backward();
   check_same(g, w.grad(), "gradient through a compiled call");
+}
+
+BOOST_AUTO_TEST_CASE(cheap_values_read_twice_are_recomputed_not_stored) {
+  // GELU's derivative reads x == 0 twice; x * 2 + y is read twice too but is two ops deep. The
+  // comparison is recomputed by each reader, the sum is stored once; values equal plain loops.
+  std::string dir = (std::filesystem::temp_directory_path() / ("kiln-test-recompute-" + std::to_string(::getpid()))).string();
+  std::filesystem::remove_all(dir);
+  set_debug_dir(dir);
+  auto fn = [](const Tensor& x, const Tensor& y) {
+    Tensor zero = eq(x, 0.0);
+    Tensor s = x * 2.0 + y;
+    return where(zero, 0.5, y / where(zero, 1.0, x)) + s * s;
+  };
+  auto f = compile(fn, {.backend = "halide", .name = "recompute"});
+  Tensor x = random_tensor({64, 96}, f32, 7), y = random_tensor({64, 96}, f32, 8);
+  x = where(lt(x, -1.0), 0.0, x);  // some exact zeros
+  Tensor got = f(x, y);
+  set_debug_dir("");
+  std::vector<double> xv = host_values(x), yv = host_values(y), want;
+  for (size_t i = 0; i < xv.size(); ++i) {
+    double s = xv[i] * 2 + yv[i];
+    want.push_back((xv[i] == 0 ? 0.5 : yv[i] / xv[i]) + s * s);
+  }
+  check_close(got, want, {64, 96}, "where(x == 0, 0.5, y / x) + (2x + y)^2");
+  std::string schedule = dumped(dir, ".region_0.schedule.cpp");
+  // Two stored Funcs: the sum and the output.
+  size_t roots = 0;
+  for (size_t at = schedule.find(".compute_root()"); at != std::string::npos; at = schedule.find(".compute_root()", at + 1)) ++roots;
+  BOOST_TEST(roots == 2u, schedule);
+  BOOST_TEST(schedule.find("eq_") == std::string::npos, schedule);
+  std::filesystem::remove_all(dir);
 }
