@@ -101,8 +101,8 @@ bool graph_on_cuda(const Graph& g) {
   return std::any_of(g.values.begin(), g.values.end(), [](const Value& v) { return v.meta.device.is_cuda(); });
 }
 
-// The graph with its CPU GEMM steps' transposed left operands made dense (gemm_layout.h); `n`
-// counts them.
+// The graph with its CPU GEMM steps' transposed operands made dense (gemm_layout.h); `n` counts
+// them.
 std::shared_ptr<const Graph> with_dense_gemm_operands(std::shared_ptr<const Graph> g, int& n) {
   auto rewritten = std::make_shared<Graph>(*g);
   n = dense_gemm_operands(*rewritten);

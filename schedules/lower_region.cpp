@@ -59,7 +59,7 @@ class Lowering {
       bool in_place = std::find(r_.in_place.begin(), r_.in_place.end(), v) != r_.in_place.end();
       bool scalar = g_.values[size_t(v)].meta.shape.empty() && uses_[v] > 0;
       bool shared = is_pointwise(node) && node.op->family != KernelFamily::copy &&
-                    (uses_[v] + (in_place ? 1 : 0) > 1 || scalar) && !(recomputed(node) && !in_place && !scalar);
+                    (uses_[v] + (in_place ? 1 : 0) > 1 || scalar) && (scalar || !recomputed(node));
       if (!is_pointwise(node) && node.op->schedule_class != ScheduleClass::view &&
           node.op->schedule_class != ScheduleClass::creation) {
         out_.materialized.push_back(out_.values.at(node.outputs[0]).func);
