@@ -88,6 +88,56 @@ bool reads_region(const Graph& g, const GraphNode& n, const std::set<int>& made)
   return false;
 }
 
+
+// A value that one region makes and later regions read is stored by its maker and loaded by its
+// readers. Where it is one cheap op (is_cheap_pointwise) of one value of its own size that is
+// stored anyway (a graph input or another step's result, such as a GEMM's output) and of small
+// operands (a bias), each reading region computes it again from those instead: the loads are the
+// same bytes, and the maker no longer writes it. A train step's `mm + b` before GELU is read by
+// GELU and by GELU's derivative far later: recomputed there, the forward pipeline writes one
+// [4, 256, 2048] tensor instead of two.
+void recompute_cheap_values(const Graph& g, std::vector<PlannedStep>& steps) {
+  std::vector<int> step_of(g.nodes.size(), -1);
+  for (size_t si = 0; si < steps.size(); ++si) {
+    if (steps[si].node >= 0) step_of[size_t(steps[si].node)] = int(si);
+    for (int n : steps[si].region.nodes) step_of[size_t(n)] = int(si);
+  }
+  std::vector<std::vector<int>> readers(g.values.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (int v : g.nodes[i].inputs) readers[size_t(v)].push_back(int(i));
+  std::set<int> graph_outputs(g.outputs.begin(), g.outputs.end());
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const GraphNode& n = g.nodes[i];
+    int si = step_of[i];
+    if (si < 0 || steps[size_t(si)].node >= 0 || !is_cheap_pointwise(n)) continue;
+    int v = n.outputs[0];
+    int64_t size = numel(g.values[size_t(v)].meta.shape);
+    if (graph_outputs.count(v) || size < 2) continue;
+    int full = 0;
+    bool ok = true;
+    for (int u : n.inputs) {
+      const Value& in = g.values[size_t(u)];
+      int64_t un = numel(in.meta.shape);
+      bool stored = in.producer < 0 || step_of[size_t(in.producer)] != si;
+      if (un == size && stored) ++full;
+      else if (un * 8 > size) ok = false;  // only small operands besides the one stored value
+    }
+    std::set<int> targets;
+    for (int r : readers[size_t(v)]) {
+      int rs = step_of[size_t(r)];
+      if (rs == si) continue;
+      if (rs < 0 || steps[size_t(rs)].node >= 0) ok = false;  // an eager kernel reads it: stored
+      else targets.insert(rs);
+    }
+    if (!ok || full != 1 || targets.empty()) continue;
+    for (int rs : targets) {
+      std::vector<int>& nodes = steps[size_t(rs)].region.nodes;
+      nodes.insert(std::lower_bound(nodes.begin(), nodes.end(), int(i)), int(i));
+      steps[size_t(rs)].region.recomputed.push_back(v);
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<PlannedStep> plan_fusion(const Graph& g) {
@@ -145,25 +195,27 @@ std::vector<PlannedStep> plan_fusion(const Graph& g) {
     }
   }
   close();
-  // Each region's inputs (values it reads but does not make) and outputs (values read later or
-  // returned).
+  recompute_cheap_values(g, steps);
+  // Each region's inputs (values it reads but does not make) and outputs (values read later, by a
+  // step that does not make them too, or returned).
   std::vector<int> last_use(g.values.size(), -1);
   std::set<int> graph_outputs(g.outputs.begin(), g.outputs.end());
+  std::vector<std::set<int>> makes(steps.size());
   for (size_t si = 0; si < steps.size(); ++si) {
     auto nodes = steps[si].node >= 0 ? std::vector<int>{steps[si].node} : steps[si].region.nodes;
     for (int n : nodes)
-      for (int v : g.nodes[size_t(n)].inputs) last_use[size_t(v)] = int(si);
+      for (int v : g.nodes[size_t(n)].outputs) makes[si].insert(v);
+    for (int n : nodes)
+      for (int v : g.nodes[size_t(n)].inputs)
+        if (!makes[si].count(v)) last_use[size_t(v)] = int(si);
   }
   for (size_t si = 0; si < steps.size(); ++si) {
     Region& r = steps[si].region;
     if (steps[si].node >= 0) continue;
-    std::set<int> made;
-    for (int n : r.nodes)
-      for (int v : g.nodes[size_t(n)].outputs) made.insert(v);
     for (int n : r.nodes)
       for (int v : g.nodes[size_t(n)].inputs)
-        if (!made.count(v) && std::find(r.inputs.begin(), r.inputs.end(), v) == r.inputs.end()) r.inputs.push_back(v);
-    for (int v : made)
+        if (!makes[si].count(v) && std::find(r.inputs.begin(), r.inputs.end(), v) == r.inputs.end()) r.inputs.push_back(v);
+    for (int v : makes[si])
       if (graph_outputs.count(v) || last_use[size_t(v)] > int(si)) r.outputs.push_back(v);
     for (int n : r.nodes)
       if (g.nodes[size_t(n)].op->family == KernelFamily::matmul) r.packed.push_back(g.nodes[size_t(n)].inputs[1]);
@@ -195,6 +247,7 @@ std::string fusion_text(const Graph& g, const std::vector<PlannedStep>& steps) {
       os << (k ? " " : "") << g.nodes[size_t(s.region.nodes[k])].op->name;
     os << "), reads " << ids(s.region.inputs) << ", writes " << ids(s.region.outputs);
     if (!s.region.packed.empty()) os << ", GEMM weights packed: " << ids(s.region.packed);
+    if (!s.region.recomputed.empty()) os << ", recomputes " << ids(s.region.recomputed) << " (cheaper than a load)";
     os << '\n';
   }
   return os.str();

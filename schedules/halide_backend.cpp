@@ -127,6 +127,7 @@ class HalideGraph final : public CompiledGraph {
     }
     for (const Step& s : steps_)
       for (int v : s.region.outputs) output_dims_[v] = graph.shape_env->canonical(graph.values[size_t(v)].sym);
+    plan_releases();
   }
 
   int kernel_count() const override {
@@ -152,7 +153,8 @@ class HalideGraph final : public CompiledGraph {
     std::vector<int64_t> symbols(size_t(g.shape_env->symbol_count()), -1);
     for (const SymbolSource& src : symbol_sources_) symbols[size_t(src.symbol)] = inputs[src.input].impl().shape[src.dim];
     bool perf = log_enabled(LogChannel::perf);
-    for (const Step& s : steps_) {
+    for (size_t si = 0; si < steps_.size(); ++si) {
+      const Step& s = steps_[si];
       auto t0 = std::chrono::steady_clock::now();
       if (s.node >= 0) {
         const GraphNode& n = g.nodes[size_t(s.node)];
@@ -164,6 +166,7 @@ class HalideGraph final : public CompiledGraph {
       } else {
         run_region(s, symbols, values, into);
       }
+      for (int v : released_after_[si]) values[size_t(v)] = Tensor();
       if (perf)
         log_line(LogChannel::perf, "halide backend: " +
                                        (s.node >= 0 ? "eager " + g.nodes[size_t(s.node)].op->name : region_what(s)) +
@@ -179,6 +182,28 @@ class HalideGraph final : public CompiledGraph {
     int symbol;
     size_t input, dim;
   };
+
+  // Each intermediate is dropped after the last step that reads it (or, unread, after the step
+  // that makes it), as eager mode drops a tensor at its last use: the allocator can give its
+  // memory, often still in cache, to a later value, and a step holds only what is live. A
+  // transformer_block train step, one compiled step alternating with and without: 57.5 -> 57.0
+  // ms. Graph inputs and outputs are never dropped.
+  void plan_releases() {
+    const Graph& g = *g_;
+    std::vector<int> last(g.values.size(), -1);
+    for (size_t si = 0; si < steps_.size(); ++si) {
+      const Step& s = steps_[si];
+      const std::vector<int>& made = s.node >= 0 ? g.nodes[size_t(s.node)].outputs : s.region.outputs;
+      for (int v : made) last[size_t(v)] = std::max(last[size_t(v)], int(si));
+      const std::vector<int>& read = s.node >= 0 ? g.nodes[size_t(s.node)].inputs : s.region.inputs;
+      for (int v : read) last[size_t(v)] = int(si);
+    }
+    for (const GraphInput& in : g.inputs) last[size_t(in.value)] = -1;
+    for (int v : g.outputs) last[size_t(v)] = -1;
+    released_after_.assign(steps_.size(), {});
+    for (size_t v = 0; v < last.size(); ++v)
+      if (last[v] >= 0) released_after_[size_t(last[v])].push_back(int(v));
+  }
 
   void run_region(const Step& s, const std::vector<int64_t>& symbols, std::vector<Tensor>& values,
                   const std::map<int, Tensor>& into) const {
@@ -237,6 +262,7 @@ class HalideGraph final : public CompiledGraph {
   std::shared_ptr<SharedLibrary> library_;  // keeps the cached code loaded
   std::vector<SymbolSource> symbol_sources_;
   std::map<int, SymShape> output_dims_;
+  std::vector<std::vector<int>> released_after_;  // per step: the values no later step reads
   // Outputs computed into an input's tensor (in_place.h): value -> the input positions bound to it.
   std::map<int, std::vector<int>> in_place_;
 };

@@ -439,18 +439,20 @@ class Lowering {
   std::map<int, ImageParam> packed_;  // packed weights, by the value they hold
   // Whether a value read more than once is recomputed by each reader rather than stored: one
   // cheap op (a comparison, a select, an add) of values that are stored anyway (the region's
-  // inputs, 0-d values, materialized Funcs), and not an output. Storing it would cost a loop of
-  // its own and a load per reader (GELU's derivative reads x == 0 twice: 0.2 ms a step as a
-  // stored [4, 256, 2048] mask).
-  bool recomputed(const GraphNode& node) const {
-    static const std::set<std::string> cheap = {"eq", "ne", "lt", "le", "gt", "ge", "where", "add", "sub",
-                                                "mul", "neg", "abs", "maximum", "minimum"};
+  // inputs, 0-d values, materialized Funcs) or are themselves one such op (two ops deep at
+  // most), and not an output.
+  // Storing it would cost a loop of its own and a load per reader (GELU's derivative reads
+  // x == 0 twice: 0.2 ms a step as a stored [4, 256, 2048] mask; x itself is mm + b, recomputed
+  // from the GEMM's output, see fusion.cpp).
+  bool recomputed(const GraphNode& node, int depth = 0) const {
     int v = node.outputs[0];
-    if (!cheap.count(node.op->name) || std::find(r_.outputs.begin(), r_.outputs.end(), v) != r_.outputs.end())
+    if (!is_cheap_pointwise(node) || std::find(r_.outputs.begin(), r_.outputs.end(), v) != r_.outputs.end())
       return false;
     return std::all_of(node.inputs.begin(), node.inputs.end(), [&](int u) {
       bool made_here = std::find(r_.inputs.begin(), r_.inputs.end(), u) == r_.inputs.end();
-      return !made_here || stored_.count(u) || g_.values[size_t(u)].meta.shape.empty();
+      if (!made_here || stored_.count(u) || g_.values[size_t(u)].meta.shape.empty()) return true;
+      int p = g_.values[size_t(u)].producer;
+      return depth == 0 && p >= 0 && recomputed(g_.nodes[size_t(p)], depth + 1);
     });
   }
 
@@ -465,6 +467,12 @@ bool is_pointwise(const GraphNode& n) {
   return n.op->pointwise && (n.op->family == KernelFamily::unary || n.op->family == KernelFamily::binary ||
                              n.op->family == KernelFamily::where || n.op->family == KernelFamily::cast ||
                              n.op->family == KernelFamily::copy);
+}
+
+bool is_cheap_pointwise(const GraphNode& n) {
+  static const std::set<std::string> cheap = {"eq", "ne", "lt", "le", "gt", "ge", "where", "add", "sub",
+                                              "mul", "neg", "abs", "maximum", "minimum"};
+  return is_pointwise(n) && cheap.count(n.op->name) > 0;
 }
 
 constexpr int64_t kGemmMaxABytes = 1 << 20, kGemmMaxRows = 256;

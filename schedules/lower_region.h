@@ -23,6 +23,7 @@ struct Region {
   std::vector<int> symbols;  // root symbols of the region's dims: the pipeline's scalar params
   std::vector<int> packed;   // inputs read as packed weight panels (weight_packing.h) by a GEMM
   std::vector<int> in_place;  // outputs computed over an input's tensor (in_place.h)
+  std::vector<int> recomputed;  // values another region makes, computed here again (fusion.cpp)
 };
 
 // A matmul lowered as a GEMM on a packed weight: acc(j, m, batch..., p) sums one output row m of
@@ -47,6 +48,10 @@ struct LoweredRegion {
 // Whether the node is one pointwise expression of its inputs (unary, binary, where, cast, or a
 // copy, which may read through a view).
 bool is_pointwise(const GraphNode& n);
+
+// Whether the node is one pointwise op cheap enough to compute again wherever it is read rather
+// than store (a comparison, a select, an add, a multiply, ...).
+bool is_cheap_pointwise(const GraphNode& n);
 
 // Whether the Halide lowering covers this node (others run through their eager kernels).
 bool lowerable(const Graph& g, const GraphNode& n);

@@ -254,14 +254,15 @@ BOOST_AUTO_TEST_CASE(graphs_that_need_autograd_run_eagerly) {
 }
 
 BOOST_AUTO_TEST_CASE(cheap_values_read_twice_are_recomputed_not_stored) {
-  // GELU's derivative reads x == 0 twice; x * 2 + y is read twice too but is two ops deep. The
-  // comparison is recomputed by each reader, the sum is stored once; values equal plain loops.
+  // GELU's derivative reads x == 0 twice; (x * 2 + y) * 3 is read twice too but is three ops
+  // deep. The comparison is recomputed by each reader, the product is stored once; values equal
+  // plain loops.
   std::string dir = (std::filesystem::temp_directory_path() / ("kiln-test-recompute-" + std::to_string(::getpid()))).string();
   std::filesystem::remove_all(dir);
   set_debug_dir(dir);
   auto fn = [](const Tensor& x, const Tensor& y) {
     Tensor zero = eq(x, 0.0);
-    Tensor s = x * 2.0 + y;
+    Tensor s = (x * 2.0 + y) * 3.0;
     return where(zero, 0.5, y / where(zero, 1.0, x)) + s * s;
   };
   auto f = compile(fn, {.backend = "halide", .name = "recompute"});
@@ -271,15 +272,68 @@ BOOST_AUTO_TEST_CASE(cheap_values_read_twice_are_recomputed_not_stored) {
   set_debug_dir("");
   std::vector<double> xv = host_values(x), yv = host_values(y), want;
   for (size_t i = 0; i < xv.size(); ++i) {
-    double s = xv[i] * 2 + yv[i];
+    double s = (xv[i] * 2 + yv[i]) * 3;
     want.push_back((xv[i] == 0 ? 0.5 : yv[i] / xv[i]) + s * s);
   }
-  check_close(got, want, {64, 96}, "where(x == 0, 0.5, y / x) + (2x + y)^2");
+  check_close(got, want, {64, 96}, "where(x == 0, 0.5, y / x) + (3 (2x + y))^2");
   std::string schedule = dumped(dir, ".region_0.schedule.cpp");
-  // Two stored Funcs: the sum and the output.
+  // Two stored Funcs: the product and the output.
   size_t roots = 0;
   for (size_t at = schedule.find(".compute_root()"); at != std::string::npos; at = schedule.find(".compute_root()", at + 1)) ++roots;
   BOOST_TEST(roots == 2u, schedule);
   BOOST_TEST(schedule.find("eq_") == std::string::npos, schedule);
+  std::filesystem::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(cheap_values_read_by_later_regions_are_recomputed_there) {
+  // h = x @ w + b feeds GELU and, three GEMMs later, a select and a product: the later pipeline
+  // computes h again from the GEMM's output and b instead of loading a stored h (and h > 0 over
+  // it is not stored either). Intermediates are released after their last reader while g is
+  // still returned. Values equal plain loops in double.
+  NoGradGuard no_grad;
+  std::string dir = (std::filesystem::temp_directory_path() / ("kiln-test-recompute-across-" + std::to_string(::getpid()))).string();
+  std::filesystem::remove_all(dir);
+  set_debug_dir(dir);
+  auto fn = [](const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& w2, const Tensor& w3) {
+    Tensor h = matmul(x, w) + b;
+    Tensor g = gelu(h);
+    Tensor r = matmul(matmul(g, w2), w3);
+    return TensorList{where(gt(h, 0.0), r, r * h), g};
+  };
+  auto f = compile([&](std::vector<Tensor> in) { return fn(in[0], in[1], in[2], in[3], in[4]); },
+                   {.backend = "halide", .name = "recompute_across"});
+  const int64_t m = 32, k = 48, n = 64, q = 16;
+  Tensor x = random_tensor({m, k}, f32, 11), w = random_tensor({k, n}, f32, 12), b = random_tensor({n}, f32, 13);
+  Tensor w2 = random_tensor({n, q}, f32, 14), w3 = random_tensor({q, n}, f32, 15);
+  TensorList got = f({x, w, b, w2, w3});
+  set_debug_dir("");
+  auto mm = [](const std::vector<double>& a, const std::vector<double>& c, int64_t rows, int64_t inner, int64_t cols) {
+    std::vector<double> out(size_t(rows * cols), 0.0);
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        for (int64_t p = 0; p < inner; ++p) out[size_t(i * cols + j)] += a[size_t(i * inner + p)] * c[size_t(p * cols + j)];
+    return out;
+  };
+  std::vector<double> h = mm(host_values(x), host_values(w), m, k, n), bv = host_values(b), g(h.size());
+  for (size_t i = 0; i < h.size(); ++i) {
+    h[i] += bv[i % size_t(n)];
+    g[i] = 0.5 * h[i] * (1 + std::erf(h[i] / std::sqrt(2.0)));
+  }
+  std::vector<double> r = mm(mm(g, host_values(w2), m, n, q), host_values(w3), m, q, n), want(r.size());
+  double scale = 0;
+  for (size_t i = 0; i < r.size(); ++i) {
+    want[i] = h[i] > 0 ? r[i] : r[i] * h[i];
+    scale = std::max(scale, std::abs(want[i]));
+  }
+  // Three chained f32 GEMMs: rounding follows the largest values, not each element's.
+  Tolerance chained{1e-5, 1e-6 * scale};
+  check_close(got[0], want, {m, n}, chained, "where(h > 0, r, r * h)");
+  check_close(got[1], g, {m, n}, gemm_tolerance(k), "gelu(h)");
+  check_close(f({x, w, b, w2, w3})[0], want, {m, n}, chained, "second call");
+  std::string plan = dumped(dir, ".fusion.txt");
+  BOOST_TEST(plan.find("recomputes %") != std::string::npos, plan);
+  // The last pipeline reads no value that the first one made: h is not written at all.
+  std::string last = dumped(dir, ".region_1.schedule.cpp");
+  BOOST_TEST(last.find("gt_") == std::string::npos, last);
   std::filesystem::remove_all(dir);
 }
