@@ -37,6 +37,14 @@ std::string not_lowered_reason(const Graph& g, const GraphNode& n, const std::se
   return "";
 }
 
+// The nodes that read each value, in graph order.
+std::vector<std::vector<int>> readers_of(const Graph& g) {
+  std::vector<std::vector<int>> readers(g.values.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (int v : g.nodes[i].inputs) readers[size_t(v)].push_back(int(i));
+  return readers;
+}
+
 // Which nodes go into pipelines, with the reason for each that does not. A view joins one only
 // when every reader of it is in a pipeline too; a view read by an eager kernel (a transposed
 // weight into matmul) or returned stays a view, so no pipeline copies it.
@@ -48,11 +56,8 @@ std::vector<std::string> cut_reasons(const Graph& g) {
       if (!c.opaque && c.coeff == 1 && c.syms.size() == 1) known.insert(c.syms[0]);
     }
   std::vector<std::string> reason(g.nodes.size());
-  std::vector<std::vector<int>> readers(g.values.size());
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    reason[i] = not_lowered_reason(g, g.nodes[i], known);
-    for (int v : g.nodes[i].inputs) readers[size_t(v)].push_back(int(i));
-  }
+  for (size_t i = 0; i < g.nodes.size(); ++i) reason[i] = not_lowered_reason(g, g.nodes[i], known);
+  std::vector<std::vector<int>> readers = readers_of(g);
   std::set<int> outputs(g.outputs.begin(), g.outputs.end());
   for (size_t i = g.nodes.size(); i-- > 0;) {
     const GraphNode& n = g.nodes[i];
@@ -88,7 +93,6 @@ bool reads_region(const Graph& g, const GraphNode& n, const std::set<int>& made)
   return false;
 }
 
-
 // A value that one region makes and later regions read is stored by its maker and loaded by its
 // readers. Where it is one cheap op (is_cheap_pointwise) of one value of its own size that is
 // stored anyway (a graph input or another step's result, such as a GEMM's output) and of small
@@ -102,9 +106,7 @@ void recompute_cheap_values(const Graph& g, std::vector<PlannedStep>& steps) {
     if (steps[si].node >= 0) step_of[size_t(steps[si].node)] = int(si);
     for (int n : steps[si].region.nodes) step_of[size_t(n)] = int(si);
   }
-  std::vector<std::vector<int>> readers(g.values.size());
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    for (int v : g.nodes[i].inputs) readers[size_t(v)].push_back(int(i));
+  std::vector<std::vector<int>> readers = readers_of(g);
   std::set<int> graph_outputs(g.outputs.begin(), g.outputs.end());
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const GraphNode& n = g.nodes[i];

@@ -194,7 +194,7 @@ class HalideGraph final : public CompiledGraph {
     for (size_t si = 0; si < steps_.size(); ++si) {
       const Step& s = steps_[si];
       const std::vector<int>& made = s.node >= 0 ? g.nodes[size_t(s.node)].outputs : s.region.outputs;
-      for (int v : made) last[size_t(v)] = std::max(last[size_t(v)], int(si));
+      for (int v : made) last[size_t(v)] = int(si);
       const std::vector<int>& read = s.node >= 0 ? g.nodes[size_t(s.node)].inputs : s.region.inputs;
       for (int v : read) last[size_t(v)] = int(si);
     }

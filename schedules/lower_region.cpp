@@ -440,10 +440,9 @@ class Lowering {
   // Whether a value read more than once is recomputed by each reader rather than stored: one
   // cheap op (a comparison, a select, an add) of values that are stored anyway (the region's
   // inputs, 0-d values, materialized Funcs) or are themselves one such op (two ops deep at
-  // most), and not an output.
-  // Storing it would cost a loop of its own and a load per reader (GELU's derivative reads
-  // x == 0 twice: 0.2 ms a step as a stored [4, 256, 2048] mask; x itself is mm + b, recomputed
-  // from the GEMM's output, see fusion.cpp).
+  // most), and not an output. Storing it would cost a loop of its own and a load per reader
+  // (GELU's derivative reads x == 0 twice: 0.2 ms a step as a stored [4, 256, 2048] mask; x
+  // itself is mm + b, recomputed from the GEMM's output, see fusion.cpp).
   bool recomputed(const GraphNode& node, int depth = 0) const {
     int v = node.outputs[0];
     if (!is_cheap_pointwise(node) || std::find(r_.outputs.begin(), r_.outputs.end(), v) != r_.outputs.end())
