@@ -6,6 +6,22 @@
 
 namespace kiln {
 
+std::vector<std::vector<int>> readers_of(const Graph& g) {
+  std::vector<std::vector<int>> readers(g.values.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (int v : g.nodes[i].inputs) readers[size_t(v)].push_back(int(i));
+  return readers;
+}
+
+std::vector<int> step_of_nodes(const Graph& g, const std::vector<PlannedStep>& steps) {
+  std::vector<int> step_of(g.nodes.size(), -1);
+  for (size_t si = 0; si < steps.size(); ++si) {
+    if (steps[si].node >= 0) step_of[size_t(steps[si].node)] = int(si);
+    for (int n : steps[si].region.nodes) step_of[size_t(n)] = int(si);
+  }
+  return step_of;
+}
+
 namespace {
 
 // Why a node is not lowered into a pipeline ("" when it is).
@@ -35,14 +51,6 @@ std::string not_lowered_reason(const Graph& g, const GraphNode& n, const std::se
       for (int s : g.shape_env->canonical(d).syms)
         if (!known_symbols.count(s)) return "symbol s" + std::to_string(s) + " is not a dim of any input";
   return "";
-}
-
-// The nodes that read each value, in graph order.
-std::vector<std::vector<int>> readers_of(const Graph& g) {
-  std::vector<std::vector<int>> readers(g.values.size());
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    for (int v : g.nodes[i].inputs) readers[size_t(v)].push_back(int(i));
-  return readers;
 }
 
 // Which nodes go into pipelines, with the reason for each that does not. A view joins one only
@@ -101,11 +109,7 @@ bool reads_region(const Graph& g, const GraphNode& n, const std::set<int>& made)
 // GELU and by GELU's derivative far later: recomputed there, the forward pipeline writes one
 // [4, 256, 2048] tensor instead of two.
 void recompute_cheap_values(const Graph& g, std::vector<PlannedStep>& steps) {
-  std::vector<int> step_of(g.nodes.size(), -1);
-  for (size_t si = 0; si < steps.size(); ++si) {
-    if (steps[si].node >= 0) step_of[size_t(steps[si].node)] = int(si);
-    for (int n : steps[si].region.nodes) step_of[size_t(n)] = int(si);
-  }
+  std::vector<int> step_of = step_of_nodes(g, steps);
   std::vector<std::vector<int>> readers = readers_of(g);
   std::set<int> graph_outputs(g.outputs.begin(), g.outputs.end());
   for (size_t i = 0; i < g.nodes.size(); ++i) {

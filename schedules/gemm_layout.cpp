@@ -102,7 +102,7 @@ int dense_gemm_operands(Graph& g) {
         }
         dense[{m, k}] = r.out.add_inferred_node(contiguous, {}, {v})[0];
       }
-      for (size_t k = first; k < r.out.nodes.size(); ++k) r.out.nodes[k].grad_enabled = g.nodes[size_t(m)].grad_enabled;
+      for (size_t j = first; j < r.out.nodes.size(); ++j) r.out.nodes[j].grad_enabled = g.nodes[size_t(m)].grad_enabled;
     }
   };
   make_copies(-1);

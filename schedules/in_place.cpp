@@ -62,16 +62,10 @@ std::map<int, std::vector<int>> in_place_outputs(const Graph& g, const std::vect
   std::map<int, std::vector<int>> into;
   if (g.writes.empty()) return into;
   Uses u;
-  u.readers.resize(g.values.size());
-  u.step_of.assign(g.nodes.size(), -1);
+  u.readers = readers_of(g);
+  u.step_of = step_of_nodes(g, steps);
   u.outputs.insert(g.outputs.begin(), g.outputs.end());
-  for (size_t n = 0; n < g.nodes.size(); ++n)
-    for (int v : g.nodes[n].inputs) u.readers[size_t(v)].push_back(int(n));
-  for (size_t s = 0; s < steps.size(); ++s) {
-    if (steps[s].node >= 0) u.step_of[size_t(steps[s].node)] = int(s);
-    for (int n : steps[s].region.nodes) u.step_of[size_t(n)] = int(s);
-    u.region_outputs.insert(steps[s].region.outputs.begin(), steps[s].region.outputs.end());
-  }
+  for (const PlannedStep& s : steps) u.region_outputs.insert(s.region.outputs.begin(), s.region.outputs.end());
   // Inputs bound to one tensor (a parameter captured from the module and again from the
   // optimizer) are one memory: what reads any of them must come before the write, or be the
   // write's own expression.

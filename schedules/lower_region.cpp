@@ -32,7 +32,6 @@ std::string named(const std::string& prefix, int v) {
   return out;
 }
 
-
 class Lowering {
  public:
   Lowering(const Graph& g, const Region& r) : g_(g), r_(r) {}
