@@ -112,8 +112,11 @@ void column_reduction_root(Func g) {
 // the read follows) runs in tiles of those two dims, of 8 x 8 blocks: the source block loaded as
 // 8 dense rows and transposed in registers (x.t().contiguous() on 2048 x 2048: 4.0 ms with 1-D
 // vectors, 1.6 ms with 8 x 8 blocks of strided loads, less with the block in registers). A cat
-// in whole chunks unrolls its chunks (cat_chunks).
-void schedule_root(const ScheduleRoot& root, const Shape& shape, Reduces reduces, int64_t work, CatChunks cat) {
+// in whole chunks unrolls its chunks (cat_chunks). A Func computed over one of its inputs
+// (`overwrites`, in_place.h) never takes the tiles: a tile shifted inwards at an edge computes
+// some elements twice, the second time from the input it has already overwritten.
+void schedule_root(const ScheduleRoot& root, const Shape& shape, Reduces reduces, int64_t work, CatChunks cat,
+                   bool overwrites) {
   Func f = root.func;
   const std::vector<Func>& inner = root.inner;
   f.compute_root();
@@ -143,7 +146,7 @@ void schedule_root(const ScheduleRoot& root, const Shape& shape, Reduces reduces
   int td = root.transposed_dim;
   int64_t across = td > 0 ? std::min(loop_extent[0], loop_extent[size_t(td)]) : 0;  // the two tiled dims
   int tile = across >= kTile ? kTile : kMinTile;
-  if (td > 0 && reduces == Reduces::nothing && across >= tile) {
+  if (td > 0 && reduces == Reduces::nothing && across >= tile && !overwrites) {
     // Tasks: the tiles along the transposed dim when there are enough of them (each over the
     // other dims), else the outermost other dim.
     Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
@@ -248,8 +251,9 @@ void schedule_cpu(const Graph& g, const Region& r, LoweredRegion& lowered) {
       KILN_CHECK(root.inner.size() == 1, "kiln schedule: a GEMM's epilogue holds another reduction");
       schedule_gemm(root.func, *gemm);
     } else {
+      bool overwrites = std::find(r.in_place.begin(), r.in_place.end(), root.value) != r.in_place.end();
       schedule_root(root, g.values[size_t(root.value)].meta.shape, reduction_kind(g, root.value),
-                    work_per_element(g, root.value), cat_chunks(g, root.value));
+                    work_per_element(g, root.value), cat_chunks(g, root.value), overwrites);
     }
   }
 }

@@ -114,8 +114,12 @@ std::string region_what(const Step& s) { return "a pipeline of " + std::to_strin
 class HalideGraph final : public CompiledGraph {
  public:
   HalideGraph(std::shared_ptr<const Graph> g, std::vector<Step> steps, std::shared_ptr<SharedLibrary> library,
-              std::map<int, std::vector<int>> in_place)
-      : g_(std::move(g)), steps_(std::move(steps)), library_(std::move(library)), in_place_(std::move(in_place)) {
+              std::map<int, std::vector<int>> in_place, std::map<int, int> over)
+      : g_(std::move(g)),
+        steps_(std::move(steps)),
+        library_(std::move(library)),
+        in_place_(std::move(in_place)),
+        over_(std::move(over)) {
     // Where each symbol's size is read at run time, and every region output's dims, canonical.
     const Graph& graph = *g_;
     for (size_t i = 0; i < graph.inputs.size(); ++i) {
@@ -207,7 +211,6 @@ class HalideGraph final : public CompiledGraph {
 
   void run_region(const Step& s, const std::vector<int64_t>& symbols, std::vector<Tensor>& values,
                   const std::map<int, Tensor>& into) const {
-    const Graph& g = *g_;
     std::vector<Tensor> tensors;  // the pipeline's buffers: inputs, then outputs
     for (size_t k = 0; k < s.region.inputs.size(); ++k) {
       const Tensor& t = values[size_t(s.region.inputs[k])];
@@ -219,16 +222,13 @@ class HalideGraph final : public CompiledGraph {
       sizes.push_back(int32_t(symbols[size_t(sym)]));
     }
     for (int v : s.region.outputs) {
-      const Value& val = g.values[size_t(v)];
       Shape shape;
       for (const SymDim& d : output_dims_.at(v)) {
         int64_t n = d.coeff;
         for (int sym : d.syms) n *= symbols[size_t(sym)];
         shape.push_back(n);
       }
-      auto dst = into.find(v);
-      bool in_place = dst != into.end() && dst->second.shape() == shape;
-      values[size_t(v)] = in_place ? dst->second : Tensor::empty(shape, {val.meta.dtype, val.meta.device});
+      values[size_t(v)] = memory_for(v, shape, values, into);
       tensors.push_back(values[size_t(v)]);
     }
     size_t n_in = s.region.inputs.size();
@@ -257,6 +257,22 @@ class HalideGraph final : public CompiledGraph {
     }
   }
 
+  // The tensor output v is computed into: the input it overwrites (in_place_), the dying
+  // intermediate whose memory it takes when nothing else holds that memory now (over_), or a new one.
+  Tensor memory_for(int v, const Shape& shape, const std::vector<Tensor>& values, const std::map<int, Tensor>& into) const {
+    auto dst = into.find(v);
+    if (dst != into.end() && dst->second.shape() == shape) return dst->second;
+    auto x = over_.find(v);
+    if (x != over_.end()) {
+      const Tensor& t = values[size_t(x->second)];
+      if (t.defined() && t.shape() == shape && t.storage_offset() == 0 && t.is_contiguous() &&
+          t.storage().use_count() == 1)
+        return t;
+    }
+    const Value& val = g_->values[size_t(v)];
+    return Tensor::empty(shape, {val.meta.dtype, val.meta.device});
+  }
+
   std::shared_ptr<const Graph> g_;
   std::vector<Step> steps_;
   std::shared_ptr<SharedLibrary> library_;  // keeps the cached code loaded
@@ -265,6 +281,7 @@ class HalideGraph final : public CompiledGraph {
   std::vector<std::vector<int>> released_after_;  // per step: the values no later step reads
   // Outputs computed into an input's tensor (in_place.h): value -> the input positions bound to it.
   std::map<int, std::vector<int>> in_place_;
+  std::map<int, int> over_;  // outputs computed over a dying intermediate: value -> that intermediate
 };
 
 // Runs a compiled pipeline once on zero-filled buffers of the traced sizes. Halide's
@@ -354,10 +371,11 @@ size_t compile_threads() {
 }
 
 // The cache key: everything the generated code depends on besides kiln's and Halide's versions
-// (which cache_key adds): the graph with its layouts and size hints, the scheduler, the target.
-std::string graph_key(const Graph& g, const BackendOptions& options) {
+// (which cache_key adds): the graph with its layouts and size hints, the fusion plan (its regions,
+// and which outputs overwrite which tensors), the scheduler, the target.
+std::string graph_key(const Graph& g, const std::string& plan, const BackendOptions& options) {
   std::ostringstream os;
-  os << g.text() << "\nhash " << g.structural_hash() << "\nlayouts";
+  os << g.text() << "\nplan\n" << plan << "\nhash " << g.structural_hash() << "\nlayouts";
   for (const Value& v : g.values) {
     os << " [" << to_string(v.meta.shape) << ":";
     for (int64_t st : v.strides) os << st << ',';
@@ -371,9 +389,10 @@ std::string graph_key(const Graph& g, const BackendOptions& options) {
 
 // Compiles the regions into one shared library in the disk cache (unless it is there already)
 // and points each region step at its function.
-std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, std::vector<Step>& steps, const BackendOptions& options) {
+std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, const std::string& plan, std::vector<Step>& steps,
+                                             const BackendOptions& options) {
   auto t0 = std::chrono::steady_clock::now();
-  std::string key = graph_key(g, options);
+  std::string key = graph_key(g, plan, options);
   std::string path = find_cache_entry(key, ".so");
   bool hit = !path.empty();
   if (!hit) {
@@ -451,12 +470,15 @@ class HalideBackend final : public Backend {
     std::vector<Step> steps;
     std::vector<PlannedStep> plan = plan_fusion(*g);
     std::map<int, std::vector<int>> in_place = in_place_outputs(*g, plan);
+    std::map<int, int> over = reused_intermediates(*g, plan, in_place);
     for (PlannedStep& p : plan)
       for (int v : p.region.outputs)
-        if (in_place.count(v)) p.region.in_place.push_back(v);
+        if (in_place.count(v) || over.count(v)) p.region.in_place.push_back(v);
     std::string fusion = fusion_text(*g, plan);
     if (dense_operands > 0) fusion += std::to_string(dense_operands) + " GEMM operands copied dense where they are made\n";
     if (!in_place.empty()) fusion += std::to_string(in_place.size()) + " written outputs computed in place\n";
+    for (const auto& [v, x] : over)
+      fusion += "%" + std::to_string(v) + " is computed over %" + std::to_string(x) + " (its last read)\n";
     log_line(LogChannel::fusion, options.label + ":\n" + fusion);
     debug_dump(options.label + ".fusion", "txt", fusion);
     for (PlannedStep& p : plan) {
@@ -475,13 +497,13 @@ class HalideBackend final : public Backend {
     bool any_region = std::any_of(steps.begin(), steps.end(), [](const Step& s) { return s.node < 0; });
     if (disk_cache_enabled() && any_region) {
       try {
-        library = load_or_build(*g, steps, options);
+        library = load_or_build(*g, fusion, steps, options);
       } catch (const Error& e) {  // a cached library that does not load: rebuild it once
         log_line(LogChannel::output_code, std::string("halide: ") + e.what() + "; rebuilding");
-        remove_cache_entry(graph_key(*g, options), ".so");
-        library = load_or_build(*g, steps, options);
+        remove_cache_entry(graph_key(*g, fusion, options), ".so");
+        library = load_or_build(*g, fusion, steps, options);
       }
-      return std::make_shared<HalideGraph>(std::move(g), std::move(steps), std::move(library), std::move(in_place));
+      return std::make_shared<HalideGraph>(std::move(g), std::move(steps), std::move(library), std::move(in_place), std::move(over));
     }
     KILN_CHECK(!any_region || !graph_on_cuda(*g), "halide backend: CUDA graphs are compiled through the disk cache, which "
                "KILN_CACHE=0 turns off (point KILN_CACHE_DIR at a scratch folder instead)");
@@ -496,7 +518,7 @@ class HalideBackend final : public Backend {
       log_line(LogChannel::output_code, "halide: " + region_what(s) + ", " + std::to_string(s.region.outputs.size()) +
                                             " outputs, jit " + std::to_string(int(ms_since(t0))) + " ms");
     }
-    return std::make_shared<HalideGraph>(std::move(g), std::move(steps), nullptr, std::move(in_place));
+    return std::make_shared<HalideGraph>(std::move(g), std::move(steps), nullptr, std::move(in_place), std::move(over));
   }
 };
 

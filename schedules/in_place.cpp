@@ -56,16 +56,31 @@ std::vector<int> readers_through_views(const Graph& g, const Uses& u, int x) {
   return out;
 }
 
-}  // namespace
-
-std::map<int, std::vector<int>> in_place_outputs(const Graph& g, const std::vector<PlannedStep>& steps) {
-  std::map<int, std::vector<int>> into;
-  if (g.writes.empty()) return into;
+Uses uses_of(const Graph& g, const std::vector<PlannedStep>& steps) {
   Uses u;
   u.readers = readers_of(g);
   u.step_of = step_of_nodes(g, steps);
   u.outputs.insert(g.outputs.begin(), g.outputs.end());
   for (const PlannedStep& s : steps) u.region_outputs.insert(s.region.outputs.begin(), s.region.outputs.end());
+  return u;
+}
+
+// Whether the old value of x may be overwritten by v, made at `step` by the expression `cone`:
+// every read of x or of a view of it comes before that step, or is in the cone at that step.
+bool only_read_before(const Graph& g, const Uses& u, int x, int step, const std::set<int>& cone) {
+  for (int n : readers_through_views(g, u, x))
+    if (u.step_of[size_t(n)] > step || (u.step_of[size_t(n)] == step && !cone.count(n))) return false;
+  return true;
+}
+
+bool dense(const Value& v) { return v.strides == contiguous_strides(v.meta.shape) && v.offset == 0; }
+
+}  // namespace
+
+std::map<int, std::vector<int>> in_place_outputs(const Graph& g, const std::vector<PlannedStep>& steps) {
+  std::map<int, std::vector<int>> into;
+  if (g.writes.empty()) return into;
+  Uses u = uses_of(g, steps);
   // Inputs bound to one tensor (a parameter captured from the module and again from the
   // optimizer) are one memory: what reads any of them must come before the write, or be the
   // write's own expression.
@@ -84,13 +99,41 @@ std::map<int, std::vector<int>> in_place_outputs(const Graph& g, const std::vect
       int x = g.inputs[size_t(i)].value;
       const Value& in = g.values[size_t(x)];
       safe = safe && !u.outputs.count(x) && out.meta.shape == in.meta.shape && out.meta.dtype == in.meta.dtype &&
-             in.strides == contiguous_strides(in.meta.shape) && in.offset == 0;
-      for (int n : readers_through_views(g, u, x))
-        safe = safe && (u.step_of[size_t(n)] < step || (cone.count(n) && u.step_of[size_t(n)] == step));
+             dense(in) && only_read_before(g, u, x, step, cone);
     }
     if (safe) into[v] = inputs;
   }
   return into;
+}
+
+std::map<int, int> reused_intermediates(const Graph& g, const std::vector<PlannedStep>& steps,
+                                        const std::map<int, std::vector<int>>& in_place) {
+  std::map<int, int> over;
+  Uses u = uses_of(g, steps);
+  std::set<int> inputs, taken;
+  for (const GraphInput& in : g.inputs) inputs.insert(in.value);
+  for (size_t si = 0; si < steps.size(); ++si) {
+    const Region& r = steps[si].region;
+    if (steps[si].node >= 0) continue;
+    for (int v : r.outputs) {
+      const Value& out = g.values[size_t(v)];
+      if (in_place.count(v) || out.meta.shape.empty() || !elementwise(g.nodes[size_t(out.producer)])) continue;
+      std::set<int> cone = inlined_cone(g, u, v);
+      for (int x : r.inputs) {
+        const Value& in = g.values[size_t(x)];
+        if (inputs.count(x) || u.outputs.count(x) || taken.count(x) || in.producer < 0) continue;
+        const GraphNode& maker = g.nodes[size_t(in.producer)];
+        bool own_memory = u.region_outputs.count(x) || maker.op->family == KernelFamily::matmul;
+        if (!own_memory || in.meta.shape != out.meta.shape || in.meta.dtype != out.meta.dtype || !dense(in) ||
+            !only_read_before(g, u, x, int(si), cone))
+          continue;
+        over[v] = x;
+        taken.insert(x);
+        break;
+      }
+    }
+  }
+  return over;
 }
 
 int64_t in_place_outputs_run() { return run_count.load(); }
