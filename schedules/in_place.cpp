@@ -110,8 +110,7 @@ std::map<int, int> reused_intermediates(const Graph& g, const std::vector<Planne
                                         const std::map<int, std::vector<int>>& in_place) {
   std::map<int, int> over;
   Uses u = uses_of(g, steps);
-  std::set<int> inputs, taken;
-  for (const GraphInput& in : g.inputs) inputs.insert(in.value);
+  std::set<int> taken;
   for (size_t si = 0; si < steps.size(); ++si) {
     const Region& r = steps[si].region;
     if (steps[si].node >= 0) continue;
@@ -121,7 +120,7 @@ std::map<int, int> reused_intermediates(const Graph& g, const std::vector<Planne
       std::set<int> cone = inlined_cone(g, u, v);
       for (int x : r.inputs) {
         const Value& in = g.values[size_t(x)];
-        if (inputs.count(x) || u.outputs.count(x) || taken.count(x) || in.producer < 0) continue;
+        if (in.producer < 0 || u.outputs.count(x) || taken.count(x)) continue;  // a graph input, returned, or taken
         const GraphNode& maker = g.nodes[size_t(in.producer)];
         bool own_memory = u.region_outputs.count(x) || maker.op->family == KernelFamily::matmul;
         if (!own_memory || in.meta.shape != out.meta.shape || in.meta.dtype != out.meta.dtype || !dense(in) ||
