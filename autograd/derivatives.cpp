@@ -212,6 +212,11 @@ std::vector<Entry> rules() {
        }},
       {"log_softmax", RULE { return {g[0] - exp(out[0]) * sum(g[0], {a.get<int64_t>("dim")}, true)}; }},
       {"layer_norm", RULE { return layer_norm_backward(in, g[0], a); }},
+      {"attention", RULE {  // the fused kernel's own backward, from the saved log-sum-exp
+         KILN_CHECK(g.size() < 2 || !g[1].defined(), "attention: its log-sum-exp output carries no gradient");
+         if (!g[0].defined()) return {};
+         return dispatch(op_def("attention_backward"), {in[0], in[1], in[2], out[0], g[0], out[1]}, a);
+       }},
       {"cross_entropy", RULE {
          const Tensor &logits = in[0], &targets = in[1];
          int64_t rows = logits.dim() == 2 ? logits.size(0) : 1;
@@ -260,7 +265,7 @@ void install_derivatives() {
 bool is_differentiable(const OpDef& def) {
   if (def.schedule_class == ScheduleClass::creation) return false;  // values from attributes alone
   // embedding_backward only runs inside backward (no higher-order gradients yet).
-  static const std::vector<std::string> never = {"eq", "ne", "lt", "le", "gt", "ge", "argmax", "embedding_backward",
+  static const std::vector<std::string> never = {"eq", "ne", "lt", "le", "gt", "ge", "argmax", "embedding_backward", "attention_backward",
                                                   "detach"};
   return std::find(never.begin(), never.end(), def.name) == never.end();
 }

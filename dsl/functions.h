@@ -105,6 +105,10 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                   const Tensor& bias = Tensor(), double eps = 1e-5);
 Tensor embedding(const Tensor& weight, const Tensor& indices);  // rows of weight, indices i64/i32
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets);  // (N, C) logits, (N) i64, mean
+// softmax(scale * q k^T) v over (batch, heads, rows, features) operands, in one fused CPU kernel.
+// causal: query i sees keys j <= i only. scale 0 means 1/sqrt(features).
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal = false,
+                                    double scale = 0);
 
 // Data movement. Views share storage; contiguous/cat/stack copy.
 Tensor reshape(const Tensor& x, const Shape& shape);

@@ -40,6 +40,7 @@ enum class KernelFamily {
   cat,                            // cat: each input copied into its slice of the output
   embedding_backward,             // scatter-add of rows
   creation,                       // no inputs: filled, ranges, random draws (host code)
+  attention,                      // fused attention and its backward (dsl/eager/attention.cpp)
 };
 
 struct TensorMeta {

@@ -24,6 +24,7 @@ struct Registry {
     add_embedding_ops(defs);
     add_cat_ops(defs);
     add_creation_ops(defs);
+    add_attention_ops(defs);
     for (size_t i = 0; i < defs.size(); ++i) {
       bool fresh = index.emplace(defs[i].name, i).second;
       KILN_CHECK(fresh, "op registry: op '", defs[i].name, "' is defined twice");

@@ -1,6 +1,10 @@
-// The neural-network op functions: softmax, log_softmax, layer_norm, cross_entropy.
+// The neural-network op functions: softmax, log_softmax, layer_norm, cross_entropy,
+// scaled_dot_product_attention.
+#include <cmath>
+
 #include "dsl/creation.h"
 #include "dsl/dispatch.h"
+#include "dsl/error.h"
 #include "dsl/functions.h"
 
 namespace kiln {
@@ -25,6 +29,13 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
   return dispatch(op_def("cross_entropy"), {logits, targets})[0];
+}
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale) {
+  KILN_CHECK(q.dim() == 4, "scaled_dot_product_attention: q must have 4 dims (batch, heads, rows, features), got "
+             "shape ", to_string(q.shape()));
+  if (scale == 0) scale = 1.0 / std::sqrt(double(q.size(3)));
+  return dispatch(op_def("attention"), {q, k, v}, {{"scale", scale}, {"causal", causal}})[0];
 }
 
 }  // namespace kiln

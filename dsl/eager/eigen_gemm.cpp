@@ -7,10 +7,9 @@
 #include <HalideRuntime.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <thread>
 #include <type_traits>
 
+#include "dsl/eager/cpu_isa.h"
 #include "dsl/error.h"
 #include "dsl/tensor.h"
 
@@ -32,24 +31,6 @@ namespace {
 
 using namespace eigen_gemm_detail;
 
-enum class Isa { baseline, avx2, avx512 };
-
-Isa detect_isa() {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("fma"))
-    return Isa::avx512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::avx2;
-#endif
-  return Isa::baseline;
-}
-
-Isa cpu_isa() {
-  static const Isa isa = detect_isa();
-  return isa;
-}
-
 template <typename T>
 using GemmFn = void (*)(const T*, const T*, T*, const GemmProblem&);
 
@@ -58,8 +39,8 @@ GemmFn<T> gemm_for_cpu() {
   constexpr bool f32 = std::is_same_v<T, float>;
   switch (cpu_isa()) {
 #if defined(__x86_64__)
-    case Isa::avx512: if constexpr (f32) return &gemm_f32_avx512; else return &gemm_f64_avx512;
-    case Isa::avx2: if constexpr (f32) return &gemm_f32_avx2; else return &gemm_f64_avx2;
+    case CpuIsa::avx512: if constexpr (f32) return &gemm_f32_avx512; else return &gemm_f64_avx512;
+    case CpuIsa::avx2: if constexpr (f32) return &gemm_f32_avx2; else return &gemm_f64_avx2;
 #endif
     default: if constexpr (f32) return &gemm_f32_baseline; else return &gemm_f64_baseline;
   }
@@ -114,22 +95,13 @@ int run_part(void*, int i, uint8_t* closure) {
   return 0;
 }
 
-int num_threads() {
-  static const int n = [] {
-    const char* env = std::getenv("HL_NUM_THREADS");
-    int v = env ? std::atoi(env) : int(std::thread::hardware_concurrency());
-    return std::max(1, v);
-  }();
-  return n;
-}
-
 template <typename T>
 void gemm(const T* a, const T* b, T* c, const GemmProblem& p) {
   KILN_CHECK(p.c.col == 1, "eigen_gemm: the output's rows must be dense (column stride 1), got ", p.c.col);
   if (p.batch <= 0 || p.m <= 0 || p.n <= 0) return;
   Split<T> s{a, b, c, p, gemm_for_cpu<T>(), 1, 'b', p.batch, 1};
   double macs = double(p.batch) * double(p.m) * double(p.n) * double(p.k);
-  int threads = num_threads();
+  int threads = cpu_kernel_threads();
   if (threads == 1 || macs < kParallelMinMacs) {
     s.fn(a, b, c, p);
     return;
@@ -187,12 +159,6 @@ void eigen_gemm(const Tensor& a, const Tensor& b, const Tensor& out) {
   }
 }
 
-const char* eigen_gemm_isa() {
-  switch (cpu_isa()) {
-    case Isa::avx512: return "avx512";
-    case Isa::avx2: return "avx2";
-    default: return "baseline";
-  }
-}
+const char* eigen_gemm_isa() { return name(cpu_isa()); }
 
 }  // namespace kiln

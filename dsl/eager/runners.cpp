@@ -21,6 +21,7 @@ EagerRunner eager_runner(KernelFamily family) {
     case KernelFamily::embedding_backward: return &run_embedding_backward;
     case KernelFamily::cat: return &run_cat;
     case KernelFamily::creation: return &run_creation;
+    case KernelFamily::attention: return &run_attention;
     default: break;
   }
   throw_error("eager: no runner for kernel family ", int(family));

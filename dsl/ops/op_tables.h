@@ -17,6 +17,7 @@ void add_matmul_ops(std::vector<OpDef>& defs);
 void add_embedding_ops(std::vector<OpDef>& defs);
 void add_cat_ops(std::vector<OpDef>& defs);
 void add_creation_ops(std::vector<OpDef>& defs);
+void add_attention_ops(std::vector<OpDef>& defs);
 
 // The dtype inputs of a pointwise op promote to. A 0-d tensor (a wrapped scalar) only raises the
 // category (bool < integer < float), as in PyTorch: x_f16 * 2.0 stays f16.

@@ -1,0 +1,74 @@
+// attention, attention_backward: scaled dot-product attention as one op and its gradient, run by a
+// fused CPU kernel (dsl/eager/attention.cpp; the formulas are in dsl/eager/attention_kernel.h).
+// Users reach it through scaled_dot_product_attention(); the compiler puts it in place of the
+// matmul-softmax-matmul it finds in a graph (graph/fuse_attention.cpp). It has no Halide
+// definition, so compiled graphs run it as an eager step, like a GEMM.
+//   attention(q [B, H, Tq, D], k [B, H, Tk, D], v [B, H, Tk, Dv], scale, causal)
+//     -> out [B, H, Tq, Dv], lse [B, H, Tq] (the log-sum-exp of each row of scaled scores)
+//   attention_backward(q, k, v, out, grad_out, lse, scale, causal) -> grad_q, grad_k, grad_v
+#include "dsl/ops/op_tables.h"
+
+#include "dsl/error.h"
+
+namespace kiln {
+
+namespace {
+
+void check_operands(const std::string& op, const std::vector<TensorMeta>& in) {
+  const char* names[] = {"q", "k", "v", "out", "grad_out", "lse"};
+  common_device(op, in);
+  for (size_t i = 0; i < in.size(); ++i) {
+    size_t rank = i == 5 ? 3 : 4;
+    KILN_CHECK(in[i].shape.size() == rank, op, ": ", names[i], " must have ", rank, " dims (",
+               rank == 4 ? "batch, heads, rows, features" : "batch, heads, rows", "), got shape ",
+               to_string(in[i].shape));
+    KILN_CHECK(in[i].dtype == in[0].dtype && (in[0].dtype == DType::f32 || in[0].dtype == DType::f64), op,
+               ": all operands must be f32 or all f64, got ", in[0].dtype, " (q) and ", in[i].dtype, " (",
+               names[i], ")");
+  }
+  const Shape &q = in[0].shape, &k = in[1].shape, &v = in[2].shape;
+  KILN_CHECK(k[0] == q[0] && v[0] == q[0] && k[1] == q[1] && v[1] == q[1], op,
+             ": q, k and v must have the same batch and head dims, got shapes ", to_string(q), ", ", to_string(k),
+             " and ", to_string(v));
+  KILN_CHECK(k[3] == q[3], op, ": q and k must have the same feature dim, got shapes ", to_string(q), " and ",
+             to_string(k));
+  KILN_CHECK(v[2] == k[2] && k[2] > 0, op, ": k and v must have the same number of rows (at least 1), got shapes ",
+             to_string(k), " and ", to_string(v));
+  if (in.size() == 6) {
+    Shape out{q[0], q[1], q[2], v[3]};
+    KILN_CHECK(in[3].shape == out && in[4].shape == out && in[5].shape == Shape(out.begin(), out.end() - 1), op,
+               ": out and grad_out must have shape ", to_string(out), " and lse ",
+               to_string(Shape(out.begin(), out.end() - 1)), ", got ", to_string(in[3].shape), ", ",
+               to_string(in[4].shape), " and ", to_string(in[5].shape));
+  }
+}
+
+std::vector<TensorMeta> infer_attention(const std::vector<TensorMeta>& in, const Attrs&) {
+  check_operands("attention", in);
+  const Shape &q = in[0].shape, &v = in[2].shape;
+  return {{{q[0], q[1], q[2], v[3]}, in[0].dtype, in[0].device}, {{q[0], q[1], q[2]}, in[0].dtype, in[0].device}};
+}
+
+std::vector<TensorMeta> infer_attention_backward(const std::vector<TensorMeta>& in, const Attrs&) {
+  check_operands("attention_backward", in);
+  return {in[0], in[1], in[2]};
+}
+
+OpDef attention_op(const std::string& name, int inputs, ShapeRule infer) {
+  OpDef d;
+  d.name = name;
+  d.schedule_class = ScheduleClass::matmul;  // an eager kernel, never recomputed (graph/partition.cpp)
+  d.family = KernelFamily::attention;
+  d.num_inputs = inputs;
+  d.infer = std::move(infer);
+  return d;
+}
+
+}  // namespace
+
+void add_attention_ops(std::vector<OpDef>& defs) {
+  defs.push_back(attention_op("attention", 3, infer_attention));
+  defs.push_back(attention_op("attention_backward", 6, infer_attention_backward));
+}
+
+}  // namespace kiln
