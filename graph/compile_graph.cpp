@@ -54,6 +54,9 @@ std::shared_ptr<CompiledGraph> compile_graph(const Graph& captured, Backend& cho
   after(label, "common subexpressions", eliminate_common_subexpressions(*g), *g);
   after(label, "view folding", fold_views(*g), *g);
   after(label, "transposed matmuls", transpose_matmuls(*g), *g);
+  std::vector<std::string> attentions;
+  after(label, "fused attention", fuse_attention(*g, &attentions), *g);
+  for (const std::string& a : attentions) log_line(LogChannel::graph, label + ": fused attention: " + a);
   after(label, "padded cat sums", merge_padded_cat_sums(*g), *g);
   after(label, "decompositions", decompose(*g, backend.decompositions()), *g);
   after(label, "common subexpressions", eliminate_common_subexpressions(*g), *g);

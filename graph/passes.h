@@ -36,6 +36,13 @@ int fold_views(Graph& g);
 // the matmuls rewritten.
 int transpose_matmuls(Graph& g);
 
+// softmax(scale * q k^T, causally masked) v, spelled with matmul, mul, where and softmax on CPU
+// values of rank 4, becomes one `attention` node, and the backward the derivative rules traced for
+// it (when the graph has it) one `attention_backward` node (graph/fuse_attention.cpp lists the
+// exact forms). A chain with an intermediate read elsewhere is left alone. `notes` gets one line
+// per fused attention. Returns the attentions fused.
+int fuse_attention(Graph& g, std::vector<std::string>* notes = nullptr);
+
 // The sum of zero-padded cats along one dim (the gradient of a value split by slices, q, k and v
 // out of one projection: cat(0, 0, dv) + cat(dq, 0, 0) + cat(0, dk, 0)) becomes one cat of the
 // pieces (cat(dq, dk, dv)), pieces over zeros taken as they are and pieces over pieces added.

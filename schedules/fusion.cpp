@@ -32,6 +32,8 @@ std::string not_lowered_reason(const Graph& g, const GraphNode& n, const std::se
     if (op.family == KernelFamily::matmul)
       return "matmul runs as an eager GEMM kernel (a pipeline's GEMM needs f32, a weight read transposed and "
              "a 2-D input of at most 256 rows)";
+    if (op.family == KernelFamily::attention)
+      return "attention runs as its fused eager kernel (query blocks per batch and head; no [T, T] scores in memory)";
     if (op.family == KernelFamily::embedding || op.family == KernelFamily::cross_entropy ||
         op.family == KernelFamily::embedding_backward)
       return "its indices are checked on the host before any read";
