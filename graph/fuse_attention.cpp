@@ -14,7 +14,7 @@
 //   dp = matmul(do, transpose(v)); dv = matmul(transpose(p), do)
 //   g  = mul(p, sub(dp, sum(mul(dp, p), [-1], keepdim)))      softmax's rule
 //   g  = where(mask, g, 0); g = mul(g, c) | div(g, c)          the where and scale rules, if present
-//   dq = matmul(g, transpose(kt)); dkt = matmul(transpose(q), g)
+//   dq = matmul(g, transpose(kt)); dkt = matmul(transpose(q), g)   (replaced by dq, contiguous(dk^T))
 // Every intermediate must be read only inside the pattern (p, for one, by nothing but o's matmul
 // and the backward), else the chain is left as it is. CPU graphs only: the fused kernel is a CPU
 // kernel.
@@ -291,6 +291,7 @@ int fuse_attention(Graph& g, std::vector<std::string>* notes) {
   static const OpDef& attention = op_def("attention");
   static const OpDef& attention_backward = op_def("attention_backward");
   static const OpDef& transpose = op_def("transpose");
+  static const OpDef& contiguous = op_def("contiguous");
   const Attrs swap{{"dim0", int64_t(-2)}, {"dim1", int64_t(-1)}};
   GraphRewrite r(g);
   std::vector<int> lse(matches.size(), -1), k(matches.size(), -1);
@@ -318,8 +319,9 @@ int fuse_attention(Graph& g, std::vector<std::string>* notes) {
       // The first backward node whose inputs all exist: the three gradients come out here.
       std::vector<int> grads = r.out.add_inferred_node(
           attention_backward, a, {r.id(m.q), k[size_t(mi)], r.id(m.v), r.id(m.out), r.id(m.grad_out), lse[size_t(mi)]});
-      int dkt = r.out.add_inferred_node(transpose, swap, {grads[1]})[0];
-      added(2);
+      // matmul made dkt contiguous, and the views after it were traced with that layout.
+      int dkt = r.out.add_inferred_node(contiguous, {}, {r.out.add_inferred_node(transpose, swap, {grads[1]})[0]})[0];
+      added(3);
       r.set(m.dq, grads[0]);
       r.set(m.dkt, dkt);
       r.set(m.dv, grads[2]);

@@ -174,6 +174,12 @@ BOOST_AUTO_TEST_CASE(reductions_and_normalizations) {
   check("cross_entropy", [&](const TensorList& in) { return cross_entropy(in[0], targets); }, {logits});
   check("cross_entropy", [&](const TensorList& in) { return cross_entropy(in[0], from_vector<int64_t>({3}, {})); },
         {leaf({5}, seed++)}, "unbatched");
+  Tensor aq = leaf({1, 2, 5, 3}, seed++), ak = leaf({1, 2, 5, 3}, seed++), av = leaf({1, 2, 5, 2}, seed++);
+  for (bool causal : {true, false})
+    check("attention", [=](const TensorList& in) { return scaled_dot_product_attention(in[0], in[1], in[2], causal); },
+          {aq, ak, av}, causal ? "causal" : "unmasked");
+  check("attention", [](const TensorList& in) { return scaled_dot_product_attention(in[0], in[1], in[2], false, 0.7); },
+        {leaf({2, 1, 3, 4}, seed++), leaf({2, 1, 6, 4}, seed++), leaf({2, 1, 6, 3}, seed++)}, "3 queries, 6 keys");
   Tensor table = leaf({6, 3}, seed++);
   check("embedding", [](const TensorList& in) { return embedding(in[0], from_vector<int64_t>({1, 5, 1, 0}, {2, 2})); },
         {table}, "repeated rows");
