@@ -49,7 +49,7 @@ int64_t row_keys(const AttentionProblem& p, int64_t r, int64_t cols) {
 
 template <typename T>
 void forward(const AttentionProblem& p, const AttentionOperands& o, int64_t first, int64_t last) {
-  Rows<T> s;
+  Rows<T> s, kd, vd;
   const T scale = T(p.scale);
   for (int64_t bh = first; bh < last; ++bh) {
     const int64_t b = bh / p.heads, h = bh % p.heads;
@@ -57,12 +57,13 @@ void forward(const AttentionProblem& p, const AttentionOperands& o, int64_t firs
     In<T> k = in_head<T>(o.k, o.k_at, b, h, p.kv_len, p.head_dim);
     In<T> v = in_head<T>(o.v, o.v_at, b, h, p.kv_len, p.value_dim);
     Out<T> out = out_head<T>(o.out, o.out_at, b, h, p.q_len, p.value_dim);
+    kd = k, vd = v;  // dense: every block reads them again
     T* lse = static_cast<T*>(o.lse) + b * o.lse_at.batch + h * o.lse_at.head;
     for (int64_t r0 = 0; r0 < p.q_len; r0 += kAttentionBlock) {
       const int64_t rows = p.q_len - r0 < kAttentionBlock ? p.q_len - r0 : kAttentionBlock;
       const int64_t cols = block_keys(p, r0, rows);
       s.resize(rows, cols);
-      s.noalias() = q.middleRows(r0, rows) * k.topRows(cols).transpose();
+      s.noalias() = q.middleRows(r0, rows) * kd.topRows(cols).transpose();
       for (int64_t i = 0; i < rows; ++i) {
         const int64_t seen = row_keys(p, r0 + i, cols);
         auto row = s.row(i).head(seen);
@@ -74,7 +75,7 @@ void forward(const AttentionProblem& p, const AttentionOperands& o, int64_t firs
         s.row(i).tail(cols - seen).setZero();
         lse[(r0 + i) * o.lse_at.row] = max + log_of(sum);
       }
-      out.middleRows(r0, rows).noalias() = s * v.topRows(cols);
+      out.middleRows(r0, rows).noalias() = s * vd.topRows(cols);
     }
   }
 }

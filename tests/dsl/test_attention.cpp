@@ -75,7 +75,7 @@ void check_against_reference(const Tensor& q0, const Tensor& k0, const Tensor& v
 
 BOOST_AUTO_TEST_CASE(outputs_and_gradients_match_a_double_reference) {
   EnableGradGuard grad;
-  // 150 rows: two full 64-row blocks and a partial one, so causal blocks stop at different keys.
+  // 150 rows: full query blocks and a partial one, so causal blocks stop at different keys.
   for (bool causal : {true, false}) {
     std::string what = causal ? "causal" : "unmasked";
     check_against_reference(random_tensor({2, 3, 150, 16}, f32, 1), random_tensor({2, 3, 150, 16}, f32, 2),
