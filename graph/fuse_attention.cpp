@@ -244,7 +244,8 @@ std::optional<Match> match(const Graph& g, const Readers& rd, int sm) {
   m.forward_nodes.push_back(index_of(g, qk));
   const Shape& qs = g.values[size_t(m.q)].meta.shape;
   const Shape& kts = g.values[size_t(m.kt)].meta.shape;
-  if (qs.size() != 4 || kts.size() != 4 || qs[0] != kts[0] || qs[1] != kts[1]) return std::nullopt;  // no broadcasting
+  // Same batch and head dims (no broadcasting), and at least one key (the op's shape rule).
+  if (qs.size() != 4 || kts.size() != 4 || qs[0] != kts[0] || qs[1] != kts[1] || kts[3] == 0) return std::nullopt;
   if (m.causal && !is_causal_mask(g, mask, qs[2], kts[3])) return std::nullopt;
   if (const GraphNode* t = maker(g, m.kt); swaps_last_two(g, t)) m.k = t->inputs[0];
   // o = matmul(p, v)
