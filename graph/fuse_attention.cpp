@@ -167,8 +167,7 @@ bool match_backward(const Graph& g, const Readers& rd, int p, Match& m, int mask
     if (rd.of[size_t(grad)].size() != 1) return false;
     int w = rd.of[size_t(grad)][0];
     const GraphNode& wn = g.nodes[size_t(w)];
-    auto zero = constant(g, wn.inputs[2]);
-    if (!is(&wn, "where") || wn.inputs[0] != mask || wn.inputs[1] != grad || !zero || *zero != 0 ||
+    if (!is(&wn, "where") || wn.inputs[0] != mask || wn.inputs[1] != grad || constant(g, wn.inputs[2]) != 0.0 ||
         !rd.only(grad, {w}))
       return false;
     nodes.push_back(w);
