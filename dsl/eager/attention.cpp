@@ -58,7 +58,11 @@ struct Work {
 
 int run_task(void*, int i, uint8_t* closure) {
   const Work& w = *reinterpret_cast<const Work*>(closure);
-  w.fn(w.problem, w.operands, w.pairs * i / w.tasks, w.pairs * (i + 1) / w.tasks);
+  try {
+    w.fn(w.problem, w.operands, w.pairs * i / w.tasks, w.pairs * (i + 1) / w.tasks);
+  } catch (...) {
+    return -1;  // allocation failure of a block's scratch matrices
+  }
   return 0;
 }
 
@@ -108,7 +112,7 @@ TensorList run_attention(const OpDef& def, const TensorList& inputs, const Attrs
     if (w.pairs > 0) w.fn(w.problem, w.operands, 0, w.pairs);
   } else {
     int rc = halide_do_par_for(nullptr, &run_task, 0, w.tasks, reinterpret_cast<uint8_t*>(&w));
-    KILN_CHECK(rc == 0, def.name, ": a kernel task failed");
+    KILN_CHECK(rc == 0, def.name, ": a kernel task failed (out of memory for its scratch blocks?)");
   }
   return outs;
 }
