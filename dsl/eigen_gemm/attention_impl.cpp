@@ -47,17 +47,29 @@ int64_t row_keys(const AttentionProblem& p, int64_t r, int64_t cols) {
   return p.causal ? (r + 1 < cols ? r + 1 : cols) : cols;
 }
 
+// The inputs both passes read, for pair bh of the flattened (batch, head) range.
+template <typename T>
+struct Head {
+  int64_t b, h;
+  In<T> q, k, v;
+  Head(const AttentionProblem& p, const AttentionOperands& o, int64_t bh)
+      : b(bh / p.heads),
+        h(bh % p.heads),
+        q(in_head<T>(o.q, o.q_at, b, h, p.q_len, p.head_dim)),
+        k(in_head<T>(o.k, o.k_at, b, h, p.kv_len, p.head_dim)),
+        v(in_head<T>(o.v, o.v_at, b, h, p.kv_len, p.value_dim)) {}
+};
+
 template <typename T>
 void forward(const AttentionProblem& p, const AttentionOperands& o, int64_t first, int64_t last) {
   Rows<T> s, kd, vd;
   const T scale = T(p.scale);
   for (int64_t bh = first; bh < last; ++bh) {
-    const int64_t b = bh / p.heads, h = bh % p.heads;
-    In<T> q = in_head<T>(o.q, o.q_at, b, h, p.q_len, p.head_dim);
-    In<T> k = in_head<T>(o.k, o.k_at, b, h, p.kv_len, p.head_dim);
-    In<T> v = in_head<T>(o.v, o.v_at, b, h, p.kv_len, p.value_dim);
+    const Head<T> x(p, o, bh);
+    const int64_t b = x.b, h = x.h;
+    const In<T>& q = x.q;
     Out<T> out = out_head<T>(o.out, o.out_at, b, h, p.q_len, p.value_dim);
-    kd = k, vd = v;  // dense: every block reads them again
+    kd = x.k, vd = x.v;  // dense: every block reads them again
     T* lse = static_cast<T*>(o.lse) + b * o.lse_at.batch + h * o.lse_at.head;
     for (int64_t r0 = 0; r0 < p.q_len; r0 += kAttentionBlock) {
       const int64_t rows = p.q_len - r0 < kAttentionBlock ? p.q_len - r0 : kAttentionBlock;
@@ -86,10 +98,9 @@ void backward(const AttentionProblem& p, const AttentionOperands& o, int64_t fir
   Column<T> delta;
   const T scale = T(p.scale);
   for (int64_t bh = first; bh < last; ++bh) {
-    const int64_t b = bh / p.heads, h = bh % p.heads;
-    In<T> q = in_head<T>(o.q, o.q_at, b, h, p.q_len, p.head_dim);
-    In<T> k = in_head<T>(o.k, o.k_at, b, h, p.kv_len, p.head_dim);
-    In<T> v = in_head<T>(o.v, o.v_at, b, h, p.kv_len, p.value_dim);
+    const Head<T> x(p, o, bh);
+    const int64_t b = x.b, h = x.h;
+    const In<T> &q = x.q, &k = x.k, &v = x.v;
     In<T> out = in_head<T>(o.out, o.out_at, b, h, p.q_len, p.value_dim);
     In<T> dout = in_head<T>(o.grad_out, o.grad_out_at, b, h, p.q_len, p.value_dim);
     Out<T> dq = out_head<T>(o.grad_q, o.grad_q_at, b, h, p.q_len, p.head_dim);
