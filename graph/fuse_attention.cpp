@@ -32,9 +32,7 @@ struct Readers {
   std::vector<std::vector<int>> of;  // value -> reading nodes (a node once per input slot)
   std::vector<bool> returned;
 
-  explicit Readers(const Graph& g) : of(g.values.size()), returned(g.values.size(), false) {
-    for (size_t i = 0; i < g.nodes.size(); ++i)
-      for (int v : g.nodes[i].inputs) of[size_t(v)].push_back(int(i));
+  explicit Readers(const Graph& g) : of(readers_of(g)), returned(g.values.size(), false) {
     for (int v : g.outputs) returned[size_t(v)] = true;
   }
   // v is read exactly by `nodes` (as a multiset) and not returned.
@@ -305,14 +303,10 @@ int fuse_attention(Graph& g, std::vector<std::string>* notes) {
     }
     const Match& m = matches[size_t(mi)];
     Attrs a{{"scale", m.scale}, {"causal", m.causal}};
-    auto added = [&](size_t count) {
-      for (size_t j = r.out.nodes.size() - count; j < r.out.nodes.size(); ++j) r.out.nodes[j].grad_enabled = n.grad_enabled;
-    };
+    const size_t first_new = r.out.nodes.size();
     if (int(i) == m.out_node) {
-      size_t count = 1;
-      k[size_t(mi)] = m.k >= 0 ? r.id(m.k) : (++count, r.out.add_inferred_node(transpose, swap, {r.id(m.kt)})[0]);
+      k[size_t(mi)] = m.k >= 0 ? r.id(m.k) : r.out.add_inferred_node(transpose, swap, {r.id(m.kt)})[0];
       std::vector<int> outs = r.out.add_inferred_node(attention, a, {r.id(m.q), k[size_t(mi)], r.id(m.v)});
-      added(count);
       r.set(m.out, outs[0]);
       lse[size_t(mi)] = outs[1];
     } else if (m.backward && !backward_done[size_t(mi)] && lse[size_t(mi)] >= 0 && r.id(m.grad_out) >= 0) {
@@ -321,12 +315,12 @@ int fuse_attention(Graph& g, std::vector<std::string>* notes) {
           attention_backward, a, {r.id(m.q), k[size_t(mi)], r.id(m.v), r.id(m.out), r.id(m.grad_out), lse[size_t(mi)]});
       // matmul made dkt contiguous, and the views after it were traced with that layout.
       int dkt = r.out.add_inferred_node(contiguous, {}, {r.out.add_inferred_node(transpose, swap, {grads[1]})[0]})[0];
-      added(3);
       r.set(m.dq, grads[0]);
       r.set(m.dkt, dkt);
       r.set(m.dv, grads[2]);
       backward_done[size_t(mi)] = true;
     }
+    for (size_t j = first_new; j < r.out.nodes.size(); ++j) r.out.nodes[j].grad_enabled = n.grad_enabled;
   }
   for (size_t mi = 0; mi < matches.size(); ++mi) {
     const Match& m = matches[mi];

@@ -60,6 +60,13 @@ std::string_view name(InputKind k) {
   return "?";
 }
 
+std::vector<std::vector<int>> readers_of(const Graph& g) {
+  std::vector<std::vector<int>> readers(g.values.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (int v : g.nodes[i].inputs) readers[size_t(v)].push_back(int(i));
+  return readers;
+}
+
 std::string value_type_str(const Value& v) {
   std::string out(name(v.meta.dtype));
   out += to_string(v.sym);

@@ -116,6 +116,9 @@ class Graph {
 // "f32[s0, 256]"
 std::string value_type_str(const Value& v);
 
+// The nodes that read each value, in graph order (a node once per input slot that reads it).
+std::vector<std::vector<int>> readers_of(const Graph& g);
+
 // How a pass rebuilds a graph: a new graph with the old one's inputs and symbols; then each old
 // node copied (inputs renumbered) or replaced by new nodes (map its outputs with set()); finish()
 // renumbers the outputs.

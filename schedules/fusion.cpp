@@ -6,13 +6,6 @@
 
 namespace kiln {
 
-std::vector<std::vector<int>> readers_of(const Graph& g) {
-  std::vector<std::vector<int>> readers(g.values.size());
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    for (int v : g.nodes[i].inputs) readers[size_t(v)].push_back(int(i));
-  return readers;
-}
-
 std::vector<int> step_of_nodes(const Graph& g, const std::vector<PlannedStep>& steps) {
   std::vector<int> step_of(g.nodes.size(), -1);
   for (size_t si = 0; si < steps.size(); ++si) {

@@ -19,9 +19,6 @@ struct PlannedStep {
 
 std::vector<PlannedStep> plan_fusion(const Graph& g);
 
-// The nodes that read each value, in graph order.
-std::vector<std::vector<int>> readers_of(const Graph& g);
-
 // Per node, the step that computes it (-1: none; a value recomputed by several regions: the last).
 std::vector<int> step_of_nodes(const Graph& g, const std::vector<PlannedStep>& steps);
 
