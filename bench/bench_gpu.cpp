@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "bench/commands.h"
+#include "bench/gpu_timing.h"
 #include "bench/json.h"
 #include "bench/timing.h"
 #include "bench/train_step.h"
@@ -19,24 +20,6 @@
 namespace kiln::bench {
 
 namespace {
-
-// Median milliseconds of fn on the device (events around each call), after warm-up.
-double device_ms(const std::function<void()>& fn, int warmup = 5, int min_samples = 30, double min_seconds = 0.3) {
-  for (int i = 0; i < warmup; ++i) fn();
-  cuda_synchronize();
-  CudaTimer timer;
-  std::vector<double> ms;
-  double start = now_seconds();
-  while (int(ms.size()) < min_samples || (now_seconds() - start < min_seconds && ms.size() < 2000)) {
-    timer.start();
-    fn();
-    ms.push_back(timer.stop_ms());
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
-
-double gbps(double bytes, double ms) { return bytes / (ms * 1e-3) / 1e9; }
 
 struct KernelCase {
   std::string name;
@@ -63,15 +46,6 @@ std::vector<KernelCase> kernel_cases(Device d) {
   };
 }
 
-// A 256 MiB device-to-device copy (read + write bytes).
-double copy_gbps(Device d) {
-  const int64_t n = int64_t(64) << 20;
-  Tensor a = randn({n}, {.device = d}), b = Tensor::empty({n}, {.device = d});
-  auto src = reinterpret_cast<CUdeviceptr>(a.data_ptr()), dst = reinterpret_cast<CUdeviceptr>(b.data_ptr());
-  double ms = device_ms([&] { cuda_copy_on_device(dst, src, size_t(n) * 4, d.index); });
-  return gbps(2.0 * 4 * double(n), ms);
-}
-
 // Host microseconds per call of a compiled one-op function on a tiny tensor: guards, lookup and
 // launch, without waiting for the device.
 double host_overhead_us(Device d) {
@@ -85,9 +59,15 @@ double host_overhead_us(Device d) {
 
 }  // namespace
 
-int run_bench_gpu(const BenchOptions& opts) {
+int run_bench_gpu(const BenchOptions& options) {
   KILN_CHECK(cuda_available(), "kiln bench gpu: no CUDA device (", cuda_unavailable_reason(), ")");
-  Device d = opts.device.is_cuda() ? opts.device : Device::cuda(0);
+  BenchOptions opts = options;
+  if (!opts.device.is_cuda()) opts.device = Device::cuda(0);
+  zoo::ZooSize size = zoo::parse_zoo_size(opts.size);
+  KILN_CHECK(size != zoo::ZooSize::test, "kiln bench gpu: --size must be bench or real, got test");
+  if (size == zoo::ZooSize::real) return run_bench_gpu_real(opts);
+  KILN_CHECK(opts.check_dir.empty(), "kiln bench gpu: --check-dir needs --size real");
+  Device d = opts.device;
   NoGradGuard no_grad;
   std::string cache_dir = (std::filesystem::temp_directory_path() / ("kiln-bench-gpu-cache-" + std::to_string(::getpid()))).string();
   std::filesystem::remove_all(cache_dir);

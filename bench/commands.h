@@ -15,6 +15,8 @@ struct BenchOptions {
   std::string backend = "halide";  // bench models: the compile backend
   std::string scheduler = "kiln";  // bench models: the halide backend's scheduler
   bool train = false;              // bench models --train: training steps too
+  std::string size = "bench";      // bench gpu --size bench|real: the zoo's tier (zoo::ZooSize)
+  std::string check_dir;           // bench gpu --size real --check-dir DIR: files for the PyTorch check
 };
 
 struct DemoOptions {
@@ -30,7 +32,10 @@ int run_bench_compile(const BenchOptions& opts);
 int run_bench_models(const BenchOptions& opts);
 int run_bench_regions(const BenchOptions& opts);
 int run_bench_gpu(const BenchOptions& opts);
-int run_compile_once(const BenchOptions& opts);  // a fresh process of bench models: compile opts.filter once
+int run_bench_gpu_real(const BenchOptions& opts);  // bench gpu --size real
+// A fresh process of bench models or bench gpu: compile opts.filter once (its training step with
+// --train) at opts.size on opts.device, print "compile_s S".
+int run_compile_once(const BenchOptions& opts);
 int run_explain(const std::string& name, const std::string& dump_dir);
 std::vector<std::string> explain_names();  // zoo models and the examples
 

@@ -29,9 +29,12 @@ commands:
   bench regions [--scheduler S] [--filter NAME] [--json FILE]
         single fused regions (rows, columns, transposes, a GEMM with its epilogue) compiled
         against eager: one line per schedule template case
-  bench gpu [--device cuda[:N]] [--filter NAME] [--json FILE]
+  bench gpu [--device cuda[:N]] [--size bench|real] [--filter NAME] [--json FILE] [--check-dir DIR]
         on a CUDA device: copy bandwidth, fused pointwise / softmax / layer_norm kernels (GB/s,
-        compiled and eager), every zoo model eager against compiled, host overhead per call
+        compiled and eager), every zoo model eager against compiled, host overhead per call;
+        --size real: every GPU schedule class at real sizes, GPT-2 small (batch 8 x 1024) and
+        the real-size MLP and transformer block, inference and training step, TF32, with compile
+        times, peak memory and a breakdown of the compiled step's device time
   bench compile [--json FILE]
         host overhead of one call of a compiled function (guards, lookup, graph run)
   explain NAME [--dump DIR]
@@ -75,6 +78,8 @@ kiln::bench::BenchOptions parse_bench_options(const std::vector<std::string>& ar
     else if (opt == "--scheduler") o.scheduler = v;
     else if (opt == "--filter") o.filter = v;
     else if (opt == "--json") o.json_path = v;
+    else if (opt == "--size") o.size = v;
+    else if (opt == "--check-dir") o.check_dir = v;
   }
   return o;
 }
@@ -120,7 +125,8 @@ int main(int argc, char** argv) {
       return kiln::bench::run_explain(name, dump);
     }
     if (args[0] == "bench" && args.size() >= 3 && args[1] == "compile-once") {
-      kiln::bench::BenchOptions o = parse_bench_options(args, 3, {"--backend", "--scheduler"});
+      kiln::bench::BenchOptions o =
+          parse_bench_options(args, 3, {"--backend", "--scheduler", "--size", "--device", "--train"});
       o.filter = args[2];
       return kiln::bench::run_compile_once(o);
     }
@@ -133,7 +139,11 @@ int main(int argc, char** argv) {
         return kiln::bench::run_bench_models(o);
       }
       if (sub == "regions") return kiln::bench::run_bench_regions(parse_bench_options(args, 2, {"--scheduler", "--filter", "--json"}));
-      if (sub == "gpu") return kiln::bench::run_bench_gpu(parse_bench_options(args, 2, {"--device", "--filter", "--json"}));
+      if (sub == "gpu") {
+        o = parse_bench_options(args, 2, {"--device", "--filter", "--json", "--size", "--check-dir"});
+        o.self_path = self_path(argv[0]);
+        return kiln::bench::run_bench_gpu(o);
+      }
       if (sub == "compile") return kiln::bench::run_bench_compile(parse_bench_options(args, 2, {"--json"}));
       if (sub == "ops") {
         o = parse_bench_options(args, 2, {"--device", "--json", "--filter"});

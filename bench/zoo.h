@@ -1,7 +1,9 @@
 // The model zoo: a few small models, by name, that tests and benchmarks run eagerly and through
 // kiln::compile, on the CPU or on CUDA. Each comes with its parameters, a maker of fresh random
 // inputs and its forward; ZooSize::test shapes run in milliseconds, ZooSize::bench are the
-// benchmark's (bench/torch/zoo.py has the same models in PyTorch).
+// benchmark's (bench/torch/zoo.py has the same models in PyTorch), ZooSize::real the sizes real
+// users run: GPT-2 small at batch 8 x 1024, an MLP and a transformer block over 8192 tokens of
+// width 2048 and 1024 (bench/torch/zoo_real.py).
 //
 //   zoo::ZooModel m = zoo::make_zoo_model("mlp", zoo::ZooSize::test);
 //   TensorList y = m.forward(m.make_inputs());   // y[0]: (8, 64)
@@ -18,7 +20,7 @@
 
 namespace kiln::zoo {
 
-enum class ZooSize { test, bench };
+enum class ZooSize { test, bench, real };
 
 struct ZooModel {
   std::string name;                                      // "mlp", "transformer_block", ...
@@ -32,8 +34,13 @@ struct ZooModel {
   Tensor loss(const TensorList& outputs) const;
 };
 
-// "mlp", "transformer_block", "norm_softmax", "tiny_gpt".
-std::vector<std::string> zoo_names();
+// The models of a tier: "mlp", "transformer_block", "norm_softmax", "tiny_gpt" at test and bench
+// sizes; "gpt2_small", "mlp", "transformer_block" at real size.
+std::vector<std::string> zoo_names(ZooSize size = ZooSize::bench);
+
+// "test", "bench" or "real"; kiln::Error for another name.
+ZooSize parse_zoo_size(const std::string& name);
+const char* zoo_size_name(ZooSize size);
 
 // The model's forward under kiln::compile, built with its module's named parameters (graphs name
 // them, guards check their identity); the function keeps a reference to m.

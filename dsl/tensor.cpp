@@ -150,7 +150,8 @@ Tensor& Tensor::copy_(const Tensor& src, SourceLocation where) {
   return *this;
 }
 
-Tensor Tensor::to(DType t) const { return kiln::cast(*this, t); }
+// As in PyTorch, the tensor itself when it already has the dtype (no copy, no graph node).
+Tensor Tensor::to(DType t) const { return t == dtype() ? *this : kiln::cast(*this, t); }
 
 Tensor Tensor::to(Device d) const {
   if (d == device()) return *this;

@@ -43,6 +43,10 @@ class Backend {
   virtual bool supports_autograd() const { return false; }
   // The composite ops this backend wants decomposed into primitives before compile().
   virtual std::set<std::string> decompositions() const { return {}; }
+  // Whether compile() takes graphs as captured, before any pass (a test backend that moves them
+  // to another device and sends them through compile_graph itself, as PyTorch's custom backends
+  // see Dynamo's graph before AOTAutograd).
+  virtual bool takes_captured_graphs() const { return false; }
   virtual std::shared_ptr<CompiledGraph> compile(std::shared_ptr<const Graph> g, const BackendOptions& options) = 0;
 };
 

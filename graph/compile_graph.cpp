@@ -36,6 +36,7 @@ std::shared_ptr<CompiledGraph> compile_half(std::shared_ptr<Graph> g, Backend& b
 
 std::shared_ptr<CompiledGraph> compile_graph(const Graph& captured, Backend& chosen, const BackendOptions& options,
                                              const std::string& label) {
+  if (chosen.takes_captured_graphs()) return chosen.compile(std::make_shared<Graph>(captured), options);
   // A graph that autograd must record and that carries no backward of its own runs op by op.
   bool fallback = captured.needs_autograd() && !captured.joint && !chosen.supports_autograd();
   Backend& backend = fallback ? kiln::backend("eager") : chosen;

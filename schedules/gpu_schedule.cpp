@@ -17,7 +17,7 @@ constexpr int kThreads = 256;
 constexpr int kWarp = 32;
 constexpr int64_t kThreadPerRowMax = 64;     // rows this short: one thread per row
 constexpr int64_t kFullPartials = 1 << 16;   // threads of a full reduction's first pass
-constexpr int64_t kFewColumns = 8192;        // column reductions with fewer outputs get split
+constexpr int64_t kFewColumns = 1 << 17;     // column reductions with fewer outputs get split
 constexpr int64_t kColumnChunk = 256;        // rows per chunk of a split column reduction
 constexpr int64_t kRowCacheMax = 6144;       // rows this long (24 KiB of f32) are staged in shared memory
 const TailStrategy kGuard = TailStrategy::GuardWithIf;
@@ -235,7 +235,7 @@ void schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, co
     f.gpu_single_thread();
     for (Func inner : root.inner) {
       if (inner.dimensions() == 0) full_reduction(inner, reduction_length(g, root.value));
-      else column_reduction(inner, kFewColumns, 0);
+      else column_reduction(inner, kFewColumns, 0);  // kept as is: no split
     }
     return;
   }

@@ -7,7 +7,8 @@
 //               memory); rows of at most 64 elements: one thread per row instead;
 //   columns     (a reduction over a dim other than the last): one thread per kept element,
 //               looping over the reduced dims (neighbouring threads read neighbouring columns);
-//               few columns with long reductions are first split into chunks of rows;
+//               fewer than 128K columns with long reductions are first split into chunks of
+//               256 rows (a [8192, 8192] column sum ran on 32 blocks of threads looping 8192 times);
 //   full        (everything reduced to one value): a 64K-thread pass of partial sums, a 256-thread
 //               pass, then one thread.
 // Matmuls are not lowered on CUDA: they run as cuBLAS steps between pipelines.

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
 #include <mutex>
 #include <thread>
 #include <sstream>
@@ -25,6 +26,7 @@
 #include "schedules/disk_cache.h"
 #include "schedules/fusion.h"
 #include "schedules/gemm_layout.h"
+#include "schedules/gpu_launch_check.h"
 #include "schedules/in_place.h"
 #include "schedules/gpu_schedule.h"
 #include "schedules/jit_target.h"
@@ -32,6 +34,7 @@
 #include "schedules/pipeline_memory.h"
 #include "schedules/schedule_source.h"
 #include "schedules/shared_library.h"
+#include "schedules/step_timing.h"
 #include "schedules/weight_packing.h"
 
 namespace kiln {
@@ -132,6 +135,7 @@ class HalideGraph final : public CompiledGraph {
     for (const Step& s : steps_)
       for (int v : s.region.outputs) output_dims_[v] = graph.shape_env->canonical(graph.values[size_t(v)].sym);
     plan_releases();
+    on_cuda_ = graph_on_cuda(graph);
   }
 
   int kernel_count() const override {
@@ -157,9 +161,11 @@ class HalideGraph final : public CompiledGraph {
     std::vector<int64_t> symbols(size_t(g.shape_env->symbol_count()), -1);
     for (const SymbolSource& src : symbol_sources_) symbols[size_t(src.symbol)] = inputs[src.input].impl().shape[src.dim];
     bool perf = log_enabled(LogChannel::perf);
+    StepTimer* timer = on_cuda_ ? active_step_timer() : nullptr;
     for (size_t si = 0; si < steps_.size(); ++si) {
       const Step& s = steps_[si];
       auto t0 = std::chrono::steady_clock::now();
+      if (timer) timer->before(step_category(s), step_what(s));
       if (s.node >= 0) {
         const GraphNode& n = g.nodes[size_t(s.node)];
         TensorList args;
@@ -170,6 +176,7 @@ class HalideGraph final : public CompiledGraph {
       } else {
         run_region(s, symbols, values, into);
       }
+      if (timer) timer->after();
       for (int v : released_after_[si]) values[size_t(v)] = Tensor();
       if (perf)
         log_line(LogChannel::perf, "halide backend: " +
@@ -273,7 +280,30 @@ class HalideGraph final : public CompiledGraph {
     return Tensor::empty(shape, {val.meta.dtype, val.meta.device});
   }
 
+  // The category of a step for StepTimer: a cuBLAS GEMM, a pipeline, another eager kernel, a view.
+  std::string step_category(const Step& s) const {
+    if (s.node < 0) return "pipeline";
+    const OpDef& op = *g_->nodes[size_t(s.node)].op;
+    if (op.family == KernelFamily::matmul) return "cublas_gemm";
+    return op.schedule_class == ScheduleClass::view ? "view" : "eager_kernel";
+  }
+
+  // A step for StepTimer: "matmul -> [8192, 2304]", "a pipeline of 3 ops (mul where softmax) -> [8, 12, 1024, 1024]".
+  std::string step_what(const Step& s) const {
+    const Graph& g = *g_;
+    if (s.node >= 0) {
+      const GraphNode& n = g.nodes[size_t(s.node)];
+      return n.op->name + " -> " + to_string(g.values[size_t(n.outputs[0])].meta.shape);
+    }
+    std::string ops;
+    for (size_t k = 0; k < s.region.nodes.size() && k < 8; ++k) ops += (k ? " " : "") + g.nodes[size_t(s.region.nodes[k])].op->name;
+    if (s.region.nodes.size() > 8) ops += " ...";
+    std::string out = s.region.outputs.empty() ? "" : " -> " + to_string(g.values[size_t(s.region.outputs[0])].meta.shape);
+    return region_what(s) + " (" + ops + ")" + out;
+  }
+
   std::shared_ptr<const Graph> g_;
+  bool on_cuda_ = false;
   std::vector<Step> steps_;
   std::shared_ptr<SharedLibrary> library_;  // keeps the cached code loaded
   std::vector<SymbolSource> symbol_sources_;
@@ -358,6 +388,14 @@ void build_region(const Graph& g, Step& s, const BackendOptions& options, int in
   dump_region(s, name);
 }
 
+// A CUDA kernel that runs a large loop on few threads is a schedule bug worth knowing about at
+// any log level (gpu_launch_check.h).
+void warn_narrow_launches(const std::vector<GpuLaunch>& launches, const Step& s, const std::string& what) {
+  for (const std::string& w : narrow_gpu_launches(launches))
+    std::cerr << "kiln: warning: " << what << " (" << region_what(s) << "): a GPU loop runs on few threads: " << w
+              << "\n";
+}
+
 std::string function_name(int region) { return "kiln_region_" + std::to_string(region); }
 
 // Threads that compile a graph's regions: KILN_COMPILE_THREADS, else one per core.
@@ -416,8 +454,11 @@ std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, const std::string& 
           auto r0 = std::chrono::steady_clock::now();
           build_region(g, s, options, int(i));
           objects[i] = (dir / (function_name(int(i)) + ".o")).string();
+          std::shared_ptr<const std::vector<GpuLaunch>> launches;
+          if (s.cuda) launches = record_gpu_launches(s.pipeline, region_sizes(g, s.region, s.lowered));
           compile_region_object(s.pipeline, pipeline_arguments(s.region, s.lowered), function_name(int(i)), objects[i],
                                 s.cuda);
+          if (launches) warn_narrow_launches(*launches, s, options.label + " region " + std::to_string(i));
           log_line(LogChannel::output_code, "halide: " + options.label + " region " + std::to_string(i) + ": " +
                                                 region_what(s) + ", " + std::to_string(s.region.outputs.size()) +
                                                 " outputs, compiled in " + std::to_string(int(ms_since(r0))) + " ms");

@@ -4,8 +4,11 @@
 # (bench/torch/bench_torch.py) and `kiln demo --device cuda`, and merges kiln's and PyTorch's
 # numbers into h200-DATE.json and its table. Every step's output goes to RESULTS_DIR.
 # KILN_GPU_STEPS picks steps (default tests,kiln,torch,demo; also sweep: the row schedule's
-# tunables on softmax and layer_norm); KILN_TORCH_ARGS passes options to
-# bench_torch.py (e.g. --skip-max-autotune).
+# tunables on softmax and layer_norm; real: `kiln bench gpu --size real` and
+# bench/torch/bench_real.py side by side, with the PyTorch check of GPT-2's first step, merged
+# into h200-real-DATE.json and its table); KILN_TORCH_ARGS passes options to bench_torch.py
+# (e.g. --skip-max-autotune), KILN_REAL_ARGS to both real-size benches (e.g. --filter gpt2 is
+# kiln's, so give bench_real.py's --models through KILN_TORCH_REAL_ARGS).
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -43,6 +46,14 @@ done; done; done 2>&1 | tee -a "$log"
 want torch && (cd "$root" && step python3 bench/torch/bench_torch.py --json "$out/torch-gpu.json" ${KILN_TORCH_ARGS:-}) 2>&1 | tee -a "$log"
 [ -e "$out/kiln-gpu.json" ] && [ -e "$out/torch-gpu.json" ] && (cd "$root" && step python3 bench/torch/merge_h200.py --kiln "$out/kiln-gpu.json" --torch "$out/torch-gpu.json" \
   --out "$out/h200-$date.json" --table "$out/h200-$date.md") 2>&1 | tail -40
+if want real; then
+  check=${TMPDIR:-/tmp}/kiln-real-check
+  rm -rf "$check"
+  step "$bin/kiln" bench gpu --size real --json "$out/kiln-real.json" --check-dir "$check" ${KILN_REAL_ARGS:-} 2>&1 | tee -a "$log"
+  (cd "$root" && step python3 bench/torch/bench_real.py --json "$out/torch-real.json" --check-dir "$check" ${KILN_TORCH_REAL_ARGS:-}) 2>&1 | tee -a "$log"
+  [ -e "$out/kiln-real.json" ] && [ -e "$out/torch-real.json" ] && (cd "$root" && step python3 bench/torch/merge_real.py \
+    --kiln "$out/kiln-real.json" --torch "$out/torch-real.json" --out "$out/h200-real-$date.json" --table "$out/h200-real-$date.md") 2>&1 | tail -60
+fi
 want demo && step "$bin/kiln" demo --device cuda --steps 200 --json "$out/demo-cuda.json" 2>&1 | tee -a "$log" | tail -30
 # The run fails when a step did.
 ! grep -h "^== failed" "$out"/*.txt "$out"/*.log

@@ -176,4 +176,32 @@ float CudaTimer::stop_ms() {
   return ms;
 }
 
+CudaMarks::CudaMarks(int index) : index_(index) { cuda_context(index); }
+
+CudaMarks::~CudaMarks() {
+  for (CUevent e : events_) cuda_api().cuEventDestroy(e);
+}
+
+void CudaMarks::mark() {
+  if (used_ == events_.size()) {
+    CUevent e = nullptr;
+    check_cuda(cuda_api().cuEventCreate(&e, 0), "cuda: creating an event");
+    events_.push_back(e);
+  }
+  check_cuda(cuda_api().cuEventRecord(events_[used_++], cuda_context(index_).stream), "cuda: recording an event");
+}
+
+std::vector<double> CudaMarks::intervals_ms() {
+  std::vector<double> out;
+  if (used_ == 0) return out;
+  check_cuda(cuda_api().cuEventSynchronize(events_[used_ - 1]), "cuda: waiting for an event");
+  for (size_t i = 1; i < used_; ++i) {
+    float ms = 0;
+    check_cuda(cuda_api().cuEventElapsedTime(&ms, events_[i - 1], events_[i]), "cuda: reading an event");
+    out.push_back(ms);
+  }
+  used_ = 0;
+  return out;
+}
+
 }  // namespace kiln

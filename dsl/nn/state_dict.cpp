@@ -136,14 +136,16 @@ class HeaderParser {
 
 }  // namespace
 
-void save_state_dict(const Module& m, const std::string& path) {
+void save_state_dict(const Module& m, const std::string& path) { save_safetensors(m.named_parameters(), path); }
+
+void save_safetensors(const std::vector<std::pair<std::string, Tensor>>& named, const std::string& path) {
   std::ostringstream header;
   header << "{\"__metadata__\":{\"format\":\"pt\"}";
   std::vector<Tensor> tensors;
   int64_t offset = 0;
-  for (const auto& [name, t] : m.named_parameters()) {
+  for (const auto& [name, t] : named) {
     KILN_CHECK(name.find('"') == std::string::npos && name.find('\\') == std::string::npos,
-               "save_state_dict: parameter name '", name, "' has a quote or backslash");
+               "save_safetensors: tensor name '", name, "' has a quote or backslash");
     Tensor c = t.detach().to(Device::cpu()).contiguous();
     int64_t bytes = c.numel() * int64_t(itemsize(c.dtype()));
     header << ",\"" << name << "\":{\"dtype\":\"" << safetensors_dtype(c.dtype()) << "\",\"shape\":[";

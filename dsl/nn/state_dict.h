@@ -13,6 +13,9 @@
 namespace kiln::nn {
 
 void save_state_dict(const Module& m, const std::string& path);
+// Named tensors of any device in the same format (gradients, activations), atomically:
+//   nn::save_safetensors({{"w.grad", w.grad()}}, "grads.safetensors");
+void save_safetensors(const std::vector<std::pair<std::string, Tensor>>& named, const std::string& path);
 void load_state_dict(Module& m, const std::string& path);
 
 }  // namespace kiln::nn

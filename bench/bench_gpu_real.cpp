@@ -1,0 +1,370 @@
+// `kiln bench gpu --size real`: kiln on a CUDA device at the sizes real users run, TF32 matmuls
+// (set_float32_matmul_precision(high), as PyTorch's allow_tf32): the copy bandwidth; every GPU
+// schedule class at real sizes (bench/real_kernels.h), compiled and eager, in GB/s; and the
+// real-size zoo (GPT-2 small at batch 8 x 1024, an MLP and a transformer block over 8192 tokens):
+// inference eager and compiled, the training step (forward, loss, backward, AdamW, zero_grad)
+// eager and compiled as one graph, cold and warm compile seconds (warm: a fresh process with the
+// filled disk cache), peak device memory, where one compiled step spends its device time, and
+// the losses of 20 steps eager against compiled. Eager and compiled models run one after the
+// other, each alone on the device, so that each peak is its own. bench/torch/bench_real.py times
+// PyTorch by the same method; bench/torch/merge_real.py joins the two.
+//
+// With --check-dir DIR, gpt2_small's initial weights (safetensors), its batch (.npy), its first
+// loss and gradients in full f32, and the compiled losses are written to DIR for bench_real.py
+// --check-dir to compare with PyTorch's.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include "bench/commands.h"
+#include "bench/gpu_timing.h"
+#include "bench/json.h"
+#include "bench/real_kernels.h"
+#include "bench/timing.h"
+#include "bench/train_step.h"
+#include "bench/zoo.h"
+#include "schedules/disk_cache.h"
+#include "schedules/step_timing.h"
+
+namespace kiln::bench {
+
+namespace {
+
+constexpr int kTrainSteps = 20;   // per phase; the losses of all of them are compared
+constexpr int kTimedFrom = 3;     // steps before this one are warm-up
+constexpr size_t kTopSteps = 25;  // the costliest steps of a compiled step, printed and kept
+
+double median_of(std::vector<double> xs) {
+  if (xs.empty()) return -1;
+  std::sort(xs.begin(), xs.end());
+  return xs[xs.size() / 2];
+}
+
+double gb(size_t bytes) { return double(bytes) / 1e9; }
+
+// The largest difference of two loss curves, relative to the largest |loss| of the first (a loss
+// that starts at 0, the mean of a layer norm's output, has no relative error of its own).
+double losses_rel_diff(const std::vector<double>& a, const std::vector<double>& b) {
+  double scale = 1e-12, worst = 0;
+  for (double l : a) scale = std::max(scale, std::abs(l));
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+  return worst / scale;
+}
+
+// Median seconds of compiling `name` in a fresh process with the filled disk cache (`kiln bench
+// compile-once`), over `runs` processes.
+double warm_compile_s(const BenchOptions& opts, const std::string& name, bool train, int runs) {
+  std::vector<double> s;
+  for (int i = 0; i < runs; ++i) {
+    std::string command = "'" + opts.self_path + "' bench compile-once " + name + " --size real --device " +
+                          opts.device.str() + (train ? " --train" : "");
+    FILE* p = ::popen(command.c_str(), "r");
+    KILN_CHECK(p, "kiln bench gpu: cannot run ", command);
+    double v = -1;
+    if (std::fscanf(p, "compile_s %lf", &v) != 1) v = -1;
+    KILN_CHECK(::pclose(p) == 0 && v >= 0, "kiln bench gpu: '", command, "' failed");
+    s.push_back(v);
+  }
+  return median_of(s);
+}
+
+struct Phase {
+  std::vector<double> losses, step_ms;
+  size_t peak_bytes = 0;
+  double compile_s = 0;
+};
+
+// kTrainSteps steps of `step` on the same batch: each step's device time (events, no host wait
+// between steps), its loss (read at the end) and the peak of device memory over all of them.
+Phase run_steps(Device d, const std::function<Tensor()>& step) {
+  Phase p;
+  CachingAllocator& memory = cuda_caching_allocator(d.index);
+  cuda_synchronize(d.index);
+  memory.reset_peak();
+  CudaMarks marks(d.index);
+  std::vector<Tensor> losses;
+  for (int i = 0; i < kTrainSteps; ++i) {
+    marks.mark();
+    losses.push_back(step());
+    marks.mark();
+  }
+  std::vector<double> ms = marks.intervals_ms();
+  for (size_t i = 0; i < ms.size(); i += 2)
+    if (int(i / 2) >= kTimedFrom) p.step_ms.push_back(ms[i]);
+  p.peak_bytes = memory.stats().peak_allocated;
+  for (const Tensor& l : losses) p.losses.push_back(l.to(Device::cpu()).item<float>());
+  return p;
+}
+
+// Where one compiled step's device time goes: each graph step's own time (a run that waits for
+// the device before each step), the rest of the normal run's interval as idle time, and the
+// time outside the graphs (guards, the write-back of parameters, host work between graphs).
+void step_breakdown(const std::string& model, Device d, const std::function<void()>& step, Json& rows,
+                    Json& top_steps) {
+  std::vector<StepTime> normal, waited;
+  double total = 0;
+  {
+    StepTimer t(d.index);
+    CudaMarks marks(d.index);
+    marks.mark();
+    step();
+    marks.mark();
+    total = marks.intervals_ms().at(0);
+    normal = t.results();
+  }
+  {
+    StepTimer t(d.index, /*synchronize=*/true);
+    step();
+    cuda_synchronize(d.index);
+    waited = t.results();
+  }
+  std::map<std::string, double> ms;
+  double inside = 0;
+  struct Top {
+    double own, idle;
+    const StepTime* step;
+  };
+  std::vector<Top> tops;
+  for (size_t i = 0; i < normal.size(); ++i) {
+    double own = i < waited.size() && waited[i].what == normal[i].what ? std::min(waited[i].ms, normal[i].ms)
+                                                                       : normal[i].ms;
+    double idle = normal[i].ms - own + normal[i].gap_before_ms;
+    ms[normal[i].category] += own;
+    ms["idle_gaps"] += idle;
+    inside += normal[i].ms + normal[i].gap_before_ms;
+    tops.push_back({own, idle, &normal[i]});
+  }
+  // The steps that cost the most (their own time plus the idle time before them).
+  std::sort(tops.begin(), tops.end(), [](const Top& a, const Top& b) { return a.own + a.idle > b.own + b.idle; });
+  std::printf("  %s compiled step, its %zu graph steps; the costliest:\n", model.c_str(), normal.size());
+  for (size_t i = 0; i < tops.size() && i < kTopSteps; ++i) {
+    std::printf("    %8.3f ms own %8.3f ms idle before  %-13s %s\n", tops[i].own, tops[i].idle,
+                tops[i].step->category.c_str(), tops[i].step->what.c_str());
+    Json t = Json::object();
+    t.set("model", model);
+    t.set("what", tops[i].step->what);
+    t.set("category", tops[i].step->category);
+    t.set("ms", tops[i].own);
+    t.set("idle_before_ms", tops[i].idle);
+    top_steps.push(t);
+  }
+  ms["outside_graphs"] = std::max(0.0, total - inside);
+  ms["total"] = total;
+  std::printf("  %s compiled step, device time by category (of %.2f ms):", model.c_str(), total);
+  for (const auto& [category, v] : ms) {
+    if (category == "total") continue;
+    std::printf(" %s %.2f", category.c_str(), v);
+    Json r = Json::object();
+    r.set("model", model);
+    r.set("category", category);
+    r.set("ms", v);
+    rows.push(r);
+  }
+  Json r = Json::object();
+  r.set("model", model);
+  r.set("category", "total");
+  r.set("ms", total);
+  rows.push(r);
+  std::printf("\n");
+}
+
+// gpt2_small's first step in full f32 for bench_real.py --check-dir: weights, batch, loss, gradients.
+void write_check_files(zoo::ZooModel& m, const TensorList& in, const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  nn::save_state_dict(*m.module, dir + "/" + m.name + ".safetensors");
+  save_npy(dir + "/tokens.npy", in.at(0).to(Device::cpu()));
+  save_npy(dir + "/targets.npy", m.targets.to(Device::cpu()));
+  Float32MatmulPrecision saved = float32_matmul_precision();
+  set_float32_matmul_precision(Float32MatmulPrecision::highest);
+  Tensor loss = m.loss(m.forward(in));
+  loss.backward();
+  set_float32_matmul_precision(saved);
+  save_npy(dir + "/kiln_loss.npy", loss.detach().to(Device::cpu()));
+  std::vector<std::pair<std::string, Tensor>> grads;
+  for (auto& [name, p] : m.module->named_parameters()) {
+    grads.push_back({name, p.grad()});
+    p.set_grad(Tensor());
+  }
+  nn::save_safetensors(grads, dir + "/kiln_grads.safetensors");
+  std::printf("  wrote %s's weights, batch, first loss (%.6f) and gradients to %s\n", m.name.c_str(),
+              loss.to(Device::cpu()).item<float>(), dir.c_str());
+}
+
+// kTrainSteps losses of the model trained from its initial weights on one batch, eager or as one
+// compiled step.
+std::vector<double> loss_curve(const std::string& name, Device d, bool compiled) {
+  manual_seed(0);
+  zoo::ZooModel m = zoo::make_zoo_model(name, zoo::ZooSize::real, d);
+  TensorList in = m.make_inputs();
+  optim::AdamW opt(m.module->parameters(), {});
+  if (!compiled) return run_steps(d, [&] { return train_step(m, opt, in); }).losses;
+  auto step = compile([&](std::vector<Tensor> xs) { return train_step(m, opt, xs); },
+                      {.backend = "halide", .name = name + " train step"});
+  return run_steps(d, [&] { return step(in); }).losses;
+}
+
+// The check's loss curves in full f32 (TF32 would round each matmul to 10 mantissa bits, which
+// 20 steps of AdamW amplify): eager against compiled here, the compiled curve written for
+// bench_real.py to compare with PyTorch's.
+void check_loss_curves(const std::string& name, const BenchOptions& opts, Json& j) {
+  Float32MatmulPrecision saved = float32_matmul_precision();
+  set_float32_matmul_precision(Float32MatmulPrecision::highest);
+  std::vector<double> eager = loss_curve(name, opts.device, false), compiled = loss_curve(name, opts.device, true);
+  set_float32_matmul_precision(saved);
+  double diff = losses_rel_diff(eager, compiled);
+  Json el = Json::array(), cl = Json::array();
+  for (double l : eager) el.push(l);
+  for (double l : compiled) cl.push(l);
+  j.set("f32_eager_losses", el);
+  j.set("f32_compiled_losses", cl);
+  j.set("f32_losses_max_rel_diff", diff);
+  std::vector<float> losses(compiled.begin(), compiled.end());
+  save_npy(opts.check_dir + "/kiln_losses.npy", from_vector<float>(losses));
+  std::printf("%-18s %d steps in full f32: eager %.4f -> %.4f, compiled %.4f -> %.4f, within %.2g\n", name.c_str(),
+              kTrainSteps, eager.front(), eager.back(), compiled.front(), compiled.back(), diff);
+}
+
+Json measure_model(const std::string& name, const BenchOptions& opts, Json& breakdown, Json& top_steps) {
+  Device d = opts.device;
+  double infer_cold = 0;
+  Json j = Json::object();
+  j.set("name", name);
+  j.set("precision", "tf32");
+  {  // inference
+    NoGradGuard no_grad;
+    manual_seed(0);
+    zoo::ZooModel m = zoo::make_zoo_model(name, zoo::ZooSize::real, d);
+    TensorList in = m.make_inputs();
+    j.set("description", m.description);
+    double eager = device_ms([&] { m.forward(in); }, 2, 10, 0.5);
+    zoo::ZooFunction f = zoo::compile_zoo_model(m, {.backend = "halide", .name = m.name});
+    f(in);
+    cuda_synchronize(d.index);
+    double cold = infer_cold = zoo::compile_seconds(f.stats());
+    double compiled = device_ms([&] { f(in); }, 2, 10, 0.5);
+    j.set("kiln_eager_ms", eager);
+    j.set("kiln_compiled_ms", compiled);
+    j.set("kernels", f.stats().kernels);
+    std::printf("%-18s inference: eager %.2f ms, compiled %.2f ms (%d kernels), compile %.2f s\n", name.c_str(), eager,
+                compiled, f.stats().kernels, cold);
+  }
+  j.set("kiln_compile_infer_warm_s", warm_compile_s(opts, name, false, 1));
+
+  EnableGradGuard grad;
+  Phase eager, compiled;
+  {
+    manual_seed(0);
+    zoo::ZooModel m = zoo::make_zoo_model(name, zoo::ZooSize::real, d);
+    TensorList in = m.make_inputs();
+    if (!opts.check_dir.empty() && name == "gpt2_small") write_check_files(m, in, opts.check_dir);
+    optim::AdamW opt(m.module->parameters(), {});
+    eager = run_steps(d, [&] { return train_step(m, opt, in); });
+  }
+  {
+    manual_seed(0);
+    zoo::ZooModel m = zoo::make_zoo_model(name, zoo::ZooSize::real, d);
+    TensorList in = m.make_inputs();
+    optim::AdamW opt(m.module->parameters(), {});
+    auto step = compile([&](std::vector<Tensor> xs) { return train_step(m, opt, xs); },
+                        {.backend = "halide", .name = name + " train step"});
+    compiled = run_steps(d, [&] { return step(in); });
+    compiled.compile_s = zoo::compile_seconds(step.stats());  // the first step compiled it
+    step_breakdown(name, d, [&] { step(in); }, breakdown, top_steps);
+  }
+  if (!opts.check_dir.empty() && name == "gpt2_small") check_loss_curves(name, opts, j);
+  double worst = losses_rel_diff(eager.losses, compiled.losses);
+  j.set("kiln_eager_train_ms", median_of(eager.step_ms));
+  j.set("kiln_compiled_train_ms", median_of(compiled.step_ms));
+  j.set("kiln_compile_cold_s", compiled.compile_s);
+  j.set("kiln_compile_infer_cold_s", infer_cold);
+  double warm = warm_compile_s(opts, name, true, 1);
+  j.set("kiln_compile_warm_s", warm);
+  j.set("kiln_peak_gb", gb(compiled.peak_bytes));
+  j.set("kiln_eager_peak_gb", gb(eager.peak_bytes));
+  Json el = Json::array(), cl = Json::array();
+  for (double l : eager.losses) el.push(l);
+  for (double l : compiled.losses) cl.push(l);
+  j.set("kiln_eager_losses", el);
+  j.set("kiln_compiled_losses", cl);
+  j.set("losses_max_rel_diff", worst);
+  std::printf("%-18s train step: eager %.2f ms, compiled %.2f ms, compile %.2f s cold, %.2f s warm; peak %.2f GB "
+              "eager, %.2f GB compiled; losses %.4f -> %.4f, eager vs compiled within %.2g\n",
+              name.c_str(), median_of(eager.step_ms), median_of(compiled.step_ms), compiled.compile_s, warm, gb(eager.peak_bytes), gb(compiled.peak_bytes),
+              compiled.losses.front(), compiled.losses.back(), worst);
+  return j;
+}
+
+}  // namespace
+
+int run_bench_gpu_real(const BenchOptions& opts) {
+  Device d = opts.device;
+  std::string cache_dir =
+      (std::filesystem::temp_directory_path() / ("kiln-bench-gpu-real-cache-" + std::to_string(::getpid()))).string();
+  std::filesystem::remove_all(cache_dir);
+  set_disk_cache_dir(cache_dir);
+  ::setenv("KILN_CACHE_DIR", cache_dir.c_str(), 1);  // for the fresh processes of the warm compiles
+  set_float32_matmul_precision(Float32MatmulPrecision::high);
+  double t0 = now_seconds();
+  compile([](const Tensor& x) { return x + 1.0; }, {.backend = "halide"})(full({4}, 1.0, {.device = d}));
+  std::printf("device %s, real sizes, TF32 matmuls; disk cache %s (Halide runtime and CUDA context in %.2f s)\n",
+              cuda_context(d.index).name.c_str(), cache_dir.c_str(), now_seconds() - t0);
+  Json report = Json::object();
+  report.set("suite", "gpu");
+  report.set("size", "real");
+  report.set("device", cuda_context(d.index).name);
+  report.set("precision", "tf32");
+  double copy = copy_gbps(d);
+  report.set("copy_gbps", copy);
+  auto save = [&] {
+    if (!opts.json_path.empty()) write_file_atomic(opts.json_path, report.dump());
+  };
+
+  std::printf("device-to-device copy: %.0f GB/s\n\n%-28s %-16s %13s %11s %8s\n", copy, "kernel", "shape",
+              "compiled GB/s", "eager GB/s", "of copy");
+  Json kernels = Json::array();
+  for (RealKernel& k : real_kernels(d)) {
+    if (!opts.filter.empty() && k.name.find(opts.filter) == std::string::npos) continue;
+    NoGradGuard no_grad;
+    std::vector<Tensor> in = k.inputs();
+    zoo::ZooFunction f(k.fn, {.backend = "halide", .name = k.name});
+    f(in);
+    double compiled = gbps(k.bytes, device_ms([&] { f(in); }, 3, 20, 0.2));
+    double eager = gbps(k.bytes, device_ms([&] { k.fn(in); }, 3, 20, 0.2));
+    std::printf("%-28s %-16s %13.0f %11.0f %8.2f\n", k.name.c_str(), to_string(k.shape).c_str(), compiled, eager,
+                compiled / copy);
+    Json j = Json::object();
+    j.set("name", k.name);
+    Json shape = Json::array();
+    for (int64_t s : k.shape) shape.push(s);
+    j.set("shape", shape);
+    j.set("bytes", k.bytes);
+    j.set("kiln_gbps", compiled);
+    j.set("kiln_eager_gbps", eager);
+    j.set("fraction_of_copy", compiled / copy);
+    kernels.push(j);
+  }
+  report.set("kernels", kernels);
+  save();
+
+  Json models = Json::array(), breakdown = Json::array(), top_steps = Json::array();
+  for (const std::string& name : zoo::zoo_names(zoo::ZooSize::real)) {
+    if (!opts.filter.empty() && name.find(opts.filter) == std::string::npos) continue;
+    models.push(measure_model(name, opts, breakdown, top_steps));
+    report.set("models", models);
+    report.set("step_breakdown", breakdown);
+    report.set("step_top", top_steps);
+    save();
+  }
+  report.set("models", models);
+  report.set("step_breakdown", breakdown);
+  report.set("step_top", top_steps);
+  save();
+  if (!opts.json_path.empty()) std::printf("wrote %s\n", opts.json_path.c_str());
+  std::filesystem::remove_all(cache_dir);
+  return 0;
+}
+
+}  // namespace kiln::bench
