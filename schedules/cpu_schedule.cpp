@@ -179,7 +179,11 @@ void schedule_root(const ScheduleRoot& root, const Shape& shape, Reduces reduces
     f.split(v[R - 1], to, t, int(std::min<int64_t>(rows_per_task, INT32_MAX)), TailStrategy::GuardWithIf);
     if (big && shape[0] > rows_per_task) f.parallel(to);
   } else {
+    // At most the loop's extent: Halide 14 lost the bound of a task split wider than an unrolled
+    // cat chunk (a 16-element cat of two 8-element chunks looped 16384 vectors in its second chunk,
+    // writing past its buffer: fuzz seed 456).
     int64_t tile = reduces == Reduces::columns ? 16 * lanes : std::max<int64_t>(lanes, kElementsPerTask / work);
+    if (cat.width > 0) tile = std::min(tile, std::max<int64_t>(lanes, loop_extent[0]));
     f.split(v[0], to, t, int(std::min<int64_t>(tile, INT32_MAX)), TailStrategy::GuardWithIf);
     if (big || reduces == Reduces::columns) f.parallel(to);
   }
