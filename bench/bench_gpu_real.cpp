@@ -22,6 +22,7 @@
 #include "bench/commands.h"
 #include "bench/gpu_timing.h"
 #include "bench/json.h"
+#include "bench/op_profile.h"
 #include "bench/real_kernels.h"
 #include "bench/timing.h"
 #include "bench/train_step.h"
@@ -75,6 +76,7 @@ struct Phase {
   std::vector<double> losses, step_ms;
   size_t peak_bytes = 0;
   double compile_s = 0;
+  uint64_t driver_allocations = 0;  // cuMemAlloc calls in the timed (steady-state) steps
 };
 
 // kTrainSteps steps of `step` on the same batch: each step's device time (events, no host wait
@@ -86,11 +88,14 @@ Phase run_steps(Device d, const std::function<Tensor()>& step) {
   memory.reset_peak();
   CudaMarks marks(d.index);
   std::vector<Tensor> losses;
+  uint64_t allocations = 0;
   for (int i = 0; i < kTrainSteps; ++i) {
+    if (i == kTimedFrom) allocations = cuda_driver_allocations();
     marks.mark();
     losses.push_back(step());
     marks.mark();
   }
+  p.driver_allocations = cuda_driver_allocations() - allocations;
   std::vector<double> ms = marks.intervals_ms();
   for (size_t i = 0; i < ms.size(); i += 2)
     if (int(i / 2) >= kTimedFrom) p.step_ms.push_back(ms[i]);
@@ -121,7 +126,7 @@ void step_breakdown(const std::string& model, Device d, const std::function<void
     cuda_synchronize(d.index);
     waited = t.results();
   }
-  std::map<std::string, double> ms;
+  std::map<std::string, double> ms, host_ms;
   double inside = 0;
   struct Top {
     double own, idle;
@@ -133,6 +138,7 @@ void step_breakdown(const std::string& model, Device d, const std::function<void
                                                                        : normal[i].ms;
     double idle = normal[i].ms - own + normal[i].gap_before_ms;
     ms[normal[i].category] += own;
+    host_ms[normal[i].category] += normal[i].host_ms;
     ms["idle_gaps"] += idle;
     inside += normal[i].ms + normal[i].gap_before_ms;
     tops.push_back({own, idle, &normal[i]});
@@ -141,19 +147,22 @@ void step_breakdown(const std::string& model, Device d, const std::function<void
   std::sort(tops.begin(), tops.end(), [](const Top& a, const Top& b) { return a.own + a.idle > b.own + b.idle; });
   std::printf("  %s compiled step, its %zu graph steps; the costliest:\n", model.c_str(), normal.size());
   for (size_t i = 0; i < tops.size() && i < kTopSteps; ++i) {
-    std::printf("    %8.3f ms own %8.3f ms idle before  %-13s %s\n", tops[i].own, tops[i].idle,
-                tops[i].step->category.c_str(), tops[i].step->what.c_str());
+    std::printf("    %8.3f ms own %8.3f ms idle before %8.3f ms host  %-13s %s\n", tops[i].own, tops[i].idle,
+                tops[i].step->host_ms, tops[i].step->category.c_str(), tops[i].step->what.c_str());
     Json t = Json::object();
     t.set("model", model);
     t.set("what", tops[i].step->what);
     t.set("category", tops[i].step->category);
     t.set("ms", tops[i].own);
     t.set("idle_before_ms", tops[i].idle);
+    t.set("host_ms", tops[i].step->host_ms);
     top_steps.push(t);
   }
   ms["outside_graphs"] = std::max(0.0, total - inside);
   ms["total"] = total;
-  std::printf("  %s compiled step, device time by category (of %.2f ms):", model.c_str(), total);
+  std::printf("  %s compiled step, host time issuing the steps by category:", model.c_str());
+  for (const auto& [category, v] : host_ms) std::printf(" %s %.2f", category.c_str(), v);
+  std::printf("\n  %s compiled step, device time by category (of %.2f ms):", model.c_str(), total);
   for (const auto& [category, v] : ms) {
     if (category == "total") continue;
     std::printf(" %s %.2f", category.c_str(), v);
@@ -169,6 +178,31 @@ void step_breakdown(const std::string& model, Device d, const std::function<void
   r.set("ms", total);
   rows.push(r);
   std::printf("\n");
+}
+
+// Where one eager step spends its time, op by op: the device is waited for around each op, so an
+// op's time is its device time plus its host time.
+void eager_op_breakdown(const std::string& model, Device d, const std::function<void()>& step, Json& rows) {
+  OpProfile profile([d] { cuda_synchronize(d.index); });
+  cuda_synchronize(d.index);
+  double t0 = now_seconds();
+  {
+    DispatchModeGuard g(&profile);
+    step();
+  }
+  cuda_synchronize(d.index);
+  double total = now_seconds() - t0;
+  std::printf("  %s eager step op by op (waiting for the device around each op; an op that runs others is counted "
+              "under each name), %.2f ms:\n", model.c_str(), total * 1e3);
+  profile.print(total, 15);
+  for (const auto& [name, e] : profile.entries()) {
+    Json r = Json::object();
+    r.set("model", model);
+    r.set("op", name);
+    r.set("calls", double(e.calls));
+    r.set("ms", e.seconds * 1e3);
+    rows.push(r);
+  }
 }
 
 // gpt2_small's first step in full f32 for bench_real.py --check-dir: weights, batch, loss, gradients.
@@ -227,7 +261,8 @@ void check_loss_curves(const std::string& name, const BenchOptions& opts, Json& 
               kTrainSteps, eager.front(), eager.back(), compiled.front(), compiled.back(), diff);
 }
 
-Json measure_model(const std::string& name, const BenchOptions& opts, Json& breakdown, Json& top_steps) {
+Json measure_model(const std::string& name, const BenchOptions& opts, Json& breakdown, Json& top_steps,
+                   Json& eager_ops) {
   Device d = opts.device;
   double infer_cold = 0;
   Json j = Json::object();
@@ -262,6 +297,7 @@ Json measure_model(const std::string& name, const BenchOptions& opts, Json& brea
     if (!opts.check_dir.empty() && name == "gpt2_small") write_check_files(m, in, opts.check_dir);
     optim::AdamW opt(m.module->parameters(), {});
     eager = run_steps(d, [&] { return train_step(m, opt, in); });
+    eager_op_breakdown(name, d, [&] { train_step(m, opt, in); }, eager_ops);
   }
   {
     manual_seed(0);
@@ -284,6 +320,8 @@ Json measure_model(const std::string& name, const BenchOptions& opts, Json& brea
   j.set("kiln_compile_warm_s", warm);
   j.set("kiln_peak_gb", gb(compiled.peak_bytes));
   j.set("kiln_eager_peak_gb", gb(eager.peak_bytes));
+  j.set("kiln_eager_driver_allocations", double(eager.driver_allocations));
+  j.set("kiln_compiled_driver_allocations", double(compiled.driver_allocations));
   Json el = Json::array(), cl = Json::array();
   for (double l : eager.losses) el.push(l);
   for (double l : compiled.losses) cl.push(l);
@@ -294,6 +332,9 @@ Json measure_model(const std::string& name, const BenchOptions& opts, Json& brea
               "eager, %.2f GB compiled; losses %.4f -> %.4f, eager vs compiled within %.2g\n",
               name.c_str(), median_of(eager.step_ms), median_of(compiled.step_ms), compiled.compile_s, warm, gb(eager.peak_bytes), gb(compiled.peak_bytes),
               compiled.losses.front(), compiled.losses.back(), worst);
+  std::printf("%-18s cuMemAlloc calls in %d steady-state steps: eager %llu, compiled %llu\n", name.c_str(),
+              kTrainSteps - kTimedFrom, static_cast<unsigned long long>(eager.driver_allocations),
+              static_cast<unsigned long long>(compiled.driver_allocations));
   return j;
 }
 
@@ -349,18 +390,20 @@ int run_bench_gpu_real(const BenchOptions& opts) {
   report.set("kernels", kernels);
   save();
 
-  Json models = Json::array(), breakdown = Json::array(), top_steps = Json::array();
+  Json models = Json::array(), breakdown = Json::array(), top_steps = Json::array(), eager_ops = Json::array();
   for (const std::string& name : zoo::zoo_names(zoo::ZooSize::real)) {
     if (!opts.filter.empty() && name.find(opts.filter) == std::string::npos) continue;
-    models.push(measure_model(name, opts, breakdown, top_steps));
+    models.push(measure_model(name, opts, breakdown, top_steps, eager_ops));
     report.set("models", models);
     report.set("step_breakdown", breakdown);
     report.set("step_top", top_steps);
+    report.set("eager_step_ops", eager_ops);
     save();
   }
   report.set("models", models);
   report.set("step_breakdown", breakdown);
   report.set("step_top", top_steps);
+  report.set("eager_step_ops", eager_ops);
   save();
   if (!opts.json_path.empty()) std::printf("wrote %s\n", opts.json_path.c_str());
   std::filesystem::remove_all(cache_dir);

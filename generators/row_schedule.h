@@ -133,8 +133,8 @@ inline void schedule_rows(Halide::Func out, const RowLayout& L) {
 // walks the row with stride kGpuThreads (neighbouring threads read neighbouring elements when the
 // row is dense), reductions are rfactored into one partial result per thread in shared memory
 // and combined by one thread, and the row-wise output is written by all threads; pure per-row
-// Funcs (a row's value, a 1-D input such as layer_norm's weight) are computed by all threads too
-// (one thread computing the weight for every row ran layer_norm at 37 GB/s on an H200). Rows laid out
+// Funcs (a row's value) are computed by all threads too, and 1-D inputs (layer_norm's weight)
+// are read where they are used. Rows laid out
 // across memory (column reductions) are correct but read uncoalesced: the compiled path, which
 // knows the layout, schedules those as thread-per-row.
 inline constexpr int kGpuThreads = 256;
@@ -146,12 +146,19 @@ inline void schedule_rows_gpu(Halide::Func out, const RowLayout& L) {
   if (L.along) out.split(*L.along, co, ci, kGpuThreads, guard).reorder(ci, co, L.row).gpu_threads(ci);
   out.gpu_blocks(L.row);
   for (Func f : per_row_funcs(out, L.materialize_pure)) {
-    f.compute_at(out, L.row);
-    if (!f.has_update_definition()) {  // a row's value, or a whole 1-D input (weight): all threads
+    if (!f.has_update_definition()) {  // a row's value: all threads
+      // A 1-D input read as it is (layer_norm's weight and bias) stays inlined: staged per block in
+      // shared memory, f64 weight and bias of 4096 took 64 KB and the launch failed.
+      bool reads_a_reduction = false;
+      for (const auto& [name, callee] : Internal::find_transitive_calls(f.function()))
+        reads_a_reduction = reads_a_reduction || callee.has_update_definition();
+      if (!reads_a_reduction) continue;
+      f.compute_at(out, L.row);
       Var o("o"), i("i");
       f.split(f.args()[0], o, i, kGpuThreads, guard).gpu_threads(i);
       continue;
     }
+    f.compute_at(out, L.row);
     RVar ro("ro"), ri("ri");
     Var u("u");
     Func partials = f.update().split(f.rvars()[0], ro, ri, kGpuThreads, guard).rfactor(ri, u);

@@ -20,11 +20,18 @@ constexpr int64_t kFullPartials = 1 << 16;   // threads of a full reduction's fi
 constexpr int64_t kFewColumns = 1 << 17;     // column reductions with fewer outputs get split
 constexpr int64_t kColumnChunk = 256;        // rows per chunk of a split column reduction
 constexpr int64_t kRowCacheMax = 6144;       // rows this long (24 KiB of f32) are staged in shared memory
+constexpr int kWarpRows = 8;                 // rows per block when a warp reduces each row
+// A warp per row for rows this short (a block of 256 threads would idle), and for rows this long
+// when there are many (one H200, 2026-12-02: [1M, 64] softmax 154 -> 316 GB/s, [8192, 50304]
+// 1202 -> 1837; [65536, 1024] 2012 -> 1466 and [8192, 4096] 2653 -> 1490 got slower: a block
+// per row between them).
+constexpr int64_t kWarpRowMax = 256, kWarpRowMin = 16384, kWarpRowsMin = 2048;
 const TailStrategy kGuard = TailStrategy::GuardWithIf;
 
 struct RowTuning {
   int threads = kThreads;
   bool stage = false, vector = false;
+  int warp = -1;  // 1: a warp per row always, 0: never, -1: by the rows' count and length
 };
 
 const RowTuning& row_tuning() {
@@ -37,6 +44,7 @@ const RowTuning& row_tuning() {
     r.threads = std::clamp(env("KILN_GPU_ROW_THREADS", kThreads), kWarp, 1024);
     r.stage = env("KILN_GPU_ROW_STAGE", 0) != 0;
     r.vector = env("KILN_GPU_ROW_VECTOR", 0) != 0;
+    r.warp = std::clamp(env("KILN_GPU_ROW_WARP", -1), -1, 1);
     return r;
   }();
   return t;
@@ -140,12 +148,17 @@ void column_reduction(Func g, int64_t kept, int64_t length) {
 // is wider than 16 bytes (PTX's widest), when its innermost dim is a static multiple of that;
 // else 1. Regions with 8-byte values are not vectorized: Halide 14 + LLVM 14's NVPTX backend
 // crashed compiling arange(16) in i64 with 2 lanes (tests/schedules/test_gpu_schedule.cpp).
-int vector_lanes(const Graph& g, const Region& r, int value) {
+size_t widest_value(const Graph& g, const Region& r) {
   size_t widest = 1;
   for (int n : r.nodes) {
     for (int v : g.nodes[size_t(n)].inputs) widest = std::max(widest, itemsize(g.values[size_t(v)].meta.dtype));
     for (int v : g.nodes[size_t(n)].outputs) widest = std::max(widest, itemsize(g.values[size_t(v)].meta.dtype));
   }
+  return widest;
+}
+
+int vector_lanes(const Graph& g, const Region& r, int value) {
+  size_t widest = widest_value(g, r);
   int lanes = widest >= 8 ? 1 : int(std::min<size_t>(4, 16 / widest));
   const Value& val = g.values[size_t(value)];
   if (val.sym.empty() || lanes < 2) return 1;
@@ -200,6 +213,87 @@ bool stage_rows_in_shared_memory(const ScheduleRoot& root, const std::vector<Hal
   return staged;
 }
 
+// Consecutive elements a lane reads per step of a warp's row: up to 4 (16 bytes), fewer when the
+// row is shorter than a warp's step; 1 for 8-byte values (see vector_lanes).
+int warp_row_lanes(const Graph& g, const Region& r, int64_t length) {
+  size_t widest = widest_value(g, r);
+  int lanes = widest >= 8 ? 1 : int(std::min<size_t>(4, 16 / widest));
+  while (lanes > 1 && length < int64_t(kWarp) * lanes) lanes /= 2;
+  return lanes;
+}
+
+// Reduction g of a row, computed at loop `block` of f (kWarpRows rows) by the row's warp: each lane
+// sums `lanes` consecutive elements of every kWarp * lanes in registers (coalesced reads, no
+// shared memory), then lane 0 combines the warp's partials through warp shuffles into g, which
+// lives in shared memory for the whole block. g's rows run on threadIdx.y and a one-wide
+// threadIdx.x, so that the partials' lane loop (threadIdx.x) nests inside them. Reductions Halide
+// cannot split (not provably associative) run serially in lane 0.
+void warp_reduction(Func g, Func f, Var block, int lanes) {
+  g.compute_at(f, block);
+  std::vector<Var> gv = pure_vars(g);
+  Var gy("gy"), gl("gl");
+  auto rows_on_warps = [&](Stage s) {  // g's innermost row dim; outer ones (one row, mostly) loop
+    s.split(gv.at(0), gy, gl, 1, TailStrategy::RoundUp).gpu_threads(gl, gy);
+  };
+  rows_on_warps(g);
+  for (int u = 0; u < g.num_update_definitions(); ++u) {
+    if (u > 0 || g.rvars().empty()) {
+      rows_on_warps(g.update(u));
+      continue;
+    }
+    Func partials;
+    Var lane("lane"), lv("lv");
+    RVar ro("ro"), ri("ri"), rl("rl"), rv("rv");
+    try {
+      RVar r = fuse_all(g.update(), g.rvars());
+      partials = g.update().split(r, ro, ri, kWarp * lanes, kGuard).split(ri, rl, rv, lanes, kGuard).rfactor({{rl, lane}, {rv, lv}});
+    } catch (const CompileError&) {
+    }
+    rows_on_warps(g.update());
+    if (!partials.defined()) continue;
+    partials.compute_at(g, gy).gpu_lanes(lane);
+    partials.update().reorder(lv, ro, lane).gpu_lanes(lane);
+    if (lanes > 1) {
+      partials.vectorize(lv);
+      partials.update().vectorize(lv);
+    }
+  }
+}
+
+// A row-wise op or a row reduction with a warp per row and kWarpRows rows per block: the
+// reductions as warp_reduction, then (row-wise) each lane writes `lanes` consecutive elements of
+// every kWarp * lanes of its row; a row reduction's value is written by lane 0.
+void warp_rows(const Graph& g, const Region& r, const ScheduleRoot& root, std::vector<Var> v, bool row_wise,
+               int64_t length) {
+  Func f = root.func;
+  std::vector<Var> rows(v.begin() + (row_wise ? 1 : 0), v.end());
+  // Blocks of kWarpRows along the innermost row dim, by the other row dims fused (within a block
+  // they are one point: fused with the innermost, bounds inference would widen g's rows to the
+  // whole dim and launch a block of thousands of threads).
+  Var rb("rb"), ry("ry");
+  f.split(rows[0], rb, ry, kWarpRows, kGuard);
+  std::vector<Var> outer(rows.begin() + 1, rows.end());
+  int lanes = warp_row_lanes(g, r, length);
+  if (row_wise) {
+    Var co("co"), ci("ci"), lane("lane"), cv("cv");
+    f.split(v[0], co, ci, kWarp * lanes, kGuard).split(ci, lane, cv, lanes, kGuard).reorder(cv, co, lane, ry, rb);
+    if (lanes > 1) f.vectorize(cv);
+    f.gpu_lanes(lane).gpu_threads(ry);
+  } else {
+    Var fl("fl");
+    f.split(ry, ry, fl, 1, TailStrategy::RoundUp).gpu_threads(fl, ry);
+  }
+  if (outer.empty()) f.gpu_blocks(rb);
+  else f.gpu_blocks(rb, fuse_all(f, outer));
+  for (Func inner : root.inner) warp_reduction(inner, f, rb, lanes);
+}
+
+// Whether a row op runs a warp per row (rows <= kThreads long, or many rows) rather than a block.
+bool warp_per_row(int64_t rows, int64_t length) {
+  if (row_tuning().warp >= 0) return row_tuning().warp == 1;
+  return length <= kWarpRowMax || (length >= kWarpRowMin && rows >= kWarpRowsMin);
+}
+
 // Elements of the producing op's input per element of `value` (the row length of a reduction).
 int64_t reduction_length(const Graph& g, int value) {
   int p = g.values[size_t(value)].producer;
@@ -220,7 +314,8 @@ void schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, co
   f.compute_root();
   const Shape& shape = g.values[size_t(root.value)].meta.shape;
   std::vector<Var> v = pure_vars(f);
-  Reduces kind = root.inner.empty() ? Reduces::nothing : reduction_kind(g, root.value);
+  const int reducing = reducing_value(g, root);
+  Reduces kind = root.inner.empty() ? Reduces::nothing : reduction_kind(g, reducing);
   if (kind == Reduces::nothing) {
     pointwise(f, vector_lanes(g, r, root.value));
     for (Func inner : root.inner) on_one_thread(inner);  // no such op lowers on CUDA; kept off the host
@@ -239,7 +334,7 @@ void schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, co
     }
     return;
   }
-  int64_t work = reduction_length(g, root.value);
+  int64_t work = reducing != root.value ? 1 : reduction_length(g, root.value);
   bool row_wise = work == 1;  // the output keeps the row (softmax, layer_norm): the row is v[0]
   int64_t length = row_wise ? row_length(g, root.value) : work;
   std::vector<Var> rows(v.begin() + (row_wise ? 1 : 0), v.end());
@@ -248,6 +343,11 @@ void schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, co
     f.split(v[0], block, along, int(std::clamp<int64_t>(length, 1, INT32_MAX)), kGuard);
     v[0] = along;
     rows = {block};
+  }
+  bool per_row = std::all_of(root.inner.begin(), root.inner.end(), [](const Func& g) { return g.dimensions() > 0; });
+  if (per_row && warp_per_row(numel(shape) / (row_wise ? length : 1), length)) {
+    warp_rows(g, r, root, v, row_wise, length);
+    return;
   }
   if (length <= kThreadPerRowMax) {
     // One thread per row; a row-wise output's row loop runs inside the thread.
@@ -278,7 +378,7 @@ void schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, co
 std::string gpu_schedule_tuning() {
   const RowTuning& t = row_tuning();
   return "row_threads=" + std::to_string(t.threads) + ",row_stage=" + std::to_string(t.stage) +
-         ",row_vector=" + std::to_string(t.vector);
+         ",row_vector=" + std::to_string(t.vector) + ",row_warp=" + std::to_string(t.warp);
 }
 
 void schedule_gpu(const Graph& g, const Region& r, LoweredRegion& lowered) {

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "dsl/error.h"
+#include "schedules/schedule_roots.h"
 #include "schedules/weight_packing.h"
 
 namespace kiln {
@@ -59,8 +60,10 @@ class Lowering {
       bool scalar = g_.values[size_t(v)].meta.shape.empty() && uses_[v] > 0;
       bool shared = is_pointwise(node) && node.op->family != KernelFamily::copy &&
                     (uses_[v] + (in_place ? 1 : 0) > 1 || scalar) && (scalar || !recomputed(node));
-      if (!is_pointwise(node) && node.op->schedule_class != ScheduleClass::view &&
-          node.op->schedule_class != ScheduleClass::creation) {
+      if (fused_into_reader(node)) {
+        out_.fused_row_ops[out_.values.at(v).func.name()] = v;
+      } else if (!is_pointwise(node) && node.op->schedule_class != ScheduleClass::view &&
+                 node.op->schedule_class != ScheduleClass::creation) {
         out_.materialized.push_back(out_.values.at(node.outputs[0]).func);
         stored_.insert(v);
       } else if (shared) {
@@ -452,6 +455,26 @@ class Lowering {
       int p = g_.values[size_t(u)].producer;
       return depth == 0 && p >= 0 && recomputed(g_.nodes[size_t(p)], depth + 1);
     });
+  }
+
+  // Whether a row op (softmax, a sum over the last dim kept as a dim) is left unstored, its pure
+  // Func inlined into its one reader: a pointwise op of the row op's input shape in this region.
+  // The reader's schedule then computes the row op's reductions row by row, just before it reads
+  // the row again (from cache), instead of a pass of its own over memory; a softmax's [rows, L]
+  // result is neither written nor read back (cross_entropy's backward on [8192, 50304] logits).
+  bool fused_into_reader(const GraphNode& node) const {
+    int v = node.outputs[0];
+    ScheduleClass c = node.op->schedule_class;
+    if ((c != ScheduleClass::reduction && c != ScheduleClass::normalization) || node.outputs.size() != 1 ||
+        node.inputs.empty() || uses_.count(v) == 0 || uses_.at(v) != 1 ||
+        std::find(r_.outputs.begin(), r_.outputs.end(), v) != r_.outputs.end() ||
+        out_.values.at(v).func.has_update_definition() || reduction_kind(g_, v) != Reduces::rows)
+      return false;
+    const Shape& row_shape = g_.values[size_t(node.inputs[0])].meta.shape;
+    const GraphNode& reader = g_.nodes[size_t(reader_.at(v))];
+    return !row_shape.empty() && is_pointwise(reader) && reader.op->family != KernelFamily::copy &&
+           g_.values[size_t(reader.outputs[0])].meta.shape == row_shape &&
+           g_.values[size_t(v)].meta.shape.size() == row_shape.size();
   }
 
   std::map<int, int> uses_;           // readers of each value inside the region

@@ -43,6 +43,9 @@ struct LoweredRegion {
   std::map<int, HalideTensor> values;      // every value of the region, by id
   std::vector<LoweredGemm> gemms;
   std::set<std::string> transposed_inputs;  // inputs whose innermost dim is not dense (their names)
+  // Row ops left unstored, inlined into their one pointwise reader (see lower_region.cpp): their
+  // Funcs' names -> their values. The reader's schedule computes their reductions row by row.
+  std::map<std::string, int> fused_row_ops;
 };
 
 // Whether the node is one pointwise expression of its inputs (unary, binary, where, cast, or a

@@ -97,24 +97,33 @@ Reduces reduction_kind(const Graph& g, int value) {
   }
 }
 
+int reducing_value(const Graph& g, const ScheduleRoot& root) {
+  int p = g.values[size_t(root.value)].producer;
+  bool pointwise = p >= 0 && is_pointwise(g.nodes[size_t(p)]);
+  return root.fused_row_op >= 0 && pointwise ? root.fused_row_op : root.value;
+}
+
 std::vector<ScheduleRoot> schedule_roots(const Region& r, const LoweredRegion& lowered) {
   std::vector<ScheduleRoot> roots;
-  for (size_t k = 0; k < r.outputs.size(); ++k) roots.push_back({lowered.outputs[k], r.outputs[k], {}, {}, -1, {}, -1});
+  for (size_t k = 0; k < r.outputs.size(); ++k) roots.push_back({lowered.outputs[k], r.outputs[k], {}, {}, -1, {}, -1, -1});
   std::set<std::string> stop;
   for (const ScheduleRoot& root : roots) stop.insert(root.func.name());
   for (const Func& m : lowered.materialized) {
     if (stop.count(m.name())) continue;  // already an output
     for (auto& [v, t] : lowered.values)
       if (t.func.name() == m.name()) {
-        roots.push_back({m, v, {}, {}, -1, {}, -1});
+        roots.push_back({m, v, {}, {}, -1, {}, -1, -1});
         stop.insert(m.name());
         break;
       }
   }
   for (const ImageParam& p : lowered.inputs) stop.insert(p.name());
   for (ScheduleRoot& root : roots)
-    for (Func c : calls_until(root.func, stop))
+    for (Func c : calls_until(root.func, stop)) {
       (c.has_update_definition() ? root.inner : root.inlined).push_back(c);
+      auto fused = lowered.fused_row_ops.find(c.name());
+      if (fused != lowered.fused_row_ops.end()) root.fused_row_op = fused->second;
+    }
   for (ScheduleRoot& root : roots) {
     root.transposed_dim = reads_across(root.func, lowered.transposed_inputs, &root);
     for (const Func& c : root.inlined)  // a transpose inside an inlined Func: its reader's dims are unknown here

@@ -19,6 +19,9 @@ struct ScheduleRoot {
   int transposed_dim = -1;
   Halide::Func read_across;  // the Func it reads so (when f calls it itself), and that Func's dim
   int read_across_dim = -1;  // f's innermost var walks
+  // A row op inlined into this Func (LoweredRegion::fused_row_ops) whose reductions it computes
+  // per row, or -1. The Func then keeps the row, as a softmax does.
+  int fused_row_op = -1;
 };
 
 std::vector<ScheduleRoot> schedule_roots(const Region& r, const LoweredRegion& lowered);
@@ -27,6 +30,10 @@ std::vector<ScheduleRoot> schedule_roots(const Region& r, const LoweredRegion& l
 // dim, or everything), across them (a reduced dim other than the last), or not at all.
 enum class Reduces { nothing, rows, columns };
 Reduces reduction_kind(const Graph& g, int value);
+
+// The value whose op decides how root's reductions walk memory: the row op fused into it when the
+// root's own op is pointwise, else the root's own value.
+int reducing_value(const Graph& g, const ScheduleRoot& root);
 
 // The pure vars of f, innermost first.
 std::vector<Halide::Var> pure_vars(const Halide::Func& f);

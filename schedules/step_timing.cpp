@@ -1,6 +1,7 @@
 #include "schedules/step_timing.h"
 
 #include <atomic>
+#include <chrono>
 #include <utility>
 
 #include "dsl/cuda/cuda_context.h"
@@ -19,6 +20,7 @@ struct StepTimer::State {
   bool synchronize;
   CudaMarks marks;
   std::vector<StepTime> steps;
+  std::chrono::steady_clock::time_point issued;
   State(int d, bool s) : device(d), synchronize(s), marks(d) {}
 };
 
@@ -38,9 +40,14 @@ void StepTimer::before(std::string category, std::string what) {
   if (state_->synchronize) cuda_synchronize(state_->device);
   state_->marks.mark();
   state_->steps.push_back({std::move(category), std::move(what), 0});
+  state_->issued = std::chrono::steady_clock::now();
 }
 
-void StepTimer::after() { state_->marks.mark(); }
+void StepTimer::after() {
+  state_->marks.mark();
+  state_->steps.back().host_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - state_->issued).count();
+}
 
 std::vector<StepTime> StepTimer::results() {
   std::vector<double> ms = state_->marks.intervals_ms();  // before/after pairs: even intervals are steps

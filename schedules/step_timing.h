@@ -19,6 +19,7 @@ struct StepTime {
   std::string what;      // "matmul", "a pipeline of 12 ops"
   double ms = 0;
   double gap_before_ms = 0;  // from the end of the previous step (host work between steps)
+  double host_ms = 0;        // the host's time to issue the step (launches, allocation, argument setup)
 };
 
 class StepTimer {

@@ -12,7 +12,9 @@
 
 namespace kiln {
 
-// kiln::Error when CUDA is unavailable. KILN_CUDA_CACHE_MB caps the cached bytes (default 16384).
+// kiln::Error when CUDA is unavailable. Freed blocks stay cached until an allocation fails (then
+// the cache is emptied and the allocation retried) or empty_cache(); KILN_CUDA_CACHE_MB caps the
+// cached bytes instead (frees past the cap go to cuMemFree, which waits for the device).
 CachingAllocator& cuda_caching_allocator(int index = 0);
 
 // Calls of cuMemAlloc made by kiln's allocator (not Halide's), for tests.

@@ -173,7 +173,7 @@ BOOST_AUTO_TEST_CASE(row_ops_and_row_reductions) {
   check_on_device(b.g, "layer_norm, sum, var, logsumexp, argmax over rows");
 }
 
-BOOST_AUTO_TEST_CASE(short_rows_run_a_thread_per_row) {  // tiny_gpt's sizes
+BOOST_AUTO_TEST_CASE(short_rows_run_a_warp_per_row) {  // tiny_gpt's sizes
   Builder b;
   int x = b.input({4, 16, 64}), w = b.input({64}), bias = b.input({64});
   int ln = b.op("layer_norm", {x, w, bias}, {{"normalized_shape", std::vector<int64_t>{64}}, {"eps", 1e-5}});
