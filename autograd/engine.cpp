@@ -1,6 +1,7 @@
 #include "autograd/engine.h"
 
 #include <unordered_map>
+#include <utility>
 #include <unordered_set>
 
 #include "autograd/grad_mode.h"
@@ -13,9 +14,28 @@ namespace kiln {
 
 namespace {
 
+thread_local BackwardNodeObserver* node_observer = nullptr;
+
+// Tells the observer, if any, about the node `name` for the scope's lifetime.
+class Observed {
+ public:
+  explicit Observed(const std::string& name) : name_(node_observer ? name : std::string()) {
+    if (node_observer) node_observer->before(name_);
+  }
+  ~Observed() {
+    if (node_observer) node_observer->after(name_);
+  }
+  Observed(const Observed&) = delete;
+  Observed& operator=(const Observed&) = delete;
+
+ private:
+  std::string name_;
+};
+
 Tensor accumulate(const Tensor& acc, const Tensor& g) { return acc.defined() ? add(acc, g) : g; }
 
 void accumulate_into_leaf(const std::shared_ptr<TensorImpl>& leaf, const Tensor& g) {
+  Observed observed("accumulate_grad");
   AutogradMeta& meta = *leaf->autograd;
   Tensor grad = g.dtype() == leaf->dtype ? g : g.to(leaf->dtype);
   meta.grad = meta.grad.defined() ? add(meta.grad, grad) : grad.contiguous();
@@ -41,6 +61,11 @@ std::vector<Node*> topological_order(Node* root) {
 }
 
 }  // namespace
+
+BackwardNodeObserver* set_backward_node_observer(BackwardNodeObserver* observer) {
+  std::swap(observer, node_observer);
+  return observer;
+}
 
 void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph, bool create_graph) {
   Edge edge = edge_of(root);
@@ -71,7 +96,11 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph,
   for (Node* node : topological_order(edge.node.get())) {
     auto it = pending.find(node);
     if (it == pending.end()) continue;  // no gradient reached it
-    TensorList grads = node->apply(it->second);
+    TensorList grads;
+    {
+      Observed observed(node->name());
+      grads = node->apply(it->second);
+    }
     pending.erase(it);
     for (size_t i = 0; i < node->next.size(); ++i) {
       const Edge& e = node->next[i];

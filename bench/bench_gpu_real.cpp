@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <map>
 
+#include "autograd/engine.h"
 #include "bench/commands.h"
 #include "bench/gpu_timing.h"
 #include "bench/json.h"
@@ -180,29 +181,73 @@ void step_breakdown(const std::string& model, Device d, const std::function<void
   std::printf("\n");
 }
 
-// Where one eager step spends its time, op by op: the device is waited for around each op, so an
-// op's time is its device time plus its host time.
+// The backward nodes of an eager step by name, each timed with the device waited for around it
+// (the backward runs with dispatch modes suspended, so OpProfile does not see its ops).
+class BackwardNodeTimes final : public BackwardNodeObserver {
+ public:
+  explicit BackwardNodeTimes(Device d) : d_(d) {}
+  void before(const std::string&) override {
+    cuda_synchronize(d_.index);
+    t0_ = now_seconds();
+  }
+  void after(const std::string& node) override {
+    cuda_synchronize(d_.index);
+    OpProfile::Entry& e = entries_[node];
+    e.calls += 1;
+    e.seconds += now_seconds() - t0_;
+  }
+  const std::map<std::string, OpProfile::Entry>& entries() const { return entries_; }
+
+ private:
+  Device d_;
+  double t0_ = 0;
+  std::map<std::string, OpProfile::Entry> entries_;
+};
+
+void print_entries(const std::map<std::string, OpProfile::Entry>& entries, double total_s, size_t max_rows) {
+  std::vector<std::pair<std::string, OpProfile::Entry>> rows(entries.begin(), entries.end());
+  std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second.seconds > b.second.seconds; });
+  if (rows.size() > max_rows) rows.resize(max_rows);
+  for (const auto& [name, e] : rows)
+    std::printf("    %-24s %6lld calls %10.3f ms %6.1f%%\n", name.c_str(), static_cast<long long>(e.calls),
+                e.seconds * 1e3, 100 * e.seconds / total_s);
+}
+
+// Where one eager step spends its time: the forward and the optimizer op by op, the backward node
+// by node, the device waited for around each (an op's time is its device time plus its host time).
 void eager_op_breakdown(const std::string& model, Device d, const std::function<void()>& step, Json& rows) {
   OpProfile profile([d] { cuda_synchronize(d.index); });
+  BackwardNodeTimes backward(d);
   cuda_synchronize(d.index);
   double t0 = now_seconds();
+  BackwardNodeObserver* saved = set_backward_node_observer(&backward);
   {
     DispatchModeGuard g(&profile);
     step();
   }
+  set_backward_node_observer(saved);
   cuda_synchronize(d.index);
   double total = now_seconds() - t0;
-  std::printf("  %s eager step op by op (waiting for the device around each op; an op that runs others is counted "
-              "under each name), %.2f ms:\n", model.c_str(), total * 1e3);
-  profile.print(total, 15);
-  for (const auto& [name, e] : profile.entries()) {
-    Json r = Json::object();
-    r.set("model", model);
-    r.set("op", name);
-    r.set("calls", double(e.calls));
-    r.set("ms", e.seconds * 1e3);
-    rows.push(r);
-  }
+  double nodes = 0;
+  for (const auto& [name, e] : backward.entries()) nodes += e.seconds;
+  std::printf("  %s eager step, %.2f ms with the device waited for around each op and backward node; backward "
+              "nodes %.2f ms:\n", model.c_str(), total * 1e3, nodes * 1e3);
+  print_entries(backward.entries(), total, 15);
+  std::printf("  forward and optimizer ops (an op that runs others is counted under each name):\n");
+  print_entries(profile.entries(), total, 15);
+  auto add = [&](const std::map<std::string, OpProfile::Entry>& entries, const char* kind) {
+    for (const auto& [name, e] : entries) {
+      Json r = Json::object();
+      r.set("model", model);
+      r.set("kind", kind);
+      r.set("name", name);
+      r.set("calls", double(e.calls));
+      r.set("ms", e.seconds * 1e3);
+      rows.push(r);
+    }
+  };
+  add(profile.entries(), "op");
+  add(backward.entries(), "backward_node");
 }
 
 // gpt2_small's first step in full f32 for bench_real.py --check-dir: weights, batch, loss, gradients.
@@ -365,8 +410,11 @@ int run_bench_gpu_real(const BenchOptions& opts) {
 
   std::printf("device-to-device copy: %.0f GB/s\n\n%-28s %-16s %13s %11s %8s\n", copy, "kernel", "shape",
               "compiled GB/s", "eager GB/s", "of copy");
+  KILN_CHECK(opts.only.empty() || opts.only == "kernels" || opts.only == "models",
+             "kiln bench gpu: --only takes kernels or models, not '", opts.only, "'");
   Json kernels = Json::array();
   for (RealKernel& k : real_kernels(d)) {
+    if (opts.only == "models") break;
     if (!opts.filter.empty() && k.name.find(opts.filter) == std::string::npos) continue;
     NoGradGuard no_grad;
     std::vector<Tensor> in = k.inputs();
@@ -392,6 +440,7 @@ int run_bench_gpu_real(const BenchOptions& opts) {
 
   Json models = Json::array(), breakdown = Json::array(), top_steps = Json::array(), eager_ops = Json::array();
   for (const std::string& name : zoo::zoo_names(zoo::ZooSize::real)) {
+    if (opts.only == "kernels") break;
     if (!opts.filter.empty() && name.find(opts.filter) == std::string::npos) continue;
     models.push(measure_model(name, opts, breakdown, top_steps, eager_ops));
     report.set("models", models);

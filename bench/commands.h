@@ -17,6 +17,7 @@ struct BenchOptions {
   bool train = false;              // bench models --train: training steps too
   std::string size = "bench";      // bench gpu --size bench|real: the zoo's tier (zoo::ZooSize)
   std::string check_dir;           // bench gpu --size real --check-dir DIR: files for the PyTorch check
+  std::string only;                // bench gpu --size real --only kernels|models: one half of the run
 };
 
 struct DemoOptions {

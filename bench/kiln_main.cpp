@@ -30,11 +30,13 @@ commands:
         single fused regions (rows, columns, transposes, a GEMM with its epilogue) compiled
         against eager: one line per schedule template case
   bench gpu [--device cuda[:N]] [--size bench|real] [--filter NAME] [--json FILE] [--check-dir DIR]
+            [--only kernels|models]
         on a CUDA device: copy bandwidth, fused pointwise / softmax / layer_norm kernels (GB/s,
         compiled and eager), every zoo model eager against compiled, host overhead per call;
         --size real: every GPU schedule class at real sizes, GPT-2 small (batch 8 x 1024) and
         the real-size MLP and transformer block, inference and training step, TF32, with compile
-        times, peak memory and a breakdown of the compiled step's device time
+        times, peak memory, a breakdown of the compiled step's device time and of the eager
+        step's time by op and backward node; --only runs the kernels or the models alone
   bench compile [--json FILE]
         host overhead of one call of a compiled function (guards, lookup, graph run)
   explain NAME [--dump DIR]
@@ -80,6 +82,7 @@ kiln::bench::BenchOptions parse_bench_options(const std::vector<std::string>& ar
     else if (opt == "--json") o.json_path = v;
     else if (opt == "--size") o.size = v;
     else if (opt == "--check-dir") o.check_dir = v;
+    else if (opt == "--only") o.only = v;
   }
   return o;
 }

@@ -224,7 +224,7 @@ int warp_row_lanes(const Graph& g, const Region& r, int64_t length) {
 
 // Reduction g of a row, computed at loop `block` of f (kWarpRows rows) by the row's warp: each lane
 // sums `lanes` consecutive elements of every kWarp * lanes in registers (coalesced reads, no
-// shared memory), then lane 0 combines the warp's partials through warp shuffles into g, which
+// shared memory), then its vector, then lane 0 combines the 32 lanes' sums through warp shuffles into g, which
 // lives in shared memory for the whole block. g's rows run on threadIdx.y and a one-wide
 // threadIdx.x, so that the partials' lane loop (threadIdx.x) nests inside them. Reductions Halide
 // cannot split (not provably associative) run serially in lane 0.
@@ -241,12 +241,15 @@ void warp_reduction(Func g, Func f, Var block, int lanes) {
       rows_on_warps(g.update(u));
       continue;
     }
-    Func partials;
-    Var lane("lane"), lv("lv");
+    // partials(lane, lv) sums the row's elements lane * lanes + lv of every kWarp * lanes; each
+    // lane's vector is summed in the lane (lane_sums) before lane 0 reads the 32 lanes' sums.
+    Func partials, lane_sums;
+    Var lane("lane"), lv("lv"), ls("ls");
     RVar ro("ro"), ri("ri"), rl("rl"), rv("rv");
     try {
       RVar r = fuse_all(g.update(), g.rvars());
       partials = g.update().split(r, ro, ri, kWarp * lanes, kGuard).split(ri, rl, rv, lanes, kGuard).rfactor({{rl, lane}, {rv, lv}});
+      if (lanes > 1) lane_sums = g.update().rfactor(rl, ls);
     } catch (const CompileError&) {
     }
     rows_on_warps(g.update());
@@ -256,6 +259,10 @@ void warp_reduction(Func g, Func f, Var block, int lanes) {
     if (lanes > 1) {
       partials.vectorize(lv);
       partials.update().vectorize(lv);
+    }
+    if (lane_sums.defined()) {
+      lane_sums.compute_at(g, gy).gpu_lanes(ls);
+      lane_sums.update().gpu_lanes(ls);
     }
   }
 }
