@@ -95,7 +95,7 @@ Tensor one_hot(const Tensor& indices, int64_t classes, DType dtype) {
   return eq(indices.unsqueeze(-1), range).to(dtype);
 }
 
-TensorList matmul_backward(const TensorList& in, const Tensor& g) {
+TensorList matmul_backward(const TensorList& in, const Tensor& g, const std::vector<bool>& need) {
   const Tensor &a = in[0], &b = in[1];
   Tensor A = a.dim() == 1 ? a.unsqueeze(0) : a;
   Tensor B = b.dim() == 1 ? b.unsqueeze(-1) : b;
@@ -103,7 +103,8 @@ TensorList matmul_backward(const TensorList& in, const Tensor& g) {
   if (a.dim() == 1) gs.insert(gs.end() - (b.dim() == 1 ? 0 : 1), 1);
   if (b.dim() == 1) gs.push_back(1);
   Tensor G = g.reshape(gs);
-  Tensor ga = sum_to(matmul(G, B.transpose(-1, -2)), A.shape()).reshape(a.shape());
+  Tensor ga = need[0] ? sum_to(matmul(G, B.transpose(-1, -2)), A.shape()).reshape(a.shape()) : Tensor();
+  if (!need[1]) return {ga, Tensor()};
   // b shared by every batch of a (a Linear on [B, T, C]): its gradient is one GEMM over all
   // B*T rows, not a GEMM per batch summed afterwards (B times the output, and short K).
   if (B.dim() == 2 && A.dim() > 2) {
@@ -119,8 +120,11 @@ struct Entry {
   Rule rule;
 };
 
-// in: inputs, out: outputs, g: output gradients, a: attributes.
-#define RULE [](const TensorList& in, const TensorList& out, const TensorList& g, const Attrs& a) -> TensorList
+// in: inputs, out: outputs, g: output gradients, a: attributes, need: which inputs want a gradient.
+#define RULE                                                                                    \
+  []([[maybe_unused]] const TensorList& in, [[maybe_unused]] const TensorList& out,            \
+     [[maybe_unused]] const TensorList& g, [[maybe_unused]] const Attrs& a,                    \
+     [[maybe_unused]] const std::vector<bool>& need) -> TensorList
 std::vector<Entry> rules() {
   return {
       {"neg", RULE { return {neg(g[0])}; }},
@@ -152,13 +156,17 @@ std::vector<Entry> rules() {
          Tensor cdf = where(eq(x, 0.0), 0.5, out[0] / where(eq(x, 0.0), 1.0, x));
          return {g[0] * (cdf + x * phi)};
        }},
-      {"add", RULE { return to_inputs(in, g[0], g[0]); }},
-      {"sub", RULE { return to_inputs(in, g[0], neg(g[0])); }},
-      {"mul", RULE { return to_inputs(in, g[0] * in[1], g[0] * in[0]); }},
-      {"div", RULE { return to_inputs(in, g[0] / in[1], -g[0] * in[0] / square(in[1])); }},
+      {"add", RULE { return to_inputs(in, need[0] ? g[0] : Tensor(), need[1] ? g[0] : Tensor()); }},
+      {"sub", RULE { return to_inputs(in, need[0] ? g[0] : Tensor(), need[1] ? neg(g[0]) : Tensor()); }},
+      {"mul", RULE {
+         return to_inputs(in, need[0] ? g[0] * in[1] : Tensor(), need[1] ? g[0] * in[0] : Tensor());
+       }},
+      {"div", RULE {
+         return to_inputs(in, need[0] ? g[0] / in[1] : Tensor(), need[1] ? -g[0] * in[0] / square(in[1]) : Tensor());
+       }},
       {"pow", RULE {
-         Tensor ga = g[0] * in[1] * pow(in[0], in[1] - 1.0);
-         Tensor gb = g[0] * out[0] * log(where(gt(in[0], 0.0), in[0], 1.0));
+         Tensor ga = need[0] ? g[0] * in[1] * pow(in[0], in[1] - 1.0) : Tensor();
+         Tensor gb = need[1] ? g[0] * out[0] * log(where(gt(in[0], 0.0), in[0], 1.0)) : Tensor();
          return to_inputs(in, ga, gb);
        }},
       // Ties split the gradient evenly. Written with where() rather than a 0/1 mask times 0.5:
@@ -172,8 +180,8 @@ std::vector<Entry> rules() {
          return to_inputs(in, where(lt(in[0], in[1]), g[0], tie), where(gt(in[0], in[1]), g[0], tie));
        }},
       {"where", RULE {
-         return {Tensor(), sum_to(where(in[0], g[0], 0.0), in[1].shape()),
-                 sum_to(where(in[0], 0.0, g[0]), in[2].shape())};
+         return {Tensor(), need[1] ? sum_to(where(in[0], g[0], 0.0), in[1].shape()) : Tensor(),
+                 need[2] ? sum_to(where(in[0], 0.0, g[0]), in[2].shape()) : Tensor()};
        }},
       {"cast", RULE { return {g[0].to(in[0].dtype())}; }},
       {"view", RULE { return {g[0].reshape(in[0].shape())}; }},
@@ -196,7 +204,7 @@ std::vector<Entry> rules() {
          double count = double(in[0].numel()) / double(std::max<int64_t>(out[0].numel(), 1));
          return {expand_reduced(g[0], in[0], a) / count};
        }},
-      {"matmul", RULE { return matmul_backward(in, g[0]); }},
+      {"matmul", RULE { return matmul_backward(in, g[0], need); }},
       {"max", RULE { return {extremum_backward(g[0], in[0], out[0], a)}; }},
       {"min", RULE { return {extremum_backward(g[0], in[0], out[0], a)}; }},
       {"var", RULE {

@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
       }
       if (sub == "regions") return kiln::bench::run_bench_regions(parse_bench_options(args, 2, {"--scheduler", "--filter", "--json"}));
       if (sub == "gpu") {
-        o = parse_bench_options(args, 2, {"--device", "--filter", "--json", "--size", "--check-dir"});
+        o = parse_bench_options(args, 2, {"--device", "--filter", "--json", "--size", "--check-dir", "--only"});
         o.self_path = self_path(argv[0]);
         return kiln::bench::run_bench_gpu(o);
       }

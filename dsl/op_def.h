@@ -59,10 +59,13 @@ using ShapeRule = std::function<std::vector<TensorMeta>(const std::vector<Tensor
 using PointwiseDef = std::function<Halide::Expr(const std::vector<Halide::Expr>&, const Attrs&)>;
 using HalideDef = std::function<std::vector<HalideTensor>(const std::vector<HalideTensor>&, const Attrs&)>;
 using ViewRule = std::function<ViewMeta(const ViewMeta& in, const Attrs&)>;
-// grads of the outputs -> grads of the inputs (an undefined Tensor where none flows).
+// grads of the outputs -> grads of the inputs (an undefined Tensor where none flows). `needed[i]`
+// says whether input i wants a gradient: a rule may skip the others (PyTorch's
+// needs_input_grad; the gradient of a 0-d constant such as attention's scale is a full
+// reduction of the scores).
 using DerivativeRule = std::function<std::vector<Tensor>(
     const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
-    const std::vector<Tensor>& grad_outputs, const Attrs&)>;
+    const std::vector<Tensor>& grad_outputs, const Attrs&, const std::vector<bool>& needed)>;
 
 struct OpDef {
   std::string name;

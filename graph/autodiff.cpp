@@ -44,7 +44,9 @@ TensorList record_gradients(Tracer& tracer, const std::vector<int>& roots, const
     TensorList in, out;
     for (int v : node.inputs) in.push_back(tracer.symbolic(v));
     for (int v : node.outputs) out.push_back(tracer.symbolic(v));
-    TensorList grads = node.op->derivative(in, out, grad_outputs, node.attrs);
+    std::vector<bool> needed;
+    for (int v : node.inputs) needed.push_back(carries[size_t(v)]);
+    TensorList grads = node.op->derivative(in, out, grad_outputs, node.attrs, needed);
     for (size_t i = 0; i < grads.size() && i < node.inputs.size(); ++i)
       if (grads[i].defined() && carries[size_t(node.inputs[i])]) accumulate(node.inputs[i], grads[i]);
     for (int v : node.outputs) grad.erase(v);

@@ -125,3 +125,43 @@ BOOST_AUTO_TEST_CASE(mlp_learns_a_known_function) {
   BOOST_TEST(last < 0.01);
   BOOST_TEST(last < 0.1 * first);
 }
+
+// A rule skips the inputs that want no gradient (the scale and the mask fill of attention are
+// 0-d constants: their gradients were full reductions of the scores), and the gradients it
+// still computes are the ones it computes when every input wants one.
+BOOST_AUTO_TEST_CASE(rules_skip_inputs_that_need_no_gradient) {
+  Tensor a = random_tensor({4, 3}, f64, 11), c = random_tensor({}, f64, 12), g = random_tensor({4, 3}, f64, 13);
+  for (const char* name : {"add", "sub", "mul", "div", "pow"}) {
+    const OpDef& def = op_def(name);
+    Tensor x = name == std::string("pow") ? abs(a) + 0.5 : a;
+    Tensor out = dispatch(def, {x, c}, {})[0];
+    TensorList both = def.derivative({x, c}, {out}, {g}, {}, {true, true});
+    TensorList first = def.derivative({x, c}, {out}, {g}, {}, {true, false});
+    TensorList second = def.derivative({x, c}, {out}, {g}, {}, {false, true});
+    BOOST_TEST_CONTEXT(name) {
+      BOOST_TEST(both[1].defined());
+      BOOST_TEST(!first[1].defined());
+      BOOST_TEST(!second[0].defined());
+      check_close(first[0], host_values(both[0]), {4, 3}, std::string(name) + " d/dx alone");
+      check_close(second[1], host_values(both[1]), {}, std::string(name) + " d/dc alone");
+    }
+  }
+  Tensor mask = gt(a, 0.0), fill = full({}, -1e9, {.dtype = f64});
+  Tensor w = where(mask, a, fill);
+  TensorList grads = op_def("where").derivative({mask, a, fill}, {w}, {g}, {}, {false, true, false});
+  BOOST_TEST(!grads[2].defined());
+  std::vector<double> gv = host_values(g), mv = host_values(mask.to(f64)), want;
+  for (size_t i = 0; i < gv.size(); ++i) want.push_back(mv[i] != 0 ? gv[i] : 0.0);
+  check_close(grads[1], want, {4, 3}, "where d/da");
+  Tensor x = random_tensor({5, 4}, f64, 14), wt = random_tensor({4, 3}, f64, 15);
+  Tensor gy = random_tensor({5, 3}, f64, 17);
+  TensorList mm = op_def("matmul").derivative({x, wt}, {matmul(x, wt)}, {gy}, {}, {false, true});
+  TensorList mm_both = op_def("matmul").derivative({x, wt}, {matmul(x, wt)}, {gy}, {}, {true, true});
+  BOOST_TEST(!mm[0].defined());
+  check_close(mm[1], host_values(mm_both[1]), {4, 3}, "matmul d/dw alone");
+  // Through the engine: a constant operand gets no gradient, the other the right one.
+  Tensor p = random_tensor({4, 3}, f64, 16).requires_grad_();
+  (p * c).sum().backward();
+  std::vector<double> cv = host_values(c), pg(12, cv[0]);
+  check_close(p.grad(), pg, {4, 3}, "d/dp sum(p * c)");
+}

@@ -1,7 +1,9 @@
 // Fusion plans (schedules/fusion.h): long runs of independent update chains (an optimizer's
 // parameters) split into several pipelines, each chain whole: no pipeline reads a full-size value
-// that another pipeline made, wherever the split lands.
+// that another pipeline made, wherever the split lands; row ops read once by a pointwise op are
+// inlined into it (lower_region.h: LoweredRegion::fused_row_ops).
 #include "schedules/fusion.h"
+#include "schedules/lower_region.h"
 
 #include <set>
 
@@ -67,4 +69,44 @@ BOOST_AUTO_TEST_CASE(independent_chains_split_only_where_their_values_are_dead) 
     BOOST_TEST((ops <= 32 || regions > 1), "chains of " << length << ": " << regions << " regions");
     BOOST_TEST(regions <= 6, "chains of " << length << ": " << regions << " regions");
   }
+}
+
+// A row op read by one pointwise op of its input's shape is not stored: its Func is inlined into
+// the reader, whose schedule computes the row op's reductions (cross_entropy's backward: the
+// softmax of the logits, then the one-hot subtraction; softmax's backward: the row sum of y * dy,
+// then the subtraction). A row op that is a region output, or read twice, is stored as before.
+BOOST_AUTO_TEST_CASE(row_ops_read_once_fuse_into_their_reader) {
+  Builder b;
+  Attrs last{{"dim", int64_t(-1)}};
+  int logits = b.input({6, 40}), y = b.input({6, 40}), dy = b.input({6, 40});
+  int p = b.g.add_inferred_node(op_def("softmax"), last, {logits})[0];
+  int grad = b.op("sub", {p, b.scalar(0.25)});
+  int row_sum = b.g.add_inferred_node(op_def("sum"), {{"dims", std::vector<int64_t>{-1}}, {"keepdim", true}},
+                                      {b.op("mul", {y, dy})})[0];
+  int dx = b.op("mul", {y, b.op("sub", {dy, row_sum})});
+  int q = b.g.add_inferred_node(op_def("softmax"), last, {y})[0];  // read twice: stored
+  b.g.outputs = {grad, dx, b.op("add", {q, q}), b.op("mul", {q, b.scalar(3.0)})};
+  std::vector<PlannedStep> plan = plan_fusion(b.g);
+  BOOST_REQUIRE_EQUAL(plan.size(), 1u);
+  LoweredRegion lowered = lower_region(b.g, plan[0].region);
+  std::set<int> fused;
+  for (const auto& [name, v] : lowered.fused_row_ops) fused.insert(v);
+  BOOST_TEST((fused == std::set<int>{p, row_sum}));
+  for (const Halide::Func& m : lowered.materialized)
+    BOOST_TEST(m.name() != lowered.values.at(p).func.name());
+
+  // Compiled on the halide backend, against eager.
+  auto fn = [](const Tensor& l, const Tensor& yy, const Tensor& d) {
+    Tensor s = softmax(yy, -1);
+    return std::make_tuple(softmax(l, -1) - 0.25, yy * (d - (yy * d).sum({-1}, true)), s + s, s * 3.0);
+  };
+  auto f = compile(fn, {.backend = "halide"});
+  Tensor l = kiln::test::random_tensor({6, 40}, f32, 21), yy = kiln::test::random_tensor({6, 40}, f32, 22),
+         d = kiln::test::random_tensor({6, 40}, f32, 23);
+  auto [g1, g2, g3, g4] = f(l, yy, d);
+  auto [e1, e2, e3, e4] = fn(l, yy, d);
+  kiln::test::check_close(g1, kiln::test::host_values(e1), {6, 40}, "softmax - 0.25");
+  kiln::test::check_close(g2, kiln::test::host_values(e2), {6, 40}, "softmax backward");
+  kiln::test::check_close(g3, kiln::test::host_values(e3), {6, 40}, "softmax read twice");
+  kiln::test::check_close(g4, kiln::test::host_values(e4), {6, 40}, "softmax read twice, second reader");
 }
