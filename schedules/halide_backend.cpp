@@ -32,6 +32,7 @@
 #include "schedules/jit_target.h"
 #include "schedules/lower_region.h"
 #include "schedules/pipeline_memory.h"
+#include "schedules/region_signature.h"
 #include "schedules/schedule_source.h"
 #include "schedules/shared_library.h"
 #include "schedules/step_timing.h"
@@ -425,22 +426,41 @@ std::string graph_key(const Graph& g, const std::string& plan, const BackendOpti
   return cache_key({os.str(), options.scheduler, aot_target(cuda).to_string(), cuda ? gpu_schedule_tuning() : ""});
 }
 
-// Compiles the regions into one shared library in the disk cache (unless it is there already)
-// and points each region step at its function.
+// The region steps, in order.
+std::vector<Step*> region_steps(std::vector<Step>& steps) {
+  std::vector<Step*> out;
+  for (Step& s : steps)
+    if (s.node < 0) out.push_back(&s);
+  return out;
+}
+
+// For each region step, the first one that lowers to the same pipeline (region_signature.h).
+std::vector<int> same_pipelines(const Graph& g, const std::vector<Step*>& regions) {
+  std::vector<const Region*> rs;
+  for (const Step* s : regions) rs.push_back(&s->region);
+  return first_with_same_signature(g, rs);
+}
+
+// Compiles the regions into one shared library in the disk cache (unless it is there already),
+// one function per distinct pipeline, and points each region step at its function.
 std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, const std::string& plan, std::vector<Step>& steps,
                                              const BackendOptions& options) {
   auto t0 = std::chrono::steady_clock::now();
   std::string key = graph_key(g, plan, options);
   std::string path = find_cache_entry(key, ".so");
   bool hit = !path.empty();
+  std::vector<Step*> all = region_steps(steps);
+  std::vector<int> first = same_pipelines(g, all);
+  int unique = 0;
+  for (size_t i = 0; i < all.size(); ++i) unique += first[i] == int(i);
   if (!hit) {
     static std::atomic<int> counter{0};
     auto dir = std::filesystem::temp_directory_path() /
                ("kiln-build-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
     std::filesystem::create_directories(dir);
-    std::vector<Step*> regions;
-    for (Step& s : steps)
-      if (s.node < 0) regions.push_back(&s);
+    std::vector<Step*> regions;  // one per signature: the others call its function
+    for (size_t i = 0; i < all.size(); ++i)
+      if (first[i] == int(i)) regions.push_back(all[i]);
     std::vector<std::string> objects(regions.size());
     // Regions compile side by side (separate Halide pipelines; kiln's scheduler only: Halide's
     // autoschedulers are plugins with state of their own).
@@ -482,16 +502,18 @@ std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, const std::string& 
     std::filesystem::remove_all(dir);
   } else if (!debug_dir().empty()) {
     int index = 0;
-    for (Step& s : steps)
-      if (s.node < 0) build_region(g, s, options, index++);
+    for (size_t i = 0; i < all.size(); ++i)
+      if (first[i] == int(i)) build_region(g, *all[i], options, index++);
   }
   auto library = std::make_shared<SharedLibrary>(path);
-  int index = 0;
-  for (Step& s : steps)
-    if (s.node < 0) s.function = library->function(function_name(index++));
-  log_line(LogChannel::output_code, "halide: " + std::to_string(index) + " pipelines " +
-                                        (hit ? "loaded from the disk cache: " : "compiled into ") + path + " in " +
-                                        std::to_string(int(ms_since(t0))) + " ms");
+  std::vector<int> function_of(all.size());  // the function index of each region: its signature's
+  for (size_t i = 0, index = 0; i < all.size(); ++i) {
+    function_of[i] = first[i] == int(i) ? int(index++) : function_of[size_t(first[i])];
+    all[i]->function = library->function(function_name(function_of[i]));
+  }
+  log_line(LogChannel::output_code, "halide: " + std::to_string(all.size()) + " regions, " + std::to_string(unique) +
+                                        " distinct pipelines " + (hit ? "loaded from the disk cache: " : "compiled into ") +
+                                        path + " in " + std::to_string(int(ms_since(t0))) + " ms");
   return library;
 }
 
@@ -548,9 +570,16 @@ class HalideBackend final : public Backend {
     }
     KILN_CHECK(!any_region || !graph_on_cuda(*g), "halide backend: CUDA graphs are compiled through the disk cache, which "
                "KILN_CACHE=0 turns off (point KILN_CACHE_DIR at a scratch folder instead)");
+    std::vector<Step*> all = region_steps(steps);
+    std::vector<int> first = same_pipelines(*g, all);
     int index = 0;
-    for (Step& s : steps) {
-      if (s.node >= 0) continue;
+    for (size_t i = 0; i < all.size(); ++i) {
+      Step& s = *all[i];
+      if (first[i] != int(i)) {  // the same pipeline as an earlier region: its handles
+        s.lowered = all[size_t(first[i])]->lowered;
+        s.pipeline = all[size_t(first[i])]->pipeline;
+        continue;
+      }
       build_region(*g, s, options, index++);
       s.pipeline.jit_handlers().custom_malloc = [](Halide::JITUserContext* c, size_t n) { return pipeline_malloc(c, n); };
       s.pipeline.jit_handlers().custom_free = [](Halide::JITUserContext* c, void* p) { pipeline_free(c, p); };
