@@ -472,9 +472,24 @@ class Lowering {
       return false;
     const Shape& row_shape = g_.values[size_t(node.inputs[0])].meta.shape;
     const GraphNode& reader = g_.nodes[size_t(reader_.at(v))];
-    return !row_shape.empty() && is_pointwise(reader) && reader.op->family != KernelFamily::copy &&
-           g_.values[size_t(reader.outputs[0])].meta.shape == row_shape &&
-           g_.values[size_t(v)].meta.shape.size() == row_shape.size();
+    if (row_shape.empty() || !is_pointwise(reader) || reader.op->family == KernelFamily::copy ||
+        g_.values[size_t(reader.outputs[0])].meta.shape != row_shape ||
+        g_.values[size_t(v)].meta.shape.size() != row_shape.size())
+      return false;
+    // From the reader on, a chain of values each read once, by a pointwise op or a view, must end
+    // at a region output that nothing in the region reads: then that output's Func alone reaches
+    // the row op's reductions. Pointwise values are inlined into every reader, stored or not, so a
+    // value read twice, or an output read again, would put them into two stored Funcs (fuzz seed
+    // 3000001: a mean's x - mean, a region output, read again by the variance's sum).
+    for (int u = reader.outputs[0];;) {
+      int readers = uses_.count(u) ? uses_.at(u) : 0;
+      if (std::find(r_.outputs.begin(), r_.outputs.end(), u) != r_.outputs.end()) return readers == 0;
+      if (readers != 1) return false;
+      const GraphNode& next = g_.nodes[size_t(reader_.at(u))];
+      bool pointwise = is_pointwise(next) && next.op->family != KernelFamily::copy;
+      if ((!pointwise && next.op->schedule_class != ScheduleClass::view) || next.outputs.size() != 1) return false;
+      u = next.outputs[0];
+    }
   }
 
   std::map<int, int> uses_;           // readers of each value inside the region
