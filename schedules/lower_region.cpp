@@ -476,7 +476,7 @@ class Lowering {
         g_.values[size_t(reader.outputs[0])].meta.shape != row_shape ||
         g_.values[size_t(v)].meta.shape.size() != row_shape.size())
       return false;
-    // From the reader on, a chain of values each read once, by a pointwise op or a view, must end
+    // From the reader on, a chain of values each read once, by a pointwise op, a copy or a view, must end
     // at a region output that nothing in the region reads: then that output's Func alone reaches
     // the row op's reductions. Pointwise values are inlined into every reader, stored or not, so a
     // value read twice, or an output read again, would put them into two stored Funcs (fuzz seed
@@ -485,9 +485,8 @@ class Lowering {
       int readers = uses_.count(u) ? uses_.at(u) : 0;
       if (std::find(r_.outputs.begin(), r_.outputs.end(), u) != r_.outputs.end()) return readers == 0;
       if (readers != 1) return false;
-      const GraphNode& next = g_.nodes[size_t(reader_.at(u))];
-      bool pointwise = is_pointwise(next) && next.op->family != KernelFamily::copy;
-      if ((!pointwise && next.op->schedule_class != ScheduleClass::view) || next.outputs.size() != 1) return false;
+      const GraphNode& next = g_.nodes[size_t(reader_.at(u))];  // a copy too: softmax's backward goes on transposed
+      if ((!is_pointwise(next) && next.op->schedule_class != ScheduleClass::view) || next.outputs.size() != 1) return false;
       u = next.outputs[0];
     }
   }
