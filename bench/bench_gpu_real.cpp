@@ -204,15 +204,6 @@ class BackwardNodeTimes final : public BackwardNodeObserver {
   std::map<std::string, OpProfile::Entry> entries_;
 };
 
-void print_entries(const std::map<std::string, OpProfile::Entry>& entries, double total_s, size_t max_rows) {
-  std::vector<std::pair<std::string, OpProfile::Entry>> rows(entries.begin(), entries.end());
-  std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second.seconds > b.second.seconds; });
-  if (rows.size() > max_rows) rows.resize(max_rows);
-  for (const auto& [name, e] : rows)
-    std::printf("    %-24s %6lld calls %10.3f ms %6.1f%%\n", name.c_str(), static_cast<long long>(e.calls),
-                e.seconds * 1e3, 100 * e.seconds / total_s);
-}
-
 // Where one eager step spends its time: the forward and the optimizer op by op, the backward node
 // by node, the device waited for around each (an op's time is its device time plus its host time).
 void eager_op_breakdown(const std::string& model, Device d, const std::function<void()>& step, Json& rows) {
@@ -232,9 +223,9 @@ void eager_op_breakdown(const std::string& model, Device d, const std::function<
   for (const auto& [name, e] : backward.entries()) nodes += e.seconds;
   std::printf("  %s eager step, %.2f ms with the device waited for around each op and backward node; backward "
               "nodes %.2f ms:\n", model.c_str(), total * 1e3, nodes * 1e3);
-  print_entries(backward.entries(), total, 15);
+  OpProfile::print(backward.entries(), total, 15, "backward node");
   std::printf("  forward and optimizer ops (an op that runs others is counted under each name):\n");
-  print_entries(profile.entries(), total, 15);
+  profile.print(total, 15);
   auto add = [&](const std::map<std::string, OpProfile::Entry>& entries, const char* kind) {
     for (const auto& [name, e] : entries) {
       Json r = Json::object();

@@ -19,10 +19,13 @@ TensorList OpProfile::call(const OpDef& def, const TensorList& inputs, const Att
   return out;
 }
 
-void OpProfile::print(double total_seconds, size_t max_rows) const {
-  std::vector<std::pair<std::string, Entry>> rows(entries_.begin(), entries_.end());
+void OpProfile::print(double total_seconds, size_t max_rows) const { print(entries_, total_seconds, max_rows, "op"); }
+
+void OpProfile::print(const std::map<std::string, Entry>& entries, double total_seconds, size_t max_rows,
+                      const char* what) {
+  std::vector<std::pair<std::string, Entry>> rows(entries.begin(), entries.end());
   std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second.seconds > b.second.seconds; });
-  std::printf("  %-16s %8s %12s %8s\n", "op", "calls", "total (ms)", "share");
+  std::printf("  %-16s %8s %12s %8s\n", what, "calls", "total (ms)", "share");
   if (rows.size() > max_rows) rows.resize(max_rows);
   for (const auto& [name, e] : rows)
     std::printf("  %-16s %8lld %12.3f %7.1f%%\n", name.c_str(), static_cast<long long>(e.calls), e.seconds * 1e3,

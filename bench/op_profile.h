@@ -22,6 +22,10 @@ class OpProfile : public DispatchMode {
   TensorList call(const OpDef& def, const TensorList& inputs, const Attrs& attrs) override;
   const std::map<std::string, Entry>& entries() const { return entries_; }
   void print(double total_seconds, size_t max_rows = SIZE_MAX) const;
+  // A table of such entries (by name, the costliest first), as print() and the eager step's
+  // backward nodes in `kiln bench gpu --size real` show them; `what` heads the name column.
+  static void print(const std::map<std::string, Entry>& entries, double total_seconds, size_t max_rows,
+                    const char* what);
 
  private:
   std::function<void()> wait_;

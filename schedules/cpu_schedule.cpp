@@ -256,7 +256,7 @@ void schedule_cpu(const Graph& g, const Region& r, LoweredRegion& lowered) {
       schedule_gemm(root.func, *gemm);
     } else {
       bool overwrites = std::find(r.in_place.begin(), r.in_place.end(), root.value) != r.in_place.end();
-      schedule_root(root, g.values[size_t(root.value)].meta.shape, reduction_kind(g, reducing_value(g, root)),
+      schedule_root(root, g.values[size_t(root.value)].meta.shape, reduction_kind(g, reducing_value(root)),
                     work_per_element(g, root.value), cat_chunks(g, root.value), overwrites);
     }
   }

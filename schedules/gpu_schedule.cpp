@@ -22,9 +22,9 @@ constexpr int64_t kColumnChunk = 256;        // rows per chunk of a split column
 constexpr int64_t kRowCacheMax = 6144;       // rows this long (24 KiB of f32) are staged in shared memory
 constexpr int kWarpRows = 8;                 // rows per block when a warp reduces each row
 // A warp per row for rows this short (a block of 256 threads would idle), and for rows this long
-// when there are many (one H200, 2026-12-02: [1M, 64] softmax 154 -> 316 GB/s, [8192, 50304]
-// 1202 -> 1837; [65536, 1024] 2012 -> 1466 and [8192, 4096] 2653 -> 1490 got slower: a block
-// per row between them).
+// when there are many; a block per row between (one H200, 2026-12-02, softmax GB/s block -> warp:
+// [1M, 64] 154 -> 570, [8192, 50304] 1202 -> 1856, [8192, 4096] 2636 -> 1597; [65536, 1024]
+// 2035 -> 2496 also gains, but GPT-2's step with it is not measured yet).
 constexpr int64_t kWarpRowMax = 256, kWarpRowMin = 16384, kWarpRowsMin = 2048;
 const TailStrategy kGuard = TailStrategy::GuardWithIf;
 
@@ -148,18 +148,19 @@ void column_reduction(Func g, int64_t kept, int64_t length) {
 // is wider than 16 bytes (PTX's widest), when its innermost dim is a static multiple of that;
 // else 1. Regions with 8-byte values are not vectorized: Halide 14 + LLVM 14's NVPTX backend
 // crashed compiling arange(16) in i64 with 2 lanes (tests/schedules/test_gpu_schedule.cpp).
-size_t widest_value(const Graph& g, const Region& r) {
+// The most consecutive elements per access the region's widest value allows: 16 bytes' worth,
+// or 1 with 8-byte values.
+int access_lanes(const Graph& g, const Region& r) {
   size_t widest = 1;
   for (int n : r.nodes) {
     for (int v : g.nodes[size_t(n)].inputs) widest = std::max(widest, itemsize(g.values[size_t(v)].meta.dtype));
     for (int v : g.nodes[size_t(n)].outputs) widest = std::max(widest, itemsize(g.values[size_t(v)].meta.dtype));
   }
-  return widest;
+  return widest >= 8 ? 1 : int(std::min<size_t>(4, 16 / widest));
 }
 
 int vector_lanes(const Graph& g, const Region& r, int value) {
-  size_t widest = widest_value(g, r);
-  int lanes = widest >= 8 ? 1 : int(std::min<size_t>(4, 16 / widest));
+  int lanes = access_lanes(g, r);
   const Value& val = g.values[size_t(value)];
   if (val.sym.empty() || lanes < 2) return 1;
   SymDim d = g.shape_env->canonical(val.sym.back());
@@ -216,8 +217,7 @@ bool stage_rows_in_shared_memory(const ScheduleRoot& root, const std::vector<Hal
 // Consecutive elements a lane reads per step of a warp's row: up to 4 (16 bytes), fewer when the
 // row is shorter than a warp's step; 1 for 8-byte values (see vector_lanes).
 int warp_row_lanes(const Graph& g, const Region& r, int64_t length) {
-  size_t widest = widest_value(g, r);
-  int lanes = widest >= 8 ? 1 : int(std::min<size_t>(4, 16 / widest));
+  int lanes = access_lanes(g, r);
   while (lanes > 1 && length < int64_t(kWarp) * lanes) lanes /= 2;
   return lanes;
 }
@@ -295,7 +295,7 @@ void warp_rows(const Graph& g, const Region& r, const ScheduleRoot& root, std::v
   for (Func inner : root.inner) warp_reduction(inner, f, rb, lanes);
 }
 
-// Whether a row op runs a warp per row (rows <= kThreads long, or many rows) rather than a block.
+// Whether a row op runs a warp per row (rows of at most kWarpRowMax, or many long rows) rather than a block.
 bool warp_per_row(int64_t rows, int64_t length) {
   if (row_tuning().warp >= 0) return row_tuning().warp == 1;
   return length <= kWarpRowMax || (length >= kWarpRowMin && rows >= kWarpRowsMin);
@@ -321,7 +321,7 @@ void schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, co
   f.compute_root();
   const Shape& shape = g.values[size_t(root.value)].meta.shape;
   std::vector<Var> v = pure_vars(f);
-  const int reducing = reducing_value(g, root);
+  const int reducing = reducing_value(root);
   Reduces kind = root.inner.empty() ? Reduces::nothing : reduction_kind(g, reducing);
   if (kind == Reduces::nothing) {
     pointwise(f, vector_lanes(g, r, root.value));

@@ -451,8 +451,6 @@ std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, const std::string& 
   bool hit = !path.empty();
   std::vector<Step*> all = region_steps(steps);
   std::vector<int> first = same_pipelines(g, all);
-  int unique = 0;
-  for (size_t i = 0; i < all.size(); ++i) unique += first[i] == int(i);
   if (!hit) {
     static std::atomic<int> counter{0};
     auto dir = std::filesystem::temp_directory_path() /
@@ -507,11 +505,12 @@ std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, const std::string& 
   }
   auto library = std::make_shared<SharedLibrary>(path);
   std::vector<int> function_of(all.size());  // the function index of each region: its signature's
-  for (size_t i = 0, index = 0; i < all.size(); ++i) {
-    function_of[i] = first[i] == int(i) ? int(index++) : function_of[size_t(first[i])];
+  int distinct = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    function_of[i] = first[i] == int(i) ? distinct++ : function_of[size_t(first[i])];
     all[i]->function = library->function(function_name(function_of[i]));
   }
-  log_line(LogChannel::output_code, "halide: " + std::to_string(all.size()) + " regions, " + std::to_string(unique) +
+  log_line(LogChannel::output_code, "halide: " + std::to_string(all.size()) + " regions, " + std::to_string(distinct) +
                                         " distinct pipelines " + (hit ? "loaded from the disk cache: " : "compiled into ") +
                                         path + " in " + std::to_string(int(ms_since(t0))) + " ms");
   return library;

@@ -97,10 +97,8 @@ Reduces reduction_kind(const Graph& g, int value) {
   }
 }
 
-int reducing_value(const Graph& g, const ScheduleRoot& root) {
-  int p = g.values[size_t(root.value)].producer;
-  bool pointwise = p >= 0 && is_pointwise(g.nodes[size_t(p)]);
-  return root.fused_row_op >= 0 && pointwise ? root.fused_row_op : root.value;
+int reducing_value(const ScheduleRoot& root) {
+  return root.fused_row_op >= 0 ? root.fused_row_op : root.value;
 }
 
 std::vector<ScheduleRoot> schedule_roots(const Region& r, const LoweredRegion& lowered) {

@@ -31,9 +31,10 @@ std::vector<ScheduleRoot> schedule_roots(const Region& r, const LoweredRegion& l
 enum class Reduces { nothing, rows, columns };
 Reduces reduction_kind(const Graph& g, int value);
 
-// The value whose op decides how root's reductions walk memory: the row op fused into it when the
-// root's own op is pointwise, else the root's own value.
-int reducing_value(const Graph& g, const ScheduleRoot& root);
+// The value whose op decides how root's reductions walk memory: the row op fused into it (its
+// reader chain of pointwise ops, copies and views ends at this root: lower_region.cpp), else the
+// root's own value.
+int reducing_value(const ScheduleRoot& root);
 
 // The pure vars of f, innermost first.
 std::vector<Halide::Var> pure_vars(const Halide::Func& f);
