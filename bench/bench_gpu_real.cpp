@@ -108,8 +108,25 @@ Phase run_steps(Device d, const std::function<Tensor()>& step) {
 // Where one compiled step's device time goes: each graph step's own time (a run that waits for
 // the device before each step), the rest of the normal run's interval as idle time, and the
 // time outside the graphs (guards, the write-back of parameters, host work between graphs).
-void step_breakdown(const std::string& model, Device d, const std::function<void()>& step, Json& rows,
-                    Json& top_steps) {
+// The per-step tables of the report, one row per model and entry.
+struct StepTables {
+  Json breakdown = Json::array();   // "step_breakdown": device ms by category
+  Json top_steps = Json::array();   // "step_top": the costliest graph steps
+  Json top_groups = Json::array();  // "step_groups": graph steps grouped by what they run
+  Json eager_ops = Json::array();   // "eager_step_ops": the eager step's ops and backward nodes
+
+  void put(Json& report) const {
+    report.set("step_breakdown", breakdown);
+    report.set("step_top", top_steps);
+    report.set("step_groups", top_groups);
+    report.set("eager_step_ops", eager_ops);
+  }
+};
+
+void step_breakdown(const std::string& model, Device d, const std::function<void()>& step, StepTables& tables) {
+  Json& rows = tables.breakdown;
+  Json& top_steps = tables.top_steps;
+  Json& top_groups = tables.top_groups;
   std::vector<StepTime> normal, waited;
   double total = 0;
   {
@@ -158,6 +175,25 @@ void step_breakdown(const std::string& model, Device d, const std::function<void
     t.set("idle_before_ms", tops[i].idle);
     t.set("host_ms", tops[i].step->host_ms);
     top_steps.push(t);
+  }
+  // The same steps grouped by what they are (a layer's GEMM or region recurs once per layer).
+  std::map<std::string, std::pair<int, double>> groups;
+  for (const Top& t : tops) {
+    auto& g = groups[t.step->category + "  " + t.step->what];
+    g.first += 1;
+    g.second += t.own + t.idle;
+  }
+  std::vector<std::pair<std::string, std::pair<int, double>>> grouped(groups.begin(), groups.end());
+  std::sort(grouped.begin(), grouped.end(), [](const auto& a, const auto& b) { return a.second.second > b.second.second; });
+  std::printf("  %s compiled step, its graph steps grouped by what they run; the costliest:\n", model.c_str());
+  for (size_t i = 0; i < grouped.size() && i < kTopSteps; ++i) {
+    std::printf("    %8.3f ms %4dx  %s\n", grouped[i].second.second, grouped[i].second.first, grouped[i].first.c_str());
+    Json g = Json::object();
+    g.set("model", model);
+    g.set("what", grouped[i].first);
+    g.set("calls", grouped[i].second.first);
+    g.set("ms", grouped[i].second.second);
+    top_groups.push(g);
   }
   ms["outside_graphs"] = std::max(0.0, total - inside);
   ms["total"] = total;
@@ -297,8 +333,7 @@ void check_loss_curves(const std::string& name, const BenchOptions& opts, Json& 
               kTrainSteps, eager.front(), eager.back(), compiled.front(), compiled.back(), diff);
 }
 
-Json measure_model(const std::string& name, const BenchOptions& opts, Json& breakdown, Json& top_steps,
-                   Json& eager_ops) {
+Json measure_model(const std::string& name, const BenchOptions& opts, StepTables& tables) {
   Device d = opts.device;
   double infer_cold = 0;
   Json j = Json::object();
@@ -333,7 +368,7 @@ Json measure_model(const std::string& name, const BenchOptions& opts, Json& brea
     if (!opts.check_dir.empty() && name == "gpt2_small") write_check_files(m, in, opts.check_dir);
     optim::AdamW opt(m.module->parameters(), {});
     eager = run_steps(d, [&] { return train_step(m, opt, in); });
-    eager_op_breakdown(name, d, [&] { train_step(m, opt, in); }, eager_ops);
+    eager_op_breakdown(name, d, [&] { train_step(m, opt, in); }, tables.eager_ops);
   }
   {
     manual_seed(0);
@@ -344,7 +379,7 @@ Json measure_model(const std::string& name, const BenchOptions& opts, Json& brea
                         {.backend = "halide", .name = name + " train step"});
     compiled = run_steps(d, [&] { return step(in); });
     compiled.compile_s = zoo::compile_seconds(step.stats());  // the first step compiled it
-    step_breakdown(name, d, [&] { step(in); }, breakdown, top_steps);
+    step_breakdown(name, d, [&] { step(in); }, tables);
   }
   if (!opts.check_dir.empty() && name == "gpt2_small") check_loss_curves(name, opts, j);
   double worst = losses_rel_diff(eager.losses, compiled.losses);
@@ -429,21 +464,18 @@ int run_bench_gpu_real(const BenchOptions& opts) {
   report.set("kernels", kernels);
   save();
 
-  Json models = Json::array(), breakdown = Json::array(), top_steps = Json::array(), eager_ops = Json::array();
+  Json models = Json::array();
+  StepTables tables;
   for (const std::string& name : zoo::zoo_names(zoo::ZooSize::real)) {
     if (opts.only == "kernels") break;
     if (!opts.filter.empty() && name.find(opts.filter) == std::string::npos) continue;
-    models.push(measure_model(name, opts, breakdown, top_steps, eager_ops));
+    models.push(measure_model(name, opts, tables));
     report.set("models", models);
-    report.set("step_breakdown", breakdown);
-    report.set("step_top", top_steps);
-    report.set("eager_step_ops", eager_ops);
+    tables.put(report);
     save();
   }
   report.set("models", models);
-  report.set("step_breakdown", breakdown);
-  report.set("step_top", top_steps);
-  report.set("eager_step_ops", eager_ops);
+  tables.put(report);
   save();
   if (!opts.json_path.empty()) std::printf("wrote %s\n", opts.json_path.c_str());
   std::filesystem::remove_all(cache_dir);

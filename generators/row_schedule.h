@@ -132,12 +132,13 @@ inline void schedule_rows(Halide::Func out, const RowLayout& L) {
 // The CUDA schedule of the same kernels: one block per row, kGpuThreads threads. Each thread
 // walks the row with stride kGpuThreads (neighbouring threads read neighbouring elements when the
 // row is dense), reductions are rfactored into one partial result per thread in shared memory
-// and combined by one thread, and the row-wise output is written by all threads; pure per-row
+// and combined by a warp and then one thread, and the row-wise output is written by all threads; pure per-row
 // Funcs (a row's value) are computed by all threads too, and 1-D inputs (layer_norm's weight)
 // are read where they are used. Rows laid out
 // across memory (column reductions) are correct but read uncoalesced: the compiled path, which
 // knows the layout, schedules those as thread-per-row.
 inline constexpr int kGpuThreads = 256;
+inline constexpr int kGpuWarp = 32;
 
 inline void schedule_rows_gpu(Halide::Func out, const RowLayout& L) {
   using namespace Halide;
@@ -159,11 +160,17 @@ inline void schedule_rows_gpu(Halide::Func out, const RowLayout& L) {
       continue;
     }
     f.compute_at(out, L.row);
-    RVar ro("ro"), ri("ri");
-    Var u("u");
+    RVar ro("ro"), ri("ri"), rio("rio"), rii("rii");
+    Var u("u"), w("w");
     Func partials = f.update().split(f.rvars()[0], ro, ri, kGpuThreads, guard).rfactor(ri, u);
     partials.compute_at(out, L.row).gpu_threads(u);
     partials.update().reorder(ro, u).gpu_threads(u);
+    // The kGpuThreads partials are summed by a warp (each thread kGpuThreads / kGpuWarp of them)
+    // and then by one thread: one thread summing all of them took three quarters of a 1024-wide
+    // softmax's time (517 GB/s against the compiled block schedule's 2035 on one H200).
+    Func warp = f.update().split(ri, rio, rii, kGpuWarp, guard).rfactor(rii, w);
+    warp.compute_at(out, L.row).gpu_threads(w);
+    warp.update().reorder(rio, w).gpu_threads(w);
   }
 }
 

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
+#include <set>
+#include <string>
 
 #include "dsl/error.h"
 #include "schedules/schedule_roots.h"
@@ -18,19 +21,25 @@ constexpr int kWarp = 32;
 constexpr int64_t kThreadPerRowMax = 64;     // rows this short: one thread per row
 constexpr int64_t kFullPartials = 1 << 16;   // threads of a full reduction's first pass
 constexpr int64_t kFewColumns = 1 << 17;     // column reductions with fewer outputs get split
-constexpr int64_t kColumnChunk = 256;        // rows per chunk of a split column reduction
+constexpr int64_t kColumnChunkMin = 32, kColumnChunkMax = 256;  // rows per chunk of a split column reduction
+constexpr int64_t kColumnThreads = 1 << 17;  // chunks of a split column reduction: about this many threads
+constexpr int kColumnUnroll = 8;             // a thread's serial sum, unrolled: loads in flight together
 constexpr int64_t kRowCacheMax = 6144;       // rows this long (24 KiB of f32) are staged in shared memory
 constexpr int kWarpRows = 8;                 // rows per block when a warp reduces each row
+// Shared memory a block may stage its input rows in: Halide 14's CUDA runtime does not raise a
+// kernel's limit above the default 48 KiB (a launch over it fails with CUDA_ERROR_INVALID_VALUE).
+constexpr int64_t kStageBytes = 32 << 10;
 // A warp per row for rows this short (a block of 256 threads would idle), and for rows this long
 // when there are many; a block per row between (one H200, 2026-12-02, softmax GB/s block -> warp:
-// [1M, 64] 154 -> 570, [8192, 50304] 1202 -> 1856, [8192, 4096] 2636 -> 1597; [65536, 1024]
-// 2035 -> 2496 also gains, but GPT-2's step with it is not measured yet).
-constexpr int64_t kWarpRowMax = 256, kWarpRowMin = 16384, kWarpRowsMin = 2048;
+// [1M, 64] 154 -> 570, [65536, 1024] 2035 -> 2496, [8192, 50304] 1202 -> 1856, [8192, 4096]
+// 2636 -> 1597).
+constexpr int64_t kWarpRowMax = 1024, kWarpRowMin = 16384, kWarpRowsMin = 2048;
 const TailStrategy kGuard = TailStrategy::GuardWithIf;
 
 struct RowTuning {
   int threads = kThreads;
-  bool stage = false, vector = false;
+  bool stage = false;  // stage a block's row in shared memory
+  bool vector = false;
   int warp = -1;  // 1: a warp per row always, 0: never, -1: by the rows' count and length
 };
 
@@ -123,25 +132,42 @@ void full_reduction(Func g, int64_t length) {
 }
 
 // A column reduction g computed once for all its consumers: one thread per kept element looping
-// over the reduced dims; with few kept elements and long reductions, chunks of kColumnChunk
-// reduced elements per thread first.
+// over the reduced dims; with few kept elements and long reductions, chunks of rows first, sized
+// so that about kColumnThreads threads sum them (fewer threads leave the loads' latency
+// unhidden: [8192, 768] in chunks of 256 rows ran on 24576 threads). Serial sums are unrolled.
 void column_reduction(Func g, int64_t kept, int64_t length) {
   std::vector<Var> v = pure_vars(g);
   g.compute_root();
-  if (g.num_update_definitions() == 1 && !g.rvars().empty() && kept < kFewColumns && length >= 4 * kColumnChunk) {
+  auto unrolled = [](Stage s, const std::vector<RVar>& rvars) {
+    if (rvars.size() != 1) return;
+    const std::string& name = rvars[0].name();  // qualified ("r$3$x.ri") after an rfactor
+    RVar r(name.substr(name.rfind('.') + 1)), ro("ru_o"), ri("ru_i");
+    s.split(r, ro, ri, kColumnUnroll, kGuard).unroll(ri);
+  };
+  int64_t chunk = kColumnChunkMin;
+  while (chunk < kColumnChunkMax && kept * (length / chunk) > kColumnThreads) chunk *= 2;
+  bool split = g.num_update_definitions() == 1 && !g.rvars().empty() && kept < kFewColumns && length >= 4 * chunk;
+  if (split) {
     try {
       RVar r = fuse_all(g.update(), g.rvars()), ro("ro"), ri("ri");
       Var p("p");
-      Func chunks = g.update().split(r, ro, ri, int(kColumnChunk), kGuard).rfactor(ro, p);
+      Func chunks = g.update().split(r, ro, ri, int(chunk), kGuard).rfactor(ro, p);
       std::vector<Var> cv = pure_vars(chunks);  // g's vars, then p
       chunks.compute_root();
       thread_per_point(chunks, cv);
       thread_per_point(chunks.update(), cv);
-    } catch (const CompileError&) {
+      unrolled(chunks.update(), chunks.rvars(0));
+    } catch (const Halide::Error&) {
     }
   }
   thread_per_point(g, v);
   for (int u = 0; u < g.num_update_definitions(); ++u) thread_per_point(g.update(u), v);
+  if (g.num_update_definitions() == 1) {
+    try {
+      unrolled(g.update(), g.rvars(0));
+    } catch (const Halide::Error&) {
+    }
+  }
 }
 
 // Consecutive elements per thread for `value`: up to 4, so that no load or store of the region
@@ -181,25 +207,58 @@ void pointwise(Func f, int lanes) {
   thread_per_point(f, v);
 }
 
-// A row-wise op reads its input row several times (softmax: max, sum of exp, output): inputs with
-// the output's shape are loaded once per row into shared memory (coalesced, by all threads) and
-// read from there. Returns false when Halide refuses the wrapper (the schedule stays valid).
-bool stage_rows_in_shared_memory(const ScheduleRoot& root, const std::vector<Halide::ImageParam>& inputs,
-                                 Var row, int64_t length) {
-  if (length > kRowCacheMax || !row_tuning().stage) return false;
-  std::vector<Func> readers{root.func};
+// The Funcs of root (its Func, its reductions, the Funcs inlined into them) that read input p:
+// they call the ImageParam's own Func (Halide names it "<param>_im"), which p.in() may wrap.
+// Empty when one of them is also inlined into another root (the pipeline's other outputs): a
+// wrapper computed inside this root's loops would not exist there.
+std::vector<Func> direct_readers(const ScheduleRoot& root, const ImageParam& p, const std::set<std::string>& shared) {
+  std::vector<Func> readers{root.func}, direct;
   readers.insert(readers.end(), root.inner.begin(), root.inner.end());
   readers.insert(readers.end(), root.inlined.begin(), root.inlined.end());
+  const std::string own = Func(p).name();
+  for (const Func& f : readers) {
+    if (f.name() == own || !Internal::find_direct_calls(f.function()).count(own)) continue;
+    if (shared.count(f.name())) return {};
+    direct.push_back(f);
+  }
+  return direct;
+}
+
+// The Funcs that belong to more than one root (a pure Func inlined into two outputs).
+std::set<std::string> shared_funcs(const std::vector<ScheduleRoot>& roots) {
+  std::map<std::string, int> uses;
+  for (const ScheduleRoot& root : roots) {
+    std::set<std::string> mine{root.func.name()};
+    for (const Func& f : root.inner) mine.insert(f.name());
+    for (const Func& f : root.inlined) mine.insert(f.name());
+    for (const std::string& n : mine) uses[n] += 1;
+  }
+  std::set<std::string> shared;
+  for (const auto& [name, n] : uses)
+    if (n > 1) shared.insert(name);
+  return shared;
+}
+
+// A row-wise op reads its input row several times (softmax: max, sum of exp, output): inputs with
+// the output's shape are loaded once per row into shared memory (coalesced, by all threads) and
+// read from there, up to kStageBytes. Returns false when Halide refuses the wrapper (the schedule
+// stays valid). Off by default (KILN_GPU_ROW_STAGE=1): until 2026-12-02 it never staged anything
+// (it looked for the inputs among Func calls), so it is not measured yet.
+bool stage_rows_in_shared_memory(const ScheduleRoot& root, const std::vector<Halide::ImageParam>& inputs,
+                                 const std::set<std::string>& shared, Var row, int64_t length) {
+  if (length > kRowCacheMax || !row_tuning().stage) return false;
+  int64_t bytes = 0;
   bool staged = false;
   for (const ImageParam& p : inputs) {
     if (p.dimensions() != root.func.dimensions()) continue;
-    std::vector<Func> direct;
-    for (const Func& f : readers)
-      if (Internal::find_direct_calls(f.function()).count(p.name())) direct.push_back(f);
+    int64_t need = length * p.type().bytes();
+    if (bytes + need > kStageBytes) continue;
+    std::vector<Func> direct = direct_readers(root, p, shared);
     if (direct.empty()) continue;
     try {
       ImageParam param = p;
       Func cached = param.in(direct);
+      bytes += need;
       Var co("co"), ci("ci"), ct("ct"), cv("cv");
       int lanes = param.type().bytes() >= 8 ? 1 : std::min(4, 16 / param.type().bytes());
       cached.compute_at(root.func, row)
@@ -220,6 +279,70 @@ int warp_row_lanes(const Graph& g, const Region& r, int64_t length) {
   int lanes = access_lanes(g, r);
   while (lanes > 1 && length < int64_t(kWarp) * lanes) lanes /= 2;
   return lanes;
+}
+
+// Whether the rows of `value` (its last dim) have one length for every call (not a dynamic dim).
+bool static_row(const Graph& g, int value) {
+  const Value& val = g.values[size_t(value)];
+  return !val.sym.empty() && g.shape_env->canonical(val.sym.back()).is_static();
+}
+
+// Whether f reads p only at f's own point (f(x, y) = ... p(x, y) ...): a block's rows of f then
+// need the same rows of p. A transposed or broadcast read could need far more than a row a warp.
+bool reads_in_place(const Func& f, const ImageParam& p) {
+  struct Reads : Internal::IRVisitor {
+    std::string name;
+    std::vector<std::string> args;
+    bool ok = true;
+    using Internal::IRVisitor::visit;
+    void visit(const Internal::Call* c) override {
+      if (c->name == name) {
+        bool same = c->args.size() == args.size();
+        for (size_t i = 0; same && i < args.size(); ++i) {
+          const auto* v = c->args[i].as<Internal::Variable>();
+          same = v && v->name == args[i];
+        }
+        ok = ok && same;
+      }
+      Internal::IRVisitor::visit(c);
+    }
+  } reads;
+  reads.name = Func(p).name();
+  for (const Var& v : f.args()) reads.args.push_back(v.name());
+  if (f.function().has_update_definition()) return false;
+  for (const Expr& e : f.function().definition().values()) e.accept(&reads);
+  return reads.ok;
+}
+
+// With KILN_GPU_ROW_STAGE=1, a warp row op (softmax: max, sum of exp, output read the row three
+// times) loads the inputs of the output's rank once per block (kWarpRows rows) into shared
+// memory, up to kStageBytes, before its reductions are split (so that their partials read the
+// staged copy too). Lane l holds elements l, l + 32, ...: scalar accesses without bank
+// conflicts (4 consecutive floats a lane conflicted 4 ways). Returns whether anything was staged.
+bool stage_warp_rows(const ScheduleRoot& root, const std::vector<ImageParam>& inputs,
+                     const std::set<std::string>& shared, Var block, int64_t length) {
+  int64_t bytes = 0;
+  bool staged = false;
+  for (const ImageParam& p : inputs) {
+    if (p.dimensions() != root.func.dimensions() || p.dimensions() < 2) continue;
+    int64_t need = int64_t(kWarpRows) * length * p.type().bytes();
+    if (bytes + need > kStageBytes) continue;
+    std::vector<Func> direct = direct_readers(root, p, shared);
+    if (direct.empty() || !std::all_of(direct.begin(), direct.end(), [&](const Func& f) { return reads_in_place(f, p); }))
+      continue;
+    try {
+      ImageParam param = p;
+      Func cached = param.in(direct);
+      std::vector<Var> cv = cached.args();
+      Var co("co"), lane("lane");
+      cached.compute_at(root.func, block).split(cv[0], co, lane, kWarp, kGuard).reorder(co, lane, cv[1]);
+      cached.gpu_threads(lane, cv[1]);
+      bytes += need;
+      staged = true;
+    } catch (const CompileError&) {
+    }
+  }
+  return staged;
 }
 
 // Reduction g of a row, computed at loop `block` of f (kWarpRows rows) by the row's warp: each lane
@@ -270,8 +393,8 @@ void warp_reduction(Func g, Func f, Var block, int lanes) {
 // A row-wise op or a row reduction with a warp per row and kWarpRows rows per block: the
 // reductions as warp_reduction, then (row-wise) each lane writes `lanes` consecutive elements of
 // every kWarp * lanes of its row; a row reduction's value is written by lane 0.
-void warp_rows(const Graph& g, const Region& r, const ScheduleRoot& root, std::vector<Var> v, bool row_wise,
-               int64_t length) {
+void warp_rows(const Graph& g, const Region& r, const ScheduleRoot& root, const LoweredRegion& lowered,
+               const std::set<std::string>& shared, std::vector<Var> v, bool row_wise, int64_t length) {
   Func f = root.func;
   std::vector<Var> rows(v.begin() + (row_wise ? 1 : 0), v.end());
   // Blocks of kWarpRows along the innermost row dim, by the other row dims fused (within a block
@@ -280,7 +403,9 @@ void warp_rows(const Graph& g, const Region& r, const ScheduleRoot& root, std::v
   Var rb("rb"), ry("ry");
   f.split(rows[0], rb, ry, kWarpRows, kGuard);
   std::vector<Var> outer(rows.begin() + 1, rows.end());
-  int lanes = warp_row_lanes(g, r, length);
+  bool staged = row_wise && row_tuning().stage && static_row(g, root.value) &&
+                stage_warp_rows(root, lowered.inputs, shared, rb, length);
+  int lanes = staged ? 1 : warp_row_lanes(g, r, length);
   if (row_wise) {
     Var co("co"), ci("ci"), lane("lane"), cv("cv");
     f.split(v[0], co, ci, kWarp * lanes, kGuard).split(ci, lane, cv, lanes, kGuard).reorder(cv, co, lane, ry, rb);
@@ -296,7 +421,8 @@ void warp_rows(const Graph& g, const Region& r, const ScheduleRoot& root, std::v
 }
 
 // Whether a row op runs a warp per row (rows of at most kWarpRowMax, or many long rows) rather than a block.
-bool warp_per_row(int64_t rows, int64_t length) {
+bool warp_per_row(const Graph& g, const Region& r, int64_t rows, int64_t length) {
+  if (access_lanes(g, r) == 1) return false;  // 8-byte values: Halide 14 has no 64-bit warp shuffles
   if (row_tuning().warp >= 0) return row_tuning().warp == 1;
   return length <= kWarpRowMax || (length >= kWarpRowMin && rows >= kWarpRowsMin);
 }
@@ -316,7 +442,8 @@ int64_t row_length(const Graph& g, int value) {
   return s.empty() ? 1 : s.back();
 }
 
-void schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, const LoweredRegion& lowered) {
+void schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, const LoweredRegion& lowered,
+                   const std::set<std::string>& shared) {
   Func f = root.func;
   f.compute_root();
   const Shape& shape = g.values[size_t(root.value)].meta.shape;
@@ -352,8 +479,8 @@ void schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, co
     rows = {block};
   }
   bool per_row = std::all_of(root.inner.begin(), root.inner.end(), [](const Func& g) { return g.dimensions() > 0; });
-  if (per_row && warp_per_row(numel(shape) / (row_wise ? length : 1), length)) {
-    warp_rows(g, r, root, v, row_wise, length);
+  if (per_row && warp_per_row(g, r, numel(shape) / (row_wise ? length : 1), length)) {
+    warp_rows(g, r, root, lowered, shared, v, row_wise, length);
     return;
   }
   if (length <= kThreadPerRowMax) {
@@ -377,7 +504,7 @@ void schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, co
   }
   f.gpu_blocks(row);
   for (Func inner : root.inner) block_reduction(inner, f, row);
-  if (row_wise) stage_rows_in_shared_memory(root, lowered.inputs, row, length);
+  if (row_wise) stage_rows_in_shared_memory(root, lowered.inputs, shared, row, length);
 }
 
 }  // namespace
@@ -390,7 +517,9 @@ std::string gpu_schedule_tuning() {
 
 void schedule_gpu(const Graph& g, const Region& r, LoweredRegion& lowered) {
   KILN_CHECK(lowered.gemms.empty(), "kiln GPU schedule: a GEMM was lowered into a CUDA pipeline");
-  for (const ScheduleRoot& root : schedule_roots(r, lowered)) schedule_root(g, r, root, lowered);
+  std::vector<ScheduleRoot> roots = schedule_roots(r, lowered);
+  std::set<std::string> shared = shared_funcs(roots);
+  for (const ScheduleRoot& root : roots) schedule_root(g, r, root, lowered, shared);
 }
 
 }  // namespace kiln

@@ -3,15 +3,18 @@
 //   pointwise   all dims fused, 256 threads per block, 4 consecutive elements per thread when
 //               the innermost dim is a static multiple of 4 (16-byte accesses for f32);
 //   row-wise    (softmax, layer_norm, a row's sum; also a row op fused into its pointwise reader):
-//               rows of at most 256 elements, and many rows of 16K or more (a vocabulary's
-//               logits): a warp per row, 8 rows per block, each lane summing 4 consecutive
-//               elements of every 128 in registers, the lanes combined through warp shuffles;
-//               other rows: one block per row, 256 threads striding the row, each reduction
-//               rfactored into per-thread partials (256 -> 32 -> 1 in shared memory);
+//               rows of at most 1024 elements (attention's scores, layer norms), and many rows
+//               of 16K or more (a vocabulary's logits): a warp per row, 8 rows per block, each
+//               lane summing 4 consecutive elements of every 128 in registers, the lanes
+//               combined through warp shuffles; other rows, and regions with 8-byte values
+//               (Halide 14 has no 64-bit shuffles): one block per row, 256 threads striding the
+//               row, each reduction rfactored into per-thread partials (256 -> 32 -> 1 in
+//               shared memory);
 //   columns     (a reduction over a dim other than the last): one thread per kept element,
 //               looping over the reduced dims (neighbouring threads read neighbouring columns);
 //               fewer than 128K columns with long reductions are first split into chunks of
-//               256 rows (a [8192, 8192] column sum ran on 32 blocks of threads looping 8192 times);
+//               32-256 rows, as many as keep about 128K threads busy (a [8192, 8192] column sum
+//               ran on 32 blocks of threads looping 8192 times), each thread's sum unrolled 8x;
 //   full        (everything reduced to one value): a 64K-thread pass of partial sums, a 256-thread
 //               pass, then one thread.
 // Matmuls are not lowered on CUDA: they run as cuBLAS steps between pipelines.
@@ -25,8 +28,9 @@ namespace kiln {
 void schedule_gpu(const Graph& g, const Region& r, LoweredRegion& lowered);
 
 // The row schedule's tunables, for schedule experiments (`kiln bench gpu` with these set):
-// KILN_GPU_ROW_THREADS (threads per block, default 256), KILN_GPU_ROW_STAGE (stage input rows in
-// shared memory, default 0), KILN_GPU_ROW_VECTOR (4 consecutive elements per thread, default 0),
+// KILN_GPU_ROW_THREADS (threads per block, default 256), KILN_GPU_ROW_STAGE (stage a block's
+// input row in shared memory, default 0), KILN_GPU_ROW_VECTOR (4 consecutive elements per
+// thread, default 0),
 // KILN_GPU_ROW_WARP (1: a warp per row always, 0: never; default by the rows' length and count).
 // Their values as text, part of the disk cache's key of CUDA graphs.
 std::string gpu_schedule_tuning();

@@ -85,6 +85,7 @@ void load_cublas(Loaded& l) {
   std::string missing;
   resolve(lib, "cublasCreate_v2", l.api.cublasCreate, missing);
   resolve(lib, "cublasSetStream_v2", l.api.cublasSetStream, missing);
+  resolve(lib, "cublasSetWorkspace_v2", l.api.cublasSetWorkspace, missing);
   resolve(lib, "cublasGemmStridedBatchedEx", l.api.cublasGemmStridedBatchedEx, missing);
   if (!missing.empty()) l.cublas_reason = "libcublas lacks " + missing;
   l.cublas_loaded = missing.empty();

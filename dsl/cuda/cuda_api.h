@@ -64,6 +64,7 @@ struct CudaApi {
   // cuBLAS (libcublas.so.13); null until cublas() is first asked for.
   cublasStatus_t (*cublasCreate)(cublasHandle_t*);           // cublasCreate_v2
   cublasStatus_t (*cublasSetStream)(cublasHandle_t, CUstream);  // cublasSetStream_v2
+  cublasStatus_t (*cublasSetWorkspace)(cublasHandle_t, void*, size_t);  // cublasSetWorkspace_v2
   cublasStatus_t (*cublasGemmStridedBatchedEx)(cublasHandle_t, int, int, int, int, int, const void*,
                                                const void*, int, int, long long, const void*, int, int,
                                                long long, const void*, void*, int, int, long long, int,
