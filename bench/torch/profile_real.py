@@ -53,7 +53,10 @@ def profile_step(attention, compiled):
         torch.cuda.synchronize()
     by_cat, by_kernel = {}, {}
     for e in prof.events():
-        if e.device_type != torch.autograd.DeviceType.CUDA:
+        # Kernels and copies only: a user annotation on the GPU timeline (fused AdamW's
+        # "Optimizer.step#AdamW.step") spans kernels that are counted themselves.
+        if e.device_type != torch.autograd.DeviceType.CUDA or getattr(e, "is_user_annotation", False) \
+                or e.name.startswith("Optimizer."):
             continue
         us = e.device_time if hasattr(e, "device_time") else e.cuda_time
         by_cat[category(e.name)] = by_cat.get(category(e.name), 0.0) + us / 1e3 / STEPS
