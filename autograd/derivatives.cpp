@@ -144,18 +144,7 @@ std::vector<Entry> rules() {
          return {g[0] * s * (1.0 + in[0] * (1.0 - s))};
        }},
       {"reciprocal", RULE { return {-g[0] * square(out[0])}; }},
-      {"gelu", RULE {
-         const Tensor& x = in[0];
-         if (a.get_or<std::string>("approximate", "none") == "tanh") {
-           const double k = std::sqrt(2.0 / M_PI), c = 0.044715;
-           Tensor t = tanh(k * (x + c * x * x * x));
-           return {g[0] * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * c * x * x))};
-         }
-         // d/dx x*Phi(x) = Phi(x) + x*phi(x); Phi(x) = gelu(x)/x away from 0, 1/2 at 0.
-         Tensor phi = exp(-0.5 * x * x) * (1.0 / std::sqrt(2 * M_PI));
-         Tensor cdf = where(eq(x, 0.0), 0.5, out[0] / where(eq(x, 0.0), 1.0, x));
-         return {g[0] * (cdf + x * phi)};
-       }},
+      {"gelu", RULE { return {gelu_backward(g[0], in[0], a.get_or<std::string>("approximate", "none"))}; }},
       {"add", RULE { return to_inputs(in, need[0] ? g[0] : Tensor(), need[1] ? g[0] : Tensor()); }},
       {"sub", RULE { return to_inputs(in, need[0] ? g[0] : Tensor(), need[1] ? neg(g[0]) : Tensor()); }},
       {"mul", RULE {
@@ -271,11 +260,7 @@ void install_derivatives() {
 }
 
 bool is_differentiable(const OpDef& def) {
-  if (def.schedule_class == ScheduleClass::creation) return false;  // values from attributes alone
-  // embedding_backward only runs inside backward (no higher-order gradients yet).
-  static const std::vector<std::string> never = {"eq", "ne", "lt", "le", "gt", "ge", "argmax", "embedding_backward", "attention_backward",
-                                                  "detach"};
-  return std::find(never.begin(), never.end(), def.name) == never.end();
+  return def.differentiable && def.schedule_class != ScheduleClass::creation;  // creation: no inputs
 }
 
 std::vector<std::string> ops_with_derivatives() {

@@ -26,6 +26,8 @@ Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor relu(const Tensor& x);
 Tensor gelu(const Tensor& x, const std::string& approximate = "none");  // or "tanh"
+// grad * d/dx gelu(x), in one kernel: gelu's backward.
+Tensor gelu_backward(const Tensor& grad, const Tensor& x, const std::string& approximate = "none");
 Tensor silu(const Tensor& x);
 Tensor reciprocal(const Tensor& x);
 Tensor square(const Tensor& x);

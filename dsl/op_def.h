@@ -80,6 +80,11 @@ struct OpDef {
   // Draws from the random generator: never merged, folded or dropped by graph passes, and a
   // compiled function draws fresh numbers on every call.
   bool random = false;
+  // Whether a gradient flows through the op (autograd/ gives it a derivative rule). False for
+  // comparisons and indices (argmax), for detach, and for ops that only run inside a backward
+  // (embedding_backward, attention_backward, gelu_backward: no higher-order gradients yet).
+  // Creation ops have no inputs to differentiate.
+  bool differentiable = true;
   // Pointwise ops: the dtype the inputs are converted to before the kernel runs (comparisons
   // compute in the promoted input type and return bool). Unset: the first output's dtype.
   std::function<DType(const std::vector<TensorMeta>&)> compute_dtype;

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
-#include <map>
 #include <set>
 #include <string>
 
 #include "dsl/error.h"
+#include "schedules/gpu_row_staging.h"
 #include "schedules/schedule_roots.h"
 
 namespace kiln {
@@ -26,9 +26,6 @@ constexpr int64_t kColumnThreads = 1 << 17;  // chunks of a split column reducti
 constexpr int kColumnUnroll = 8;             // a thread's serial sum, unrolled: loads in flight together
 constexpr int64_t kRowCacheMax = 6144;       // rows this long (24 KiB of f32) are staged in shared memory
 constexpr int kWarpRows = 8;                 // rows per block when a warp reduces each row
-// Shared memory a block may stage its input rows in: Halide 14's CUDA runtime does not raise a
-// kernel's limit above the default 48 KiB (a launch over it fails with CUDA_ERROR_INVALID_VALUE).
-constexpr int64_t kStageBytes = 32 << 10;
 // A warp per row for rows this short (a block of 256 threads would idle), and for rows this long
 // when there are many; a block per row between (one H200, 2026-12-02, softmax GB/s block -> warp:
 // [1M, 64] 154 -> 570, [65536, 1024] 2035 -> 2496, [8192, 50304] 1202 -> 1856, [8192, 4096]
@@ -207,70 +204,22 @@ void pointwise(Func f, int lanes) {
   thread_per_point(f, v);
 }
 
-// The Funcs of root (its Func, its reductions, the Funcs inlined into them) that read input p:
-// they call the ImageParam's own Func (Halide names it "<param>_im"), which p.in() may wrap.
-// Empty when one of them is also inlined into another root (the pipeline's other outputs): a
-// wrapper computed inside this root's loops would not exist there.
-std::vector<Func> direct_readers(const ScheduleRoot& root, const ImageParam& p, const std::set<std::string>& shared) {
-  std::vector<Func> readers{root.func}, direct;
-  readers.insert(readers.end(), root.inner.begin(), root.inner.end());
-  readers.insert(readers.end(), root.inlined.begin(), root.inlined.end());
-  const std::string own = Func(p).name();
-  for (const Func& f : readers) {
-    if (f.name() == own || !Internal::find_direct_calls(f.function()).count(own)) continue;
-    if (shared.count(f.name())) return {};
-    direct.push_back(f);
-  }
-  return direct;
-}
-
-// The Funcs that belong to more than one root (a pure Func inlined into two outputs).
-std::set<std::string> shared_funcs(const std::vector<ScheduleRoot>& roots) {
-  std::map<std::string, int> uses;
-  for (const ScheduleRoot& root : roots) {
-    std::set<std::string> mine{root.func.name()};
-    for (const Func& f : root.inner) mine.insert(f.name());
-    for (const Func& f : root.inlined) mine.insert(f.name());
-    for (const std::string& n : mine) uses[n] += 1;
-  }
-  std::set<std::string> shared;
-  for (const auto& [name, n] : uses)
-    if (n > 1) shared.insert(name);
-  return shared;
-}
-
-// A row-wise op reads its input row several times (softmax: max, sum of exp, output): inputs with
-// the output's shape are loaded once per row into shared memory (coalesced, by all threads) and
-// read from there, up to kStageBytes. Returns false when Halide refuses the wrapper (the schedule
-// stays valid). Off by default (KILN_GPU_ROW_STAGE=1): until 2026-12-02 it never staged anything
-// (it looked for the inputs among Func calls), so it is not measured yet.
-bool stage_rows_in_shared_memory(const ScheduleRoot& root, const std::vector<Halide::ImageParam>& inputs,
-                                 const std::set<std::string>& shared, Var row, int64_t length) {
-  if (length > kRowCacheMax || !row_tuning().stage) return false;
-  int64_t bytes = 0;
-  bool staged = false;
-  for (const ImageParam& p : inputs) {
-    if (p.dimensions() != root.func.dimensions()) continue;
-    int64_t need = length * p.type().bytes();
-    if (bytes + need > kStageBytes) continue;
-    std::vector<Func> direct = direct_readers(root, p, shared);
-    if (direct.empty()) continue;
-    try {
-      ImageParam param = p;
-      Func cached = param.in(direct);
-      bytes += need;
-      Var co("co"), ci("ci"), ct("ct"), cv("cv");
-      int lanes = param.type().bytes() >= 8 ? 1 : std::min(4, 16 / param.type().bytes());
-      cached.compute_at(root.func, row)
-          .split(cached.args()[0], co, ci, lanes * row_tuning().threads, kGuard)
-          .split(ci, ct, cv, lanes, kGuard)
-          .vectorize(cv)
-          .gpu_threads(ct);
-      staged = true;
-    } catch (const CompileError&) {
-    }
-  }
-  return staged;
+// A block-per-row op with KILN_GPU_ROW_STAGE=1: its row staged in shared memory
+// (gpu_row_staging.h), each thread loading `lanes` consecutive elements of every
+// lanes * threads. Off by default: until 2026-12-02 it never staged anything (it looked for the
+// inputs among Func calls), so it is not measured yet.
+void stage_block_row(const ScheduleRoot& root, const std::vector<ImageParam>& inputs,
+                     const std::set<std::string>& shared, Var row, int64_t length) {
+  if (length > kRowCacheMax || !row_tuning().stage) return;
+  stage_in_shared_memory(root, inputs, shared, length, [&](Func cached, int bytes) {
+    Var co("co"), ci("ci"), ct("ct"), cv("cv");
+    int lanes = bytes >= 8 ? 1 : std::min(4, 16 / bytes);
+    cached.compute_at(root.func, row)
+        .split(cached.args()[0], co, ci, lanes * row_tuning().threads, kGuard)
+        .split(ci, ct, cv, lanes, kGuard)
+        .vectorize(cv)
+        .gpu_threads(ct);
+  });
 }
 
 // Consecutive elements a lane reads per step of a warp's row: up to 4 (16 bytes), fewer when the
@@ -287,62 +236,19 @@ bool static_row(const Graph& g, int value) {
   return !val.sym.empty() && g.shape_env->canonical(val.sym.back()).is_static();
 }
 
-// Whether f reads p only at f's own point (f(x, y) = ... p(x, y) ...): a block's rows of f then
-// need the same rows of p. A transposed or broadcast read could need far more than a row a warp.
-bool reads_in_place(const Func& f, const ImageParam& p) {
-  struct Reads : Internal::IRVisitor {
-    std::string name;
-    std::vector<std::string> args;
-    bool ok = true;
-    using Internal::IRVisitor::visit;
-    void visit(const Internal::Call* c) override {
-      if (c->name == name) {
-        bool same = c->args.size() == args.size();
-        for (size_t i = 0; same && i < args.size(); ++i) {
-          const auto* v = c->args[i].as<Internal::Variable>();
-          same = v && v->name == args[i];
-        }
-        ok = ok && same;
-      }
-      Internal::IRVisitor::visit(c);
-    }
-  } reads;
-  reads.name = Func(p).name();
-  for (const Var& v : f.args()) reads.args.push_back(v.name());
-  if (f.function().has_update_definition()) return false;
-  for (const Expr& e : f.function().definition().values()) e.accept(&reads);
-  return reads.ok;
-}
-
-// With KILN_GPU_ROW_STAGE=1, a warp row op (softmax: max, sum of exp, output read the row three
-// times) loads the inputs of the output's rank once per block (kWarpRows rows) into shared
-// memory, up to kStageBytes, before its reductions are split (so that their partials read the
-// staged copy too). Lane l holds elements l, l + 32, ...: scalar accesses without bank
-// conflicts (4 consecutive floats a lane conflicted 4 ways). Returns whether anything was staged.
+// A warp-row op with KILN_GPU_ROW_STAGE=1: its block's kWarpRows rows staged in shared memory
+// (gpu_row_staging.h) before its reductions are split, so that their partials read the staged
+// copy too. Lane l holds elements l, l + 32, ...: scalar accesses without bank conflicts (4
+// consecutive floats a lane conflicted 4 ways). Returns whether anything was staged.
 bool stage_warp_rows(const ScheduleRoot& root, const std::vector<ImageParam>& inputs,
                      const std::set<std::string>& shared, Var block, int64_t length) {
-  int64_t bytes = 0;
-  bool staged = false;
-  for (const ImageParam& p : inputs) {
-    if (p.dimensions() != root.func.dimensions() || p.dimensions() < 2) continue;
-    int64_t need = int64_t(kWarpRows) * length * p.type().bytes();
-    if (bytes + need > kStageBytes) continue;
-    std::vector<Func> direct = direct_readers(root, p, shared);
-    if (direct.empty() || !std::all_of(direct.begin(), direct.end(), [&](const Func& f) { return reads_in_place(f, p); }))
-      continue;
-    try {
-      ImageParam param = p;
-      Func cached = param.in(direct);
-      std::vector<Var> cv = cached.args();
-      Var co("co"), lane("lane");
-      cached.compute_at(root.func, block).split(cv[0], co, lane, kWarp, kGuard).reorder(co, lane, cv[1]);
-      cached.gpu_threads(lane, cv[1]);
-      bytes += need;
-      staged = true;
-    } catch (const CompileError&) {
-    }
-  }
-  return staged;
+  if (root.func.dimensions() < 2) return false;
+  return stage_in_shared_memory(root, inputs, shared, int64_t(kWarpRows) * length, [&](Func cached, int) {
+    std::vector<Var> cv = cached.args();
+    Var co("co"), lane("lane");
+    cached.compute_at(root.func, block).split(cv[0], co, lane, kWarp, kGuard).reorder(co, lane, cv[1]);
+    cached.gpu_threads(lane, cv[1]);
+  });
 }
 
 // Reduction g of a row, computed at loop `block` of f (kWarpRows rows) by the row's warp: each lane
@@ -504,7 +410,7 @@ void schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, co
   }
   f.gpu_blocks(row);
   for (Func inner : root.inner) block_reduction(inner, f, row);
-  if (row_wise) stage_rows_in_shared_memory(root, lowered.inputs, shared, row, length);
+  if (row_wise) stage_block_row(root, lowered.inputs, shared, row, length);
 }
 
 }  // namespace

@@ -34,6 +34,11 @@ Tensor gelu(const Tensor& x, const std::string& approximate) {
   return call1("gelu", x, {{"approximate", approximate}});
 }
 
+Tensor gelu_backward(const Tensor& grad, const Tensor& x, const std::string& approximate) {
+  static const OpDef& d = op_def("gelu_backward");
+  return dispatch(d, {grad, x}, {{"approximate", approximate}})[0];
+}
+
 #define KILN_BINARY(fn)                                \
   Tensor fn(const Tensor& a, const Tensor& b) {        \
     static const OpDef& d = op_def(#fn);               \

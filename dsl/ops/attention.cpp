@@ -68,7 +68,9 @@ OpDef attention_op(const std::string& name, int inputs, ShapeRule infer) {
 
 void add_attention_ops(std::vector<OpDef>& defs) {
   defs.push_back(attention_op("attention", 3, infer_attention));
-  defs.push_back(attention_op("attention_backward", 6, infer_attention_backward));
+  OpDef backward = attention_op("attention_backward", 6, infer_attention_backward);
+  backward.differentiable = false;  // runs inside a backward only
+  defs.push_back(std::move(backward));
 }
 
 }  // namespace kiln

@@ -30,6 +30,7 @@ void binary(std::vector<OpDef>& defs, std::string name, Result result,
     return std::vector<TensorMeta>{{s, t, dev}};
   };
   d.pointwise = [f](const std::vector<Expr>& in, const Attrs&) { return f(in[0], in[1]); };
+  d.differentiable = result != Result::boolean;  // comparisons: piecewise constant
   defs.push_back(std::move(d));
 }
 

@@ -83,6 +83,7 @@ void add_embedding_ops(std::vector<OpDef>& defs) {
   b.num_inputs = 2;
   b.infer = infer_embedding_backward;
   b.define = define_embedding_backward;
+  b.differentiable = false;  // runs inside a backward only
   defs.push_back(std::move(b));
 
   OpDef d;

@@ -106,6 +106,7 @@ void reduce_op(std::vector<OpDef>& defs, const std::string& name, Kind kind) {
   d.schedule_class = ScheduleClass::reduction;
   d.family = KernelFamily::reduce;
   d.num_inputs = 1;
+  d.differentiable = kind != Kind::argmax;  // an index
   d.infer = [name, kind](const std::vector<TensorMeta>& in, const Attrs& a) {
     return std::vector<TensorMeta>{infer_reduce(name, kind, in[0], a)};
   };

@@ -109,7 +109,9 @@ void add_view_ops(std::vector<OpDef>& defs) {
   }));
   // detach: the same view, cut from autograd (no derivative rule). Tensor::detach() makes it
   // directly; graph capture records it as this op so replays cut the tape too.
-  defs.push_back(view_op("detach", [](const ViewMeta& in, const Attrs&) { return in; }));
+  OpDef detach = view_op("detach", [](const ViewMeta& in, const Attrs&) { return in; });
+  detach.differentiable = false;
+  defs.push_back(std::move(detach));
   defs.push_back(view_op("flatten", [](const ViewMeta& in, const Attrs& a) {
     int64_t rank = int64_t(in.shape.size());
     if (rank == 0) return ViewMeta{{1}, {1}, in.offset};

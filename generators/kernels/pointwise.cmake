@@ -10,6 +10,8 @@ foreach (op exp log sqrt rsqrt sin cos tanh sigmoid silu reciprocal)
 endforeach ()
 kiln_eager_kernel(GENERATOR kiln_pointwise OP gelu VARIANT none DTYPES ${float} ATTRS "approximate:none")
 kiln_eager_kernel(GENERATOR kiln_pointwise OP gelu VARIANT tanh DTYPES ${float} ATTRS "approximate:tanh")
+kiln_eager_kernel(GENERATOR kiln_pointwise OP gelu_backward VARIANT none DTYPES ${float} ATTRS "approximate:none")
+kiln_eager_kernel(GENERATOR kiln_pointwise OP gelu_backward VARIANT tanh DTYPES ${float} ATTRS "approximate:tanh")
 
 foreach (op add sub mul maximum minimum eq ne lt le gt ge)
   kiln_eager_kernel(GENERATOR kiln_pointwise OP ${op} DTYPES ${numeric})

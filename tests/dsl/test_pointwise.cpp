@@ -151,6 +151,47 @@ BOOST_AUTO_TEST_CASE(binary_ops_broadcast_and_match_reference) {
   }
 }
 
+// d/dx of gelu_ref and gelu_tanh_ref, in double.
+double gelu_grad_ref(double x) {
+  return 0.5 * (1 + std::erf(x / std::sqrt(2.0))) + x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
+}
+double gelu_tanh_grad_ref(double x) {
+  const double k = std::sqrt(2 / M_PI), c = 0.044715, t = std::tanh(k * (x + c * x * x * x));
+  return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * c * x * x);
+}
+
+// gelu's backward as one op: grad * gelu'(x), against the derivatives in double (which central
+// differences of gelu_ref confirm to 1e-9), with broadcasting and both forms.
+BOOST_AUTO_TEST_CASE(gelu_backward_matches_the_derivative_in_double) {
+  for (double x : {-4.0, -1.3, -0.2, 0.0, 0.7, 2.5}) {
+    const double h = 1e-5;
+    BOOST_TEST(std::abs((gelu_ref(x + h) - gelu_ref(x - h)) / (2 * h) - gelu_grad_ref(x)) < 1e-9);
+    BOOST_TEST(std::abs((gelu_tanh_ref(x + h) - gelu_tanh_ref(x - h)) / (2 * h) - gelu_tanh_grad_ref(x)) < 1e-9);
+  }
+  uint64_t seed = 1500;
+  for (const char* form : {"none", "tanh"}) {
+    auto grad_ref = std::string(form) == "tanh" ? gelu_tanh_grad_ref : gelu_grad_ref;
+    auto derivative = [&](double g, double x) { return g * grad_ref(x); };
+    for (DType t : {f32, f64, bf16}) {
+      for (const auto& [sg, sx] : std::vector<std::pair<Shape, Shape>>{{{130, 70}, {130, 70}}, {{3, 1}, {3, 9}}, {{}, {7}}}) {
+        Tensor g = random_tensor(sg, t, seed++, -2, 2), x = random_tensor(sx, t, seed++, -5, 5);
+        Shape out = broadcast_shapes("test", sg, sx);
+        Tensor y = gelu_backward(g, x, form);
+        BOOST_TEST(y.dtype() == t);
+        Tolerance tol = tolerance(t);
+        // 1 + erf(x / sqrt 2) cancels for x far below 0; f32's erf is good to ~1e-6 there (as for
+        // gelu itself above), times |grad| <= 2.
+        if (t == f32) tol.atol = 2.5e-6;
+        check_close(y, binary_ref(g, x, out, derivative), out, tol,
+                    std::string("gelu_backward ") + form + " " + std::string(name(t)) + " " + to_string(out));
+      }
+    }
+  }
+  Tensor g = random_tensor({4}, i32, seed++), x = random_tensor({4}, i32, seed++);
+  BOOST_TEST(gelu_backward(g, x).dtype() == f32);
+  BOOST_CHECK_THROW(gelu_backward(random_tensor({2}, f32, 1), random_tensor({2}, f32, 2), "exact"), Error);
+}
+
 BOOST_AUTO_TEST_CASE(binary_ops_on_views_and_scalars) {
   uint64_t seed = 2000;
   for (const char* kind : {"transposed", "sliced", "expanded"}) {

@@ -1,0 +1,95 @@
+#include "schedules/gpu_row_staging.h"
+
+#include <map>
+
+namespace kiln {
+
+using namespace Halide;
+
+namespace {
+
+// Whether f reads p only at f's own point (f(x, y) = ... p(x, y) ...): a block's rows of f then
+// need the same rows of p. A transposed or broadcast read could need far more than a row a warp.
+bool reads_in_place(const Func& f, const ImageParam& p) {
+  struct Reads : Internal::IRVisitor {
+    std::string name;
+    std::vector<std::string> args;
+    bool ok = true;
+    using Internal::IRVisitor::visit;
+    void visit(const Internal::Call* c) override {
+      if (c->name == name) {
+        bool same = c->args.size() == args.size();
+        for (size_t i = 0; same && i < args.size(); ++i) {
+          const auto* v = c->args[i].as<Internal::Variable>();
+          same = v && v->name == args[i];
+        }
+        ok = ok && same;
+      }
+      Internal::IRVisitor::visit(c);
+    }
+  } reads;
+  reads.name = Func(p).name();
+  for (const Var& v : f.args()) reads.args.push_back(v.name());
+  if (f.function().has_update_definition()) return false;
+  for (const Expr& e : f.function().definition().values()) e.accept(&reads);
+  return reads.ok;
+}
+
+// The Funcs of root (its Func, its reductions, the Funcs inlined into them) that read input p:
+// they call the ImageParam's own Func (Halide names it "<param>_im"), which p.in() may wrap.
+// Empty when one of them is also inlined into another root (the pipeline's other outputs: a
+// wrapper computed inside this root's loops would not exist there), or reads p elsewhere than at
+// its own point (reads_in_place): then p is not staged.
+std::vector<Func> stageable_readers(const ScheduleRoot& root, const ImageParam& p, const std::set<std::string>& shared) {
+  std::vector<Func> readers{root.func}, direct;
+  readers.insert(readers.end(), root.inner.begin(), root.inner.end());
+  readers.insert(readers.end(), root.inlined.begin(), root.inlined.end());
+  const std::string own = Func(p).name();
+  for (const Func& f : readers) {
+    if (f.name() == own || !Internal::find_direct_calls(f.function()).count(own)) continue;
+    if (shared.count(f.name()) || !reads_in_place(f, p)) return {};
+    direct.push_back(f);
+  }
+  return direct;
+}
+
+}  // namespace
+
+std::set<std::string> shared_funcs(const std::vector<ScheduleRoot>& roots) {
+  std::map<std::string, int> uses;
+  for (const ScheduleRoot& root : roots) {
+    std::set<std::string> mine{root.func.name()};
+    for (const Func& f : root.inner) mine.insert(f.name());
+    for (const Func& f : root.inlined) mine.insert(f.name());
+    for (const std::string& n : mine) uses[n] += 1;
+  }
+  std::set<std::string> shared;
+  for (const auto& [name, n] : uses)
+    if (n > 1) shared.insert(name);
+  return shared;
+}
+
+
+bool stage_in_shared_memory(const ScheduleRoot& root, const std::vector<ImageParam>& inputs,
+                            const std::set<std::string>& shared, int64_t elements,
+                            const std::function<void(Func, int)>& place) {
+  int64_t bytes = 0;
+  bool staged = false;
+  for (const ImageParam& p : inputs) {
+    if (p.dimensions() != root.func.dimensions()) continue;
+    int64_t need = elements * p.type().bytes();
+    if (bytes + need > kStageBytes) continue;
+    std::vector<Func> readers = stageable_readers(root, p, shared);
+    if (readers.empty()) continue;
+    try {
+      ImageParam param = p;
+      place(param.in(readers), p.type().bytes());
+      bytes += need;
+      staged = true;
+    } catch (const CompileError&) {
+    }
+  }
+  return staged;
+}
+
+}  // namespace kiln
