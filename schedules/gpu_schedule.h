@@ -28,8 +28,9 @@ namespace kiln {
 void schedule_gpu(const Graph& g, const Region& r, LoweredRegion& lowered);
 
 // The row schedule's tunables, for schedule experiments (`kiln bench gpu` with these set):
-// KILN_GPU_ROW_THREADS (threads per block, default 256), KILN_GPU_ROW_STAGE (stage a block's
-// input row in shared memory, default 0), KILN_GPU_ROW_VECTOR (4 consecutive elements per
+// KILN_GPU_ROW_THREADS (threads per block, default 256), KILN_GPU_ROW_STAGE (stage the input
+// rows a block reads several times in shared memory, block and warp rows; default 0:
+// schedules/gpu_row_staging.h), KILN_GPU_ROW_VECTOR (4 consecutive elements per
 // thread, default 0),
 // KILN_GPU_ROW_WARP (1: a warp per row always, 0: never; default by the rows' length and count).
 // Their values as text, part of the disk cache's key of CUDA graphs.
