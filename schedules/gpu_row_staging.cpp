@@ -69,7 +69,6 @@ std::set<std::string> shared_funcs(const std::vector<ScheduleRoot>& roots) {
   return shared;
 }
 
-
 bool stage_in_shared_memory(const ScheduleRoot& root, const std::vector<ImageParam>& inputs,
                             const std::set<std::string>& shared, int64_t elements,
                             const std::function<void(Func, int)>& place) {

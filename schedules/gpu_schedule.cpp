@@ -167,21 +167,23 @@ void column_reduction(Func g, int64_t kept, int64_t length) {
   }
 }
 
-// Consecutive elements per thread for `value`: up to 4, so that no load or store of the region
-// is wider than 16 bytes (PTX's widest), when its innermost dim is a static multiple of that;
-// else 1. Regions with 8-byte values are not vectorized: Halide 14 + LLVM 14's NVPTX backend
-// crashed compiling arange(16) in i64 with 2 lanes (tests/schedules/test_gpu_schedule.cpp).
-// The most consecutive elements per access the region's widest value allows: 16 bytes' worth,
-// or 1 with 8-byte values.
+// Consecutive elements of `bytes` each per access: 16 bytes' worth (PTX's widest load or store),
+// at most 4; 1 for 8-byte values: Halide 14 + LLVM 14's NVPTX backend crashed compiling
+// arange(16) in i64 with 2 lanes (tests/schedules/test_gpu_schedule.cpp).
+int lanes_for_bytes(size_t bytes) { return bytes >= 8 ? 1 : int(std::min<size_t>(4, 16 / bytes)); }
+
+// The most consecutive elements per access the region's widest value allows.
 int access_lanes(const Graph& g, const Region& r) {
   size_t widest = 1;
   for (int n : r.nodes) {
     for (int v : g.nodes[size_t(n)].inputs) widest = std::max(widest, itemsize(g.values[size_t(v)].meta.dtype));
     for (int v : g.nodes[size_t(n)].outputs) widest = std::max(widest, itemsize(g.values[size_t(v)].meta.dtype));
   }
-  return widest >= 8 ? 1 : int(std::min<size_t>(4, 16 / widest));
+  return lanes_for_bytes(widest);
 }
 
+// Consecutive elements per thread for `value`: access_lanes when its innermost dim is a static
+// multiple of that, else 1.
 int vector_lanes(const Graph& g, const Region& r, int value) {
   int lanes = access_lanes(g, r);
   const Value& val = g.values[size_t(value)];
@@ -213,7 +215,7 @@ void stage_block_row(const ScheduleRoot& root, const std::vector<ImageParam>& in
   if (length > kRowCacheMax || !row_tuning().stage) return;
   stage_in_shared_memory(root, inputs, shared, length, [&](Func cached, int bytes) {
     Var co("co"), ci("ci"), ct("ct"), cv("cv");
-    int lanes = bytes >= 8 ? 1 : std::min(4, 16 / bytes);
+    int lanes = lanes_for_bytes(size_t(bytes));
     cached.compute_at(root.func, row)
         .split(cached.args()[0], co, ci, lanes * row_tuning().threads, kGuard)
         .split(ci, ct, cv, lanes, kGuard)

@@ -13,28 +13,30 @@ namespace {
 Expr one(const Expr& x) { return Halide::Internal::make_one(x.type()); }
 Expr sigmoid_expr(Expr x) { return one(x) / (one(x) + Halide::exp(-x)); }
 
-Expr gelu_expr(Expr x, const std::string& approximate) {
-  Expr half = Halide::cast(x.type(), Expr(0.5));
-  if (approximate == "tanh") {
-    Expr k = Halide::cast(x.type(), Expr(0.7978845608028654));  // sqrt(2/pi)
-    Expr c = Halide::cast(x.type(), Expr(0.044715));
-    return half * x * (one(x) + tanh_expr(k * (x + c * x * x * x)));
-  }
-  return half * x * (one(x) + erf_expr(x * Halide::cast(x.type(), Expr(0.7071067811865476))));
+Expr constant(const Expr& x, double v) { return Halide::cast(x.type(), Expr(v)); }
+
+constexpr double kGeluK = 0.7978845608028654, kGeluC = 0.044715;  // sqrt(2 / pi), the cubic term
+
+// gelu(x) = x (1 + s(x)) / 2 with s(x) = erf(x / sqrt 2), or in the tanh form
+// s(x) = tanh(u), u = sqrt(2 / pi) (x + 0.044715 x^3).
+Expr gelu_s(const Expr& x, const std::string& approximate) {
+  if (approximate == "tanh") return tanh_expr(constant(x, kGeluK) * (x + constant(x, kGeluC) * x * x * x));
+  return erf_expr(x * constant(x, 0.7071067811865476));
 }
 
-// d/dx gelu(x): Phi(x) + x phi(x) (the normal CDF and density), or for the tanh form with
-// u = k (x + c x^3), t = tanh(u): (1 + t) / 2 + x (1 - t^2) k (1 + 3 c x^2) / 2.
+Expr gelu_expr(Expr x, const std::string& approximate) {
+  return constant(x, 0.5) * x * (one(x) + gelu_s(x, approximate));
+}
+
+// d/dx gelu(x) = (1 + s) / 2 + x s'(x) / 2: s' = 2 phi(x) for erf (phi the normal density), and
+// (1 - s^2) k (1 + 3 c x^2) for the tanh form (k = kGeluK, c = kGeluC).
 Expr gelu_grad_expr(Expr x, const std::string& approximate) {
-  auto f = [&](double v) { return Halide::cast(x.type(), Expr(v)); };
-  if (approximate == "tanh") {
-    Expr k = f(0.7978845608028654), c = f(0.044715);
-    Expr t = tanh_expr(k * (x + c * x * x * x));
-    return f(0.5) * (one(x) + t) + f(0.5) * x * (one(x) - t * t) * k * (one(x) + f(3.0) * c * x * x);
-  }
-  Expr cdf = f(0.5) * (one(x) + erf_expr(x * f(0.7071067811865476)));
-  Expr pdf = Halide::exp(f(-0.5) * x * x) * f(0.3989422804014327);  // 1 / sqrt(2 pi)
-  return cdf + x * pdf;
+  Expr half = constant(x, 0.5), s = gelu_s(x, approximate);
+  if (approximate == "tanh")
+    return half * (one(x) + s) + half * x * (one(x) - s * s) * constant(x, kGeluK) *
+                                     (one(x) + constant(x, 3 * kGeluC) * x * x);
+  Expr pdf = Halide::exp(constant(x, -0.5) * x * x) * constant(x, 0.3989422804014327);  // 1 / sqrt(2 pi)
+  return half * (one(x) + s) + x * pdf;
 }
 
 void check_approximate(const std::string& op, const Attrs& a) {
