@@ -1,6 +1,7 @@
 #include "autograd/derivatives.h"
 
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <numeric>
 #include <algorithm>
@@ -89,10 +90,13 @@ TensorList layer_norm_backward(const TensorList& in, const Tensor& g, const Attr
   return {gx, sum_to(g * xhat, in[1].shape()), sum_to(g, in[2].shape())};
 }
 
-// Rows of a one-hot encoding of integer `indices` over `classes`, in `dtype`.
+// Rows of a one-hot encoding of integer `indices` over `classes`, in `dtype`. Compared in i32
+// where the classes fit (cross_entropy checks its targets' range first): a compiled row of i64
+// values would load one element at a time.
 Tensor one_hot(const Tensor& indices, int64_t classes, DType dtype) {
-  Tensor range = arange(0, double(classes), 1, {.dtype = indices.dtype(), .device = indices.device()});
-  return eq(indices.unsqueeze(-1), range).to(dtype);
+  DType t = classes <= INT32_MAX ? DType::i32 : indices.dtype();
+  Tensor range = arange(0, double(classes), 1, {.dtype = t, .device = indices.device()});
+  return eq(indices.to(t).unsqueeze(-1), range).to(dtype);
 }
 
 TensorList matmul_backward(const TensorList& in, const Tensor& g, const std::vector<bool>& need) {

@@ -82,7 +82,9 @@ struct Phase {
 
 // kTrainSteps steps of `step` on the same batch: each step's device time (events, no host wait
 // between steps), its loss (read at the end) and the peak of device memory over all of them.
-Phase run_steps(Device d, const std::function<Tensor()>& step) {
+// With `profiled`, the timed steps run between cuProfilerStart and cuProfilerStop: the window
+// that the kernel summary (bench/kernel_summary.cpp, KILN_KERNEL_SUMMARY_WINDOW=profiler) counts.
+Phase run_steps(Device d, const std::function<Tensor()>& step, bool profiled = false) {
   Phase p;
   CachingAllocator& memory = cuda_caching_allocator(d.index);
   cuda_synchronize(d.index);
@@ -91,10 +93,20 @@ Phase run_steps(Device d, const std::function<Tensor()>& step) {
   std::vector<Tensor> losses;
   uint64_t allocations = 0;
   for (int i = 0; i < kTrainSteps; ++i) {
-    if (i == kTimedFrom) allocations = cuda_driver_allocations();
+    if (i == kTimedFrom) {
+      allocations = cuda_driver_allocations();
+      if (profiled) {
+        cuda_synchronize(d.index);
+        cuda_api().cuProfilerStart();
+      }
+    }
     marks.mark();
     losses.push_back(step());
     marks.mark();
+  }
+  if (profiled) {
+    cuda_synchronize(d.index);
+    cuda_api().cuProfilerStop();
   }
   p.driver_allocations = cuda_driver_allocations() - allocations;
   std::vector<double> ms = marks.intervals_ms();
@@ -377,7 +389,7 @@ Json measure_model(const std::string& name, const BenchOptions& opts, StepTables
     optim::AdamW opt(m.module->parameters(), {});
     auto step = compile([&](std::vector<Tensor> xs) { return train_step(m, opt, xs); },
                         {.backend = "halide", .name = name + " train step"});
-    compiled = run_steps(d, [&] { return step(in); });
+    compiled = run_steps(d, [&] { return step(in); }, true);
     compiled.compile_s = zoo::compile_seconds(step.stats());  // the first step compiled it
     step_breakdown(name, d, [&] { step(in); }, tables);
   }

@@ -53,6 +53,7 @@ std::shared_ptr<CompiledGraph> compile_graph(const Graph& captured, Backend& cho
   g->shape_env = std::make_shared<ShapeEnv>(*captured.shape_env);
   after(label, "dead code", eliminate_dead_code(*g), *g);
   after(label, "common subexpressions", eliminate_common_subexpressions(*g), *g);
+  after(label, "cuBLAS GEMM operands", cublas_gemm_operands(*g), *g);  // before folding: K^T's copy is K's
   after(label, "view folding", fold_views(*g), *g);
   after(label, "transposed matmuls", transpose_matmuls(*g), *g);
   std::vector<std::string> attentions;

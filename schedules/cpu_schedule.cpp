@@ -257,7 +257,8 @@ void schedule_cpu(const Graph& g, const Region& r, LoweredRegion& lowered) {
     } else {
       bool overwrites = std::find(r.in_place.begin(), r.in_place.end(), root.value) != r.in_place.end();
       schedule_root(root, g.values[size_t(root.value)].meta.shape, reduction_kind(g, reducing_value(root)),
-                    work_per_element(g, root.value), cat_chunks(g, root.value), overwrites);
+                    work_per_element(g, root.reduction >= 0 ? root.reduction : root.value), cat_chunks(g, root.value),
+                    overwrites);
     }
   }
 }

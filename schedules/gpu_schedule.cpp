@@ -38,6 +38,7 @@ struct RowTuning {
   bool stage = false;  // stage a block's row in shared memory
   bool vector = false;
   int warp = -1;  // 1: a warp per row always, 0: never, -1: by the rows' count and length
+  int unroll = 1;  // a warp row's steps unrolled by this: loads of several steps in flight
 };
 
 const RowTuning& row_tuning() {
@@ -51,6 +52,7 @@ const RowTuning& row_tuning() {
     r.stage = env("KILN_GPU_ROW_STAGE", 0) != 0;
     r.vector = env("KILN_GPU_ROW_VECTOR", 0) != 0;
     r.warp = std::clamp(env("KILN_GPU_ROW_WARP", -1), -1, 1);
+    r.unroll = std::clamp(env("KILN_GPU_ROW_UNROLL", 1), 1, 8);
     return r;
   }();
   return t;
@@ -128,13 +130,14 @@ void full_reduction(Func g, int64_t length) {
   g.update().gpu_single_thread();
 }
 
-// A column reduction g computed once for all its consumers: one thread per kept element looping
-// over the reduced dims; with few kept elements and long reductions, chunks of rows first, sized
-// so that about kColumnThreads threads sum them (fewer threads leave the loads' latency
-// unhidden: [8192, 768] in chunks of 256 rows ran on 24576 threads). Serial sums are unrolled.
-void column_reduction(Func g, int64_t kept, int64_t length) {
+// A column reduction g, computed in the threads of its root f (one thread per kept element, its
+// pure init and its serial sum in registers: one kernel, not one per stage), or at the root of
+// the pipeline with a thread per kept element when f is undefined. With few kept elements and
+// long reductions, chunks of rows first, sized so that about kColumnThreads threads sum them
+// (fewer threads leave the loads' latency unhidden: [8192, 768] in chunks of 256 rows ran on
+// 24576 threads), each chunk's sum in one thread of a kernel of its own. Serial sums are unrolled.
+void column_reduction(Func g, int64_t kept, int64_t length, Func f = Func()) {
   std::vector<Var> v = pure_vars(g);
-  g.compute_root();
   auto unrolled = [](Stage s, const std::vector<RVar>& rvars) {
     if (rvars.size() != 1) return;
     const std::string& name = rvars[0].name();  // qualified ("r$3$x.ri") after an rfactor
@@ -149,16 +152,21 @@ void column_reduction(Func g, int64_t kept, int64_t length) {
       RVar r = fuse_all(g.update(), g.rvars()), ro("ro"), ri("ri");
       Var p("p");
       Func chunks = g.update().split(r, ro, ri, int(chunk), kGuard).rfactor(ro, p);
-      std::vector<Var> cv = pure_vars(chunks);  // g's vars, then p
-      chunks.compute_root();
-      thread_per_point(chunks, cv);
-      thread_per_point(chunks.update(), cv);
+      Func stored = chunks.in(g);  // the chunks' sums; each computed in its thread
+      stored.compute_root();
+      thread_per_point(stored, pure_vars(stored));
+      chunks.compute_at(stored, Var("tx"));
       unrolled(chunks.update(), chunks.rvars(0));
     } catch (const Halide::Error&) {
     }
   }
-  thread_per_point(g, v);
-  for (int u = 0; u < g.num_update_definitions(); ++u) thread_per_point(g.update(u), v);
+  if (f.defined() && !pure_vars(f).empty()) {
+    g.compute_at(f, Var("tx"));  // thread_per_point's thread var
+  } else {
+    g.compute_root();
+    thread_per_point(g, v);
+    for (int u = 0; u < g.num_update_definitions(); ++u) thread_per_point(g.update(u), v);
+  }
   if (g.num_update_definitions() == 1) {
     try {
       unrolled(g.update(), g.rvars(0));
@@ -172,12 +180,18 @@ void column_reduction(Func g, int64_t kept, int64_t length) {
 // arange(16) in i64 with 2 lanes (tests/schedules/test_gpu_schedule.cpp).
 int lanes_for_bytes(size_t bytes) { return bytes >= 8 ? 1 : int(std::min<size_t>(4, 16 / bytes)); }
 
-// The most consecutive elements per access the region's widest value allows.
-int access_lanes(const Graph& g, const Region& r) {
+// The most consecutive elements per access the region's widest value allows; with `row` > 0,
+// only values walked along rows of that length count (their last dim is `row`): a cross
+// entropy's i64 targets, one per row, do not narrow the loads of its f32 logits.
+int access_lanes(const Graph& g, const Region& r, int64_t row = 0) {
   size_t widest = 1;
+  auto count = [&](int v) {
+    const Shape& s = g.values[size_t(v)].meta.shape;
+    if (row == 0 || (!s.empty() && s.back() == row)) widest = std::max(widest, itemsize(g.values[size_t(v)].meta.dtype));
+  };
   for (int n : r.nodes) {
-    for (int v : g.nodes[size_t(n)].inputs) widest = std::max(widest, itemsize(g.values[size_t(v)].meta.dtype));
-    for (int v : g.nodes[size_t(n)].outputs) widest = std::max(widest, itemsize(g.values[size_t(v)].meta.dtype));
+    for (int v : g.nodes[size_t(n)].inputs) count(v);
+    for (int v : g.nodes[size_t(n)].outputs) count(v);
   }
   return lanes_for_bytes(widest);
 }
@@ -227,7 +241,7 @@ void stage_block_row(const ScheduleRoot& root, const std::vector<ImageParam>& in
 // Consecutive elements a lane reads per step of a warp's row: up to 4 (16 bytes), fewer when the
 // row is shorter than a warp's step; 1 for 8-byte values (see vector_lanes).
 int warp_row_lanes(const Graph& g, const Region& r, int64_t length) {
-  int lanes = access_lanes(g, r);
+  int lanes = access_lanes(g, r, length);
   while (lanes > 1 && length < int64_t(kWarp) * lanes) lanes /= 2;
   return lanes;
 }
@@ -287,6 +301,10 @@ void warp_reduction(Func g, Func f, Var block, int lanes) {
     if (!partials.defined()) continue;
     partials.compute_at(g, gy).gpu_lanes(lane);
     partials.update().reorder(lv, ro, lane).gpu_lanes(lane);
+    if (int u = row_tuning().unroll; u > 1) {
+      RVar roo("roo"), roi("roi");
+      partials.update().split(ro, roo, roi, u, kGuard).unroll(roi);
+    }
     if (lanes > 1) {
       partials.vectorize(lv);
       partials.update().vectorize(lv);
@@ -305,12 +323,20 @@ void warp_rows(const Graph& g, const Region& r, const ScheduleRoot& root, const 
                const std::set<std::string>& shared, std::vector<Var> v, bool row_wise, int64_t length) {
   Func f = root.func;
   std::vector<Var> rows(v.begin() + (row_wise ? 1 : 0), v.end());
-  // Blocks of kWarpRows along the innermost row dim, by the other row dims fused (within a block
+  // Blocks of kWarpRows along the innermost row dim that is not always 1 (a row sum kept as
+  // [8, 1024, 1] walks its rows in the middle dim), by the other row dims fused (within a block
   // they are one point: fused with the innermost, bounds inference would widen g's rows to the
   // whole dim and launch a block of thousands of threads).
+  const SymShape& sym = g.values[size_t(root.value)].sym;
+  auto always_one = [&](size_t k) {  // rows[k]'s dim
+    size_t d = k + (row_wise ? 1 : 0);
+    return d < sym.size() && g.shape_env->canonical(sym[sym.size() - 1 - d]) == SymDim::constant(1);
+  };
+  size_t first = 0;
+  while (first + 1 < rows.size() && always_one(first)) ++first;
   Var rb("rb"), ry("ry");
-  f.split(rows[0], rb, ry, kWarpRows, kGuard);
-  std::vector<Var> outer(rows.begin() + 1, rows.end());
+  f.split(rows[first], rb, ry, kWarpRows, kGuard);
+  std::vector<Var> outer(rows.begin() + long(first) + 1, rows.end());  // the size-1 dims inside stay loops of one
   bool staged = row_wise && row_tuning().stage && static_row(g, root.value) &&
                 stage_warp_rows(root, lowered.inputs, shared, rb, length);
   int lanes = staged ? 1 : warp_row_lanes(g, r, length);
@@ -318,6 +344,10 @@ void warp_rows(const Graph& g, const Region& r, const ScheduleRoot& root, const 
     Var co("co"), ci("ci"), lane("lane"), cv("cv");
     f.split(v[0], co, ci, kWarp * lanes, kGuard).split(ci, lane, cv, lanes, kGuard).reorder(cv, co, lane, ry, rb);
     if (lanes > 1) f.vectorize(cv);
+    if (int u = row_tuning().unroll; u > 1) {
+      Var coo("coo"), coi("coi");
+      f.split(co, coo, coi, u, kGuard).unroll(coi);
+    }
     f.gpu_lanes(lane).gpu_threads(ry);
   } else {
     Var fl("fl");
@@ -329,8 +359,11 @@ void warp_rows(const Graph& g, const Region& r, const ScheduleRoot& root, const 
 }
 
 // Whether a row op runs a warp per row (rows of at most kWarpRowMax, or many long rows) rather than a block.
-bool warp_per_row(const Graph& g, const Region& r, int64_t rows, int64_t length) {
-  if (access_lanes(g, r) == 1) return false;  // 8-byte values: Halide 14 has no 64-bit warp shuffles
+bool warp_per_row(const Graph& g, const Region& r, const ScheduleRoot& root, int64_t rows, int64_t length) {
+  for (const Func& inner : root.inner)  // Halide 14 has no 64-bit warp shuffles
+    for (const Type& t : inner.output_types())
+      if (t.bits() > 32) return false;
+  if (access_lanes(g, r, length) == 1) return false;  // 8-byte values along the rows
   if (row_tuning().warp >= 0) return row_tuning().warp == 1;
   return length <= kWarpRowMax || (length >= kWarpRowMin && rows >= kWarpRowsMin);
 }
@@ -365,18 +398,18 @@ void schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, co
   }
   if (kind == Reduces::columns) {
     pointwise(f, 1);
-    for (Func inner : root.inner) column_reduction(inner, numel(shape), reduction_length(g, root.value));
+    for (Func inner : root.inner) column_reduction(inner, numel(shape), reduction_length(g, reducing), f);
     return;
   }
   if (v.empty()) {  // everything reduced; per-row reductions inside (cross_entropy): a thread per row
     f.gpu_single_thread();
     for (Func inner : root.inner) {
-      if (inner.dimensions() == 0) full_reduction(inner, reduction_length(g, root.value));
+      if (inner.dimensions() == 0) full_reduction(inner, reduction_length(g, reducing));
       else column_reduction(inner, kFewColumns, 0);  // kept as is: no split
     }
     return;
   }
-  int64_t work = reducing != root.value ? 1 : reduction_length(g, root.value);
+  int64_t work = root.fused_row_op >= 0 ? 1 : reduction_length(g, reducing);
   bool row_wise = work == 1;  // the output keeps the row (softmax, layer_norm): the row is v[0]
   int64_t length = row_wise ? row_length(g, root.value) : work;
   std::vector<Var> rows(v.begin() + (row_wise ? 1 : 0), v.end());
@@ -387,7 +420,7 @@ void schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, co
     rows = {block};
   }
   bool per_row = std::all_of(root.inner.begin(), root.inner.end(), [](const Func& g) { return g.dimensions() > 0; });
-  if (per_row && warp_per_row(g, r, numel(shape) / (row_wise ? length : 1), length)) {
+  if (per_row && warp_per_row(g, r, root, numel(shape) / (row_wise ? length : 1), length)) {
     warp_rows(g, r, root, lowered, shared, v, row_wise, length);
     return;
   }
@@ -420,7 +453,8 @@ void schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, co
 std::string gpu_schedule_tuning() {
   const RowTuning& t = row_tuning();
   return "row_threads=" + std::to_string(t.threads) + ",row_stage=" + std::to_string(t.stage) +
-         ",row_vector=" + std::to_string(t.vector) + ",row_warp=" + std::to_string(t.warp);
+         ",row_vector=" + std::to_string(t.vector) + ",row_warp=" + std::to_string(t.warp) +
+         ",row_unroll=" + std::to_string(t.unroll);
 }
 
 void schedule_gpu(const Graph& g, const Region& r, LoweredRegion& lowered) {

@@ -15,6 +15,8 @@
 //               fewer than 128K columns with long reductions are first split into chunks of
 //               32-256 rows, as many as keep about 128K threads busy (a [8192, 8192] column sum
 //               ran on 32 blocks of threads looping 8192 times), each thread's sum unrolled 8x;
+//               the final sums run in the threads of the Func that stores them (a bias
+//               gradient's reshape), one kernel for the chunks and one for the rest;
 //   full        (everything reduced to one value): a 64K-thread pass of partial sums, a 256-thread
 //               pass, then one thread.
 // Matmuls are not lowered on CUDA: they run as cuBLAS steps between pipelines.
@@ -31,8 +33,8 @@ void schedule_gpu(const Graph& g, const Region& r, LoweredRegion& lowered);
 // KILN_GPU_ROW_THREADS (threads per block, default 256), KILN_GPU_ROW_STAGE (stage the input
 // rows a block reads several times in shared memory, block and warp rows; default 0:
 // schedules/gpu_row_staging.h), KILN_GPU_ROW_VECTOR (4 consecutive elements per
-// thread, default 0),
-// KILN_GPU_ROW_WARP (1: a warp per row always, 0: never; default by the rows' length and count).
+// thread, default 0), KILN_GPU_ROW_WARP (1: a warp per row always, 0: never; default by the
+// rows' length and count), KILN_GPU_ROW_UNROLL (a warp row's steps unrolled, 1-8, default 1).
 // Their values as text, part of the disk cache's key of CUDA graphs.
 std::string gpu_schedule_tuning();
 

@@ -60,8 +60,15 @@ class Lowering {
       bool scalar = g_.values[size_t(v)].meta.shape.empty() && uses_[v] > 0;
       bool shared = is_pointwise(node) && node.op->family != KernelFamily::copy &&
                     (uses_[v] + (in_place ? 1 : 0) > 1 || scalar) && (scalar || !recomputed(node));
-      if (fused_into_reader(node)) {
+      if (int end = fused_chain_end(node); end >= 0) {
         out_.fused_row_ops[out_.values.at(v).func.name()] = v;
+        if (uses_.count(end) && uses_.at(end) > 0) stored_first_.insert(end);  // read again here: its readers load it
+      } else if (int end = epilogue_end(node); end >= 0) {
+        out_.reduction_epilogues[end] = v;
+        stored_first_.insert(end);
+      } else if (stored_first_.count(v)) {
+        out_.materialized.push_back(func_of(v).func);
+        stored_.insert(v);
       } else if (!is_pointwise(node) && node.op->schedule_class != ScheduleClass::view &&
                  node.op->schedule_class != ScheduleClass::creation) {
         out_.materialized.push_back(out_.values.at(node.outputs[0]).func);
@@ -420,6 +427,18 @@ class Lowering {
       if (!view_blocks(in, v, blocks)) blocks = {{0, r, 0, R}};
       for (int d = 0; d < r; ++d) i[d] = Expr(0);  // size-1 dims outside every block
       for (const auto& [a0, a1, b0, b1] : blocks) {
+        // Dims of size 1 for every call take no part: a block of one such dim each side (a
+        // [1, 1, 768] sum kept as [768]) maps the index as it is, no division or modulo, so that
+        // bounds inference of one output point gives one input point.
+        std::vector<int> ins, outs;
+        for (int d = a0; d < a1; ++d)
+          if (!is_one(in, size_t(d))) ins.push_back(d);
+        for (int d = b0; d < b1; ++d)
+          if (!is_one(v, size_t(d))) outs.push_back(d);
+        if (ins.size() <= 1 && outs.size() <= 1) {
+          if (!ins.empty()) i[ins[0]] = outs.empty() ? Expr(0) : o[outs[0]];
+          continue;
+        }
         Expr linear = o[b0];
         for (int d = b0 + 1; d < b1; ++d) linear = linear * out_shape[d] + o[d];
         for (int d = a1 - 1; d >= a0; --d) {
@@ -462,37 +481,66 @@ class Lowering {
   // The reader's schedule then computes the row op's reductions row by row, just before it reads
   // the row again (from cache), instead of a pass of its own over memory; a softmax's [rows, L]
   // result is neither written nor read back (cross_entropy's backward on [8192, 50304] logits).
-  bool fused_into_reader(const GraphNode& node) const {
+  // Returns the region output that the reader's chain ends at (below), or -1 when not fused.
+  int fused_chain_end(const GraphNode& node) const {
     int v = node.outputs[0];
     ScheduleClass c = node.op->schedule_class;
     if ((c != ScheduleClass::reduction && c != ScheduleClass::normalization) || node.outputs.size() != 1 ||
         node.inputs.empty() || uses_.count(v) == 0 || uses_.at(v) != 1 ||
         std::find(r_.outputs.begin(), r_.outputs.end(), v) != r_.outputs.end() ||
         out_.values.at(v).func.has_update_definition() || reduction_kind(g_, v) != Reduces::rows)
-      return false;
+      return -1;
     const Shape& row_shape = g_.values[size_t(node.inputs[0])].meta.shape;
     const GraphNode& reader = g_.nodes[size_t(reader_.at(v))];
     if (row_shape.empty() || !is_pointwise(reader) || reader.op->family == KernelFamily::copy ||
         g_.values[size_t(reader.outputs[0])].meta.shape != row_shape ||
         g_.values[size_t(v)].meta.shape.size() != row_shape.size())
-      return false;
+      return -1;
     // From the reader on, a chain of values each read once, by a pointwise op, a copy or a view, must end
-    // at a region output that nothing in the region reads: then that output's Func alone reaches
-    // the row op's reductions. Pointwise values are inlined into every reader, stored or not, so a
-    // value read twice, or an output read again, would put them into two stored Funcs (fuzz seed
-    // 3000001: a mean's x - mean, a region output, read again by the variance's sum).
+    // at a region output: then that output's Func alone reaches the row op's reductions.
+    // Pointwise values are inlined into every reader, stored or not, so a value read twice would
+    // put them into two stored Funcs (fuzz seed 3000001: a mean's x - mean, read again by the
+    // variance's sum). An output read again in the region is stored before its readers are
+    // lowered (stored_first_), so they load it: a layer norm's backward, whose input gradient a
+    // bias gradient sums again, computes its two row sums in the gradient's kernel.
     for (int u = reader.outputs[0];;) {
       int readers = uses_.count(u) ? uses_.at(u) : 0;
-      if (std::find(r_.outputs.begin(), r_.outputs.end(), u) != r_.outputs.end()) return readers == 0;
-      if (readers != 1) return false;
+      if (std::find(r_.outputs.begin(), r_.outputs.end(), u) != r_.outputs.end()) return u;
+      if (readers != 1) return -1;
       const GraphNode& next = g_.nodes[size_t(reader_.at(u))];  // a copy too: softmax's backward goes on transposed
-      if ((!is_pointwise(next) && next.op->schedule_class != ScheduleClass::view) || next.outputs.size() != 1) return false;
+      if ((!is_pointwise(next) && next.op->schedule_class != ScheduleClass::view) || next.outputs.size() != 1) return -1;
+      u = next.outputs[0];
+    }
+  }
+
+  // Where a reduction's result is stored instead of its own Func: the end of its one reader
+  // chain (pointwise ops and views, each value of the reduced result's size and read once) at a
+  // region output or a value read twice here, which is stored (stored_first_); -1 when none.
+  // The reduced values pass through the chain in registers (var + eps then rsqrt, sum then a
+  // reshape) and the stored Func's schedule computes the reduction (gpu_schedule.cpp).
+  int epilogue_end(const GraphNode& node) const {
+    ScheduleClass c = node.op->schedule_class;
+    int v = node.outputs[0];
+    if ((c != ScheduleClass::reduction && c != ScheduleClass::normalization) || node.outputs.size() != 1 ||
+        out_.values.at(v).func.has_update_definition() || g_.values[size_t(v)].meta.shape.empty())
+      return -1;
+    const int64_t size = numel(g_.values[size_t(v)].meta.shape);
+    for (int u = v, steps = 0;; ++steps) {
+      bool output = std::find(r_.outputs.begin(), r_.outputs.end(), u) != r_.outputs.end();
+      int readers = uses_.count(u) ? uses_.at(u) : 0;
+      if (steps > 0 && (output || readers > 1)) return u;
+      if (output || readers != 1) return -1;
+      const GraphNode& next = g_.nodes[size_t(reader_.at(u))];
+      if ((!is_pointwise(next) && next.op->schedule_class != ScheduleClass::view) || next.outputs.size() != 1 ||
+          numel(g_.values[size_t(next.outputs[0])].meta.shape) != size)
+        return -1;
       u = next.outputs[0];
     }
   }
 
   std::map<int, int> uses_;           // readers of each value inside the region
   std::set<int> stored_;              // values made here whose Funcs are materialized
+  std::set<int> stored_first_;        // outputs a fused row op's chain ends at, read again here
   std::map<int, int> reader_;         // a reader of each value (the only one when uses_ is 1)
 };
 

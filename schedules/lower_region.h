@@ -46,6 +46,10 @@ struct LoweredRegion {
   // Row ops left unstored, inlined into their one pointwise reader (see lower_region.cpp): their
   // Funcs' names -> their values. The reader's schedule computes their reductions row by row.
   std::map<std::string, int> fused_row_ops;
+  // Reductions left unstored because their one reader chain (pointwise ops of the reduced shape,
+  // views) ends at a stored value: that value -> the reduction. Its Func computes the reduction
+  // (a column sum and its reshape to a bias gradient are one Func, not two).
+  std::map<int, int> reduction_epilogues;
 };
 
 // Whether the node is one pointwise expression of its inputs (unary, binary, where, cast, or a

@@ -98,7 +98,8 @@ Reduces reduction_kind(const Graph& g, int value) {
 }
 
 int reducing_value(const ScheduleRoot& root) {
-  return root.fused_row_op >= 0 ? root.fused_row_op : root.value;
+  if (root.fused_row_op >= 0) return root.fused_row_op;
+  return root.reduction >= 0 ? root.reduction : root.value;
 }
 
 std::vector<ScheduleRoot> schedule_roots(const Region& r, const LoweredRegion& lowered) {
@@ -123,6 +124,8 @@ std::vector<ScheduleRoot> schedule_roots(const Region& r, const LoweredRegion& l
       if (fused != lowered.fused_row_ops.end()) root.fused_row_op = fused->second;
     }
   for (ScheduleRoot& root : roots) {
+    auto epilogue = lowered.reduction_epilogues.find(root.value);
+    if (epilogue != lowered.reduction_epilogues.end()) root.reduction = epilogue->second;
     root.transposed_dim = reads_across(root.func, lowered.transposed_inputs, &root);
     for (const Func& c : root.inlined)  // a transpose inside an inlined Func: its reader's dims are unknown here
       if (root.transposed_dim < 0 && reads_across(c, lowered.transposed_inputs) >= 0) root.transposed_dim = 1;

@@ -22,6 +22,9 @@ struct ScheduleRoot {
   // A row op inlined into this Func (LoweredRegion::fused_row_ops) whose reductions it computes
   // per row, or -1. The Func then keeps the row, as a softmax does.
   int fused_row_op = -1;
+  // A reduction whose result this Func stores through pointwise ops and views of the reduced
+  // shape (LoweredRegion::reduction_epilogues), or -1. The Func then has the reduced shape.
+  int reduction = -1;
 };
 
 std::vector<ScheduleRoot> schedule_roots(const Region& r, const LoweredRegion& lowered);
@@ -32,8 +35,8 @@ enum class Reduces { nothing, rows, columns };
 Reduces reduction_kind(const Graph& g, int value);
 
 // The value whose op decides how root's reductions walk memory: the row op fused into it (its
-// reader chain of pointwise ops, copies and views ends at this root: lower_region.cpp), else the
-// root's own value.
+// reader chain of pointwise ops, copies and views ends at this root: lower_region.cpp), the
+// reduction it stores, else the root's own value.
 int reducing_value(const ScheduleRoot& root);
 
 // The pure vars of f, innermost first.

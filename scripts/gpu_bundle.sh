@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds kiln here and packs what a GPU machine without Halide needs into gpu-bundle/ (under
-# 64 MiB): the kiln command line and the CUDA test programs (stripped, xz-compressed), Debian's
+# 64 MiB): the kiln command line and the CUDA test programs (stripped, xz-compressed), the
+# kernel summary library (lib/, stripped, xz-compressed; built where CUPTI is found), Debian's
 # runtime libraries of Halide 14, LLVM 14 and Boost.Test (.deb files, unpacked there without
-# installing), and
-# gpu-bundle/run.sh. On the GPU machine, from a copy of this source tree with gpu-bundle/ in it:
+# installing), and gpu-bundle/run.sh. On the GPU machine, from a copy of this source tree with
+# gpu-bundle/ in it:
 #
 #   bash gpu-bundle/run.sh [RESULTS_DIR]     # CUDA tests, kiln bench gpu, PyTorch side by side
 #
@@ -15,13 +16,18 @@ build=${KILN_BUILD_DIR:-$root/build}
 bundle=$root/gpu-bundle
 bash "$root/scripts/setup.sh"
 rm -rf "$bundle"
-mkdir -p "$bundle/bin" "$bundle/debs"
+mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/debs"
 programs=(kiln)
 for t in "$build"/bin/test_cuda_*; do programs+=("$(basename "$t")"); done
 for p in "${programs[@]}"; do
   strip -o "$bundle/bin/$p" "$build/bin/$p"
   xz -T0 -6 "$bundle/bin/$p"
 done
+summary_lib=libkiln_kernel_summary.so
+if [ -e "$build/lib/$summary_lib" ]; then
+  strip -o "$bundle/lib/$summary_lib" "$build/lib/$summary_lib"
+  xz -T0 -6 "$bundle/lib/$summary_lib"
+fi
 (cd "$bundle/debs" && apt-get download libhalide14-0 libllvm14 libz3-4 libboost-test1.74.0 >/dev/null 2>&1) || {
   echo "gpu_bundle: apt-get download of libhalide14-0 libllvm14 libz3-4 libboost-test1.74.0 failed (run apt-get update?)" >&2
   exit 1

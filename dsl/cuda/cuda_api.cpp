@@ -62,6 +62,8 @@ void load_driver(Loaded& l) {
   resolve(lib, "cuEventElapsedTime", a.cuEventElapsedTime, missing);
   resolve(lib, "cuEventDestroy_v2", a.cuEventDestroy, missing);
   resolve(lib, "cuGetErrorString", a.cuGetErrorString, missing);
+  resolve(lib, "cuProfilerStart", a.cuProfilerStart, missing);
+  resolve(lib, "cuProfilerStop", a.cuProfilerStop, missing);
   if (!missing.empty()) {
     l.reason = "the CUDA driver library lacks " + missing + " (driver too old?)";
     return;

@@ -61,6 +61,9 @@ struct CudaApi {
   CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent);
   CUresult (*cuEventDestroy)(CUevent);                       // cuEventDestroy_v2
   CUresult (*cuGetErrorString)(CUresult, const char**);
+  // Marks for a profiler (CUPTI, the kernel summary of bench/kernel_summary.cpp); no-ops without one.
+  CUresult (*cuProfilerStart)();
+  CUresult (*cuProfilerStop)();
   // cuBLAS (libcublas.so.13); null until cublas() is first asked for.
   cublasStatus_t (*cublasCreate)(cublasHandle_t*);           // cublasCreate_v2
   cublasStatus_t (*cublasSetStream)(cublasHandle_t, CUstream);  // cublasSetStream_v2

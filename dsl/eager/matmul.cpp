@@ -50,20 +50,22 @@ struct Operand {
 };
 
 // A 1-D a is one row; a 1-D b one column.
-Operand matrix_view(const Tensor& t, bool is_a) {
+Operand matrix_view(const Shape& shape, const Strides& strides, bool is_a) {
   Operand o;
-  int64_t r = t.dim();
+  size_t r = shape.size();
   if (r == 1) {
-    (is_a ? o.cols : o.rows) = t.size(0);
-    (is_a ? o.col_stride : o.row_stride) = t.stride(0);
+    (is_a ? o.cols : o.rows) = shape[0];
+    (is_a ? o.col_stride : o.row_stride) = strides[0];
     return o;
   }
-  o.rows = t.size(r - 2), o.cols = t.size(r - 1);
-  o.row_stride = t.stride(r - 2), o.col_stride = t.stride(r - 1);
-  o.batch.assign(t.shape().begin(), t.shape().end() - 2);
-  o.batch_strides.assign(t.strides().begin(), t.strides().end() - 2);
+  o.rows = shape[r - 2], o.cols = shape[r - 1];
+  o.row_stride = strides[r - 2], o.col_stride = strides[r - 1];
+  o.batch.assign(shape.begin(), shape.end() - 2);
+  o.batch_strides.assign(strides.begin(), strides.end() - 2);
   return o;
 }
+
+Operand matrix_view(const Tensor& t, bool is_a) { return matrix_view(t.shape(), t.strides(), is_a); }
 
 // One batched GEMM per host iteration: extent/strides of the kernel's batch dim, and the host
 // loop dims outside it (strides of a, b, out).
@@ -177,23 +179,25 @@ void for_each_gemm(const Plan& plan, F&& gemm) {
   }
 }
 
-Shape batch_of(const Shape& out, const Tensor& a, const Tensor& b) {
-  return Shape(out.begin(), out.begin() + std::max<int64_t>(0, int64_t(out.size()) - (a.dim() >= 2) - (b.dim() >= 2)));
+Shape batch_of(const Shape& out, size_t a_rank, size_t b_rank) {
+  return Shape(out.begin(), out.begin() + std::max<int64_t>(0, int64_t(out.size()) - (a_rank >= 2) - (b_rank >= 2)));
 }
 
 Plan plan_gemm(const Tensor& a, const Tensor& b, const Shape& out_batch) {
   return plan_gemm(matrix_view(a, true), matrix_view(b, false), out_batch);
 }
 
-// The operand of t once copied dense (contiguous strides).
-Operand dense_operand(const Tensor& t, bool is_a) {
-  Operand o = matrix_view(t, is_a);
+// The operand once copied dense (dense_copy).
+Operand dense_operand(const Shape& shape, const Strides& strides, bool is_a) {
+  Operand o = matrix_view(shape, strides, is_a);
   int64_t stride = 1;
-  if (t.dim() == 1) {
+  if (shape.size() == 1) {
     (is_a ? o.col_stride : o.row_stride) = 1;
     return o;
   }
-  o.col_stride = 1, o.row_stride = o.cols, stride = o.rows * o.cols;
+  if (stored_by_columns(shape, strides)) o.row_stride = 1, o.col_stride = o.rows;
+  else o.col_stride = 1, o.row_stride = o.cols;
+  stride = o.rows * o.cols;
   for (size_t d = o.batch.size(); d-- > 0;) {
     o.batch_strides[d] = stride;
     stride *= o.batch[d];
@@ -201,27 +205,54 @@ Operand dense_operand(const Tensor& t, bool is_a) {
   return o;
 }
 
+}  // namespace
+
 // On CUDA every GEMM is queued on the stream, no waiting. Batch dims that do not merge (attention's
 // heads split out of one projection) would be one cuBLAS call per host iteration (tiny_gpt: 128
-// calls, 280 us of host time per matmul on an H200): the operands are made contiguous instead,
-// one copy kernel each, and the batch runs as one strided-batched call. Only the operands whose
-// batch dims do not merge are copied, the smaller first: in GPT-2's attention P @ V, copying the
-// [8, 12, 1024, 1024] probabilities beside the [8, 12, 1024, 64] view of V made each such matmul
-// 0.94 ms on an H200.
-Tensor run_cublas(Tensor a, Tensor b, const Tensor& out) {
-  Shape out_batch = batch_of(out.shape(), a, b);
-  Plan plan = plan_gemm(a, b, out_batch);
-  if (!plan.outer_extent.empty()) {
+// calls, 280 us of host time per matmul on an H200; GPT-2 small's attention, 8 calls of 12 heads,
+// took as long as copying): the operands are made contiguous instead, one copy each, and the
+// batch runs as one strided-batched call. Only the operands whose batch dims do not merge are
+// copied, the smaller first: in GPT-2's attention P @ V, copying the [8, 12, 1024, 1024]
+// probabilities beside the [8, 12, 1024, 64] view of V made each such matmul 0.94 ms on an H200.
+// Matrices neither row- nor column-major are copied too.
+std::array<bool, 2> cublas_dense_copies(const Shape& a_shape, const Strides& a_strides, const Shape& b_shape,
+                                        const Strides& b_strides, const Shape& out_shape) {
+  Shape out_batch = batch_of(out_shape, a_shape.size(), b_shape.size());
+  Operand a = matrix_view(a_shape, a_strides, true), b = matrix_view(b_shape, b_strides, false);
+  std::array<bool, 2> copy{false, false};
+  if (!plan_gemm(a, b, out_batch).outer_extent.empty()) {
+    Operand da = dense_operand(a_shape, a_strides, true), db = dense_operand(b_shape, b_strides, false);
     // Whether a dense copy of one operand alone would do.
-    bool a_alone = plan_gemm(dense_operand(a, true), matrix_view(b, false), out_batch).outer_extent.empty();
-    bool b_alone = plan_gemm(matrix_view(a, true), dense_operand(b, false), out_batch).outer_extent.empty();
-    if (a_alone && (!b_alone || a.numel() <= b.numel())) a = a.contiguous();
-    else if (b_alone) b = b.contiguous();
-    else a = a.contiguous(), b = b.contiguous();
-    plan = plan_gemm(a, b, out_batch);
+    bool a_alone = plan_gemm(da, b, out_batch).outer_extent.empty();
+    bool b_alone = plan_gemm(a, db, out_batch).outer_extent.empty();
+    if (a_alone && (!b_alone || numel(a_shape) <= numel(b_shape))) copy[0] = true;
+    else if (b_alone) copy[1] = true;
+    else copy = {true, true};
   }
-  if (!cublas_operand_ok(plan.p.a, plan.p.m, plan.p.k)) plan = plan_gemm(a = a.contiguous(), b, out_batch);
-  if (!cublas_operand_ok(plan.p.b, plan.p.k, plan.p.n)) plan = plan_gemm(a, b = b.contiguous(), out_batch);
+  Plan plan = plan_gemm(copy[0] ? dense_operand(a_shape, a_strides, true) : a,
+                        copy[1] ? dense_operand(b_shape, b_strides, false) : b, out_batch);
+  if (!cublas_operand_ok(plan.p.a, plan.p.m, plan.p.k)) copy[0] = true;
+  if (!cublas_operand_ok(plan.p.b, plan.p.k, plan.p.n)) copy[1] = true;
+  return copy;
+}
+
+bool stored_by_columns(const Shape& shape, const Strides& strides) {
+  size_t r = shape.size();
+  return r >= 2 && strides[r - 2] == 1 && strides[r - 1] != 1 && shape[r - 2] > 1;
+}
+
+Tensor dense_copy(const Tensor& t) {
+  if (!stored_by_columns(t.shape(), t.strides())) return t.contiguous();
+  return t.transpose(-1, -2).contiguous().transpose(-1, -2);
+}
+
+namespace {
+
+Tensor run_cublas(Tensor a, Tensor b, const Tensor& out) {
+  std::array<bool, 2> copy = cublas_dense_copies(a.shape(), a.strides(), b.shape(), b.strides(), out.shape());
+  if (copy[0]) a = dense_copy(a);
+  if (copy[1]) b = dense_copy(b);
+  Plan plan = plan_gemm(a, b, batch_of(out.shape(), a.dim(), b.dim()));
   for_each_gemm(plan, [&](int64_t oa, int64_t ob, int64_t oc) { cublas_gemm(a, b, out, plan.p, oa, ob, oc); });
   return out;
 }
@@ -250,7 +281,7 @@ TensorList run_matmul(const OpDef& def, const TensorList& in, const Attrs& attrs
   }
   if (cuda) return {convert(run_cublas(a, b, out), om.dtype)};
 
-  Plan plan = plan_gemm(a, b, batch_of(om.shape, a, b));
+  Plan plan = plan_gemm(a, b, batch_of(om.shape, a.dim(), b.dim()));
   bool eigen = use_eigen(plan.p);
   for_each_gemm(plan, [&](int64_t oa, int64_t ob, int64_t oc) {
     if (!eigen) run_halide(a, b, out, plan.p, oa, ob, oc);

@@ -1,10 +1,12 @@
 // Graph passes on hand-built graphs: DCE keeps outputs and random draws, CSE merges duplicate
 // work but not random draws, fold_views drops identity views and collapses reshape chains, and
+// cublas_gemm_operands copies for cuBLAS the head views it cannot read in place, and
 // decompose leaves only primitive ops whose results, run op by op through dispatch() on fresh
 // random inputs, match the composite ops and plain double loops.
 #include <cmath>
 
 #include "dsl/dispatch.h"
+#include "dsl/eager/matmul.h"
 #include "graph/passes.h"
 #include "support/reference.h"
 
@@ -19,9 +21,10 @@ using Values = std::vector<double>;
 struct Builder {
   Graph g;
 
+  Device device = Device::cpu();  // metadata only: nothing runs on it
   int input(const Shape& s, DType t = f32) {
     return g.add_input(InputKind::argument, int(g.inputs.size()), "arg" + std::to_string(g.inputs.size()),
-                       {s, t, Device::cpu()}, static_shape(s), contiguous_strides(s));
+                       {s, t, device}, static_shape(s), contiguous_strides(s));
   }
   int op(const char* name, const std::vector<int>& ins, const Attrs& a = {}) {
     return g.add_inferred_node(op_def(name), a, ins)[0];
@@ -219,6 +222,57 @@ BOOST_AUTO_TEST_CASE(fold_views_drops_identity_views_and_collapses_reshape_chain
   for (size_t k = 0; k < want.size(); ++k)
     check_close(got[k], host_values(want[k]), want[k].shape(), "fold_views output " + std::to_string(k));
   BOOST_TEST(fold_views(g) == 0);
+}
+
+// Attention's heads viewed out of one [B, T, 3 * H * D] projection: q [B, H, T, D] and k^T
+// [B, H, D, T] have batch dims (B, H) that no one stride walks, so cuBLAS cannot take them in one
+// strided-batched call. On CUDA the pass copies them dense, k^T as k (copied along its rows, then
+// transposed back: cuBLAS reads it transposed); on the CPU, and for dense operands, it does nothing.
+BOOST_AUTO_TEST_CASE(cublas_gemm_operands_copies_head_views_for_cublas_on_cuda_only) {
+  for (bool cuda : {false, true}) {
+    Builder b;
+    if (cuda) b.device = Device::cuda(0);
+    const int64_t B = 2, T = 8, H = 3, D = 4;
+    int qkv = b.input({B, T, 3 * H * D});
+    auto head = [&](int64_t i) {  // [B, H, T, D] view of the i-th third
+      int s = b.op("slice", {qkv}, {{"dim", int64_t(2)}, {"start", i * H * D}, {"end", (i + 1) * H * D}, {"step", int64_t(1)}});
+      int u = b.op("view", {s}, {{"shape", Shape{B, T, H, D}}});
+      return b.op("transpose", {u}, {{"dim0", int64_t(1)}, {"dim1", int64_t(2)}});
+    };
+    int q = head(0), k = head(1);
+    int kt = b.op("transpose", {k}, {{"dim0", int64_t(-1)}, {"dim1", int64_t(-2)}});
+    int scores = b.op("matmul", {q, kt});
+    int dense = b.op("matmul", {scores, b.input({B, H, T, D})});  // both operands dense already
+    b.g.outputs = {scores, dense};
+    const Value &qv = b.g.values[size_t(q)], &kv = b.g.values[size_t(kt)];
+    std::array<bool, 2> rule = cublas_dense_copies(qv.meta.shape, qv.strides, kv.meta.shape, kv.strides, {B, H, T, T});
+    BOOST_TEST((rule[0] && rule[1]));
+    BOOST_TEST(stored_by_columns(kv.meta.shape, kv.strides));
+    Graph g = b.g;
+    BOOST_TEST_CONTEXT((cuda ? "cuda" : "cpu")) {
+      BOOST_TEST(cublas_gemm_operands(g) == (cuda ? 2 : 0));
+      check_valid(g);
+      BOOST_TEST(count_op(g, "contiguous") == (cuda ? 2 : 0));
+      for (const GraphNode& n : g.nodes) {
+        if (n.op->name != "matmul" || n.outputs[0] != g.outputs[0] || !cuda) continue;
+        const Value &a = g.values[size_t(n.inputs[0])], &bt = g.values[size_t(n.inputs[1])];
+        BOOST_TEST(is_contiguous(a.meta.shape, a.strides));
+        BOOST_TEST(to_string(bt.meta.shape) == to_string(Shape{B, H, D, T}));
+        BOOST_TEST(stored_by_columns(bt.meta.shape, bt.strides));  // k copied dense, viewed transposed
+        std::array<bool, 2> after = cublas_dense_copies(a.meta.shape, a.strides, bt.meta.shape, bt.strides, {B, H, T, T});
+        BOOST_TEST((!after[0] && !after[1]));  // the eager matmul copies nothing more
+      }
+      if (!cuda) continue;
+      // The same values, run on the CPU: the copies change layouts, never results.
+      Graph on_cpu = g, before = b.g;
+      for (Graph* x : {&on_cpu, &before})
+        for (Value& v : x->values) v.meta.device = Device::cpu();
+      std::vector<Tensor> args = random_args(before, 31);
+      std::vector<Tensor> want = run(before, args), got = run(on_cpu, args);
+      for (size_t o = 0; o < want.size(); ++o)
+        check_close(got[o], host_values(want[o]), want[o].shape(), "cublas_gemm_operands output " + std::to_string(o));
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(fold_views_keeps_symbolic_shapes_exact) {

@@ -256,3 +256,37 @@ BOOST_AUTO_TEST_CASE(column_sums_of_few_columns_spread_their_rows) {
   BOOST_TEST(widest >= 65536);
   BOOST_TEST(narrow_gpu_launches(launches).empty());
 }
+
+// GPT-2's layer norm backward as the compiled step traces it (autograd/derivatives.cpp): the two
+// row sums of the input gradient run in the gradient's own kernel, a warp per row, even though a
+// bias gradient sums that gradient again; each column sum (the weight's, the bias's, the previous
+// Linear's bias) is one kernel of chunks and one that finishes it and writes it reshaped, no
+// copies of 768 values; the row statistics are two kernels (the mean; the variance inside 1/std).
+// 24 kernels in all before 2026-12-02, 9 now.
+BOOST_AUTO_TEST_CASE(layer_norm_backward_computes_its_row_sums_in_the_gradients_kernel) {
+  Builder b;
+  const int64_t T = 8192, C = 768;
+  int x = b.input({8, 1024, C}), w = b.input({C}), g = b.input({8, 1024, C}), residual = b.input({8, 1024, C});
+  std::vector<int64_t> last{-1};
+  auto mean = [&](int v) { return b.op("mean", {v}, {{"dims", last}, {"keepdim", true}}); };
+  auto column_sum = [&](int v) {
+    int s = b.op("sum", {v}, {{"dims", std::vector<int64_t>{0, 1}}, {"keepdim", true}});
+    return b.op("mul", {b.op("view", {s}, {{"shape", Shape{C}}}), b.scalar(0.5)});  // read on, as by an optimizer
+  };
+  int centered = b.op("sub", {x, mean(x)});
+  int rstd = b.op("rsqrt", {b.op("add", {mean(b.op("square", {centered})), b.scalar(1e-5)})});
+  int xhat = b.op("mul", {centered, rstd});
+  int gw = b.op("mul", {g, w});
+  int inner = b.op("sub", {b.op("sub", {gw, mean(gw)}), b.op("mul", {xhat, mean(b.op("mul", {gw, xhat}))})});
+  int gx = b.op("add", {b.op("mul", {rstd, inner}), residual});
+  b.g.outputs = {gx, column_sum(b.op("mul", {g, xhat})), column_sum(g), column_sum(gx)};
+  auto [launches, stmt] = launches_of(b.g);
+  BOOST_TEST(launches.size() == 9u);
+  int row_kernels = 0;
+  for (const GpuLaunch& k : launches) {
+    row_kernels += k.blocks == T / 8 && k.threads == 256;  // a warp per row, 8 rows a block
+    BOOST_TEST(k.blocks * k.threads >= int64_t(C), k.loop << ": " << k.blocks << " x " << k.threads);
+  }
+  BOOST_TEST(row_kernels == 3);  // the mean, 1/std, and the gradient with its two row sums
+  BOOST_TEST(narrow_gpu_launches(launches).empty());
+}
