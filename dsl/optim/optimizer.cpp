@@ -4,7 +4,10 @@
 
 #include "dsl/creation.h"
 #include "dsl/error.h"
+#include "dsl/eager/kernel_call.h"
 #include "dsl/functions.h"
+#include "dsl/kernel_table.h"
+#include "dsl/optim/adamw_math.h"
 
 namespace kiln::optim {
 
@@ -51,6 +54,31 @@ AdamW::AdamW(std::vector<Tensor> params, AdamWOptions opts) : Optimizer(std::mov
   steps_ = zeros({}, {.dtype = f64 ? DType::f64 : DType::f32, .device = params_.empty() ? Device::cpu() : params_[0].device()});
 }
 
+namespace {
+
+// The fused kernel's update of p, m and v in place, when it applies (eager, not traced; one
+// dtype with a kernel, one device, dense); false otherwise.
+bool fused_adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor& v, const Tensor& c1,
+                 const Tensor& c2, const AdamWOptions& o) {
+  for (const Tensor* t : {&p, &g, &m, &v, &c1, &c2})
+    if (t->is_traced() || t->dtype() != p.dtype() || t->device() != p.device() || !t->is_contiguous()) return false;
+  if (p.dtype() != DType::f32 && p.dtype() != DType::f64) return false;
+  KernelDeviceScope device(p.device().is_cuda());
+  KernelFn fn = find_kernel("kiln_adamw_" + std::string(name(p.dtype())));
+  if (!fn) return false;
+  std::vector<int64_t> n{p.numel()}, dense{1};
+  KernelBuffer bp(p, n, dense), bg(g, n, dense), bm(m, n, dense), bv(v, n, dense);
+  KernelBuffer bc1(c1, {}, {}), bc2(c2, {}, {});
+  KernelBuffer op(p, n, dense), om(m, n, dense), ov(v, n, dense);  // written in place
+  double lr = o.lr, beta1 = o.beta1, beta2 = o.beta2, eps = o.eps, wd = o.weight_decay;
+  call_kernel(fn, {&bp.buf, &bg.buf, &bm.buf, &bv.buf, &bc1.buf, &bc2.buf, &lr, &beta1, &beta2, &eps, &wd, &op.buf,
+                   &om.buf, &ov.buf},
+              "AdamW");
+  return true;
+}
+
+}  // namespace
+
 void AdamW::step() {
   steps_.copy_(steps_ + 1.0);
   // The bias corrections 1 - beta^t, as tensors: a compiled step must not bake t in.
@@ -60,10 +88,11 @@ void AdamW::step() {
   for (size_t i = 0; i < params_.size(); ++i) {
     if (!params_[i].grad().defined()) continue;
     Tensor p = params_[i].detach(), g = params_[i].grad().detach();
-    m_[i].copy_(m_[i] * opts_.beta1 + g * (1 - opts_.beta1));
-    v_[i].copy_(v_[i] * opts_.beta2 + square(g) * (1 - opts_.beta2));
-    Tensor update = (m_[i] / c1) / (sqrt(v_[i] / c2) + opts_.eps);
-    p.copy_(p * (1 - opts_.lr * opts_.weight_decay) - update * opts_.lr);
+    if (opts_.fused && fused_adamw(p, g, m_[i], v_[i], c1.to(p.dtype()), c2.to(p.dtype()), opts_)) continue;
+    auto [p1, m1, v1] = adamw_update(p, g, m_[i], v_[i], c1, c2, opts_);
+    m_[i].copy_(m1);
+    v_[i].copy_(v1);
+    p.copy_(p1);
   }
 }
 

@@ -46,6 +46,10 @@ struct AdamWOptions {
   double beta1 = 0.9, beta2 = 0.999;
   double eps = 1e-8;
   double weight_decay = 1e-2;  // decoupled: p -= lr * weight_decay * p
+  // Eagerly, each parameter's update as one kernel (f32 and f64 contiguous tensors; the math of
+  // adamw_math.h either way), like PyTorch's AdamW(fused=True): GPT-2 small's 149 parameters took
+  // ~2500 kernels a step as composite ops. A compiled step traces the composite ops and fuses them.
+  bool fused = true;
 };
 
 class AdamW : public Optimizer {
