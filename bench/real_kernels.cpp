@@ -47,8 +47,8 @@ Tensors layer_norm_backward(Tensors x) {
 Tensors cross_entropy_backward(Tensors x) {
   const Tensor &logits = x[0], &t = x[1];
   Tensor p = softmax(logits, -1);
-  Tensor classes = arange(0, double(logits.size(-1)), 1, {.dtype = DType::i64, .device = logits.device()});
-  Tensor onehot = eq(classes.unsqueeze(0), t.unsqueeze(1));
+  Tensor classes = arange(0, double(logits.size(-1)), 1, {.dtype = DType::i32, .device = logits.device()});
+  Tensor onehot = eq(classes.unsqueeze(0), t.to(DType::i32).unsqueeze(1));  // compared in i32, as the rule does
   return {where(onehot, p - 1.0, p) / double(logits.size(0))};
 }
 
