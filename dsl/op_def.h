@@ -85,6 +85,12 @@ struct OpDef {
   // (embedding_backward, attention_backward, gelu_backward: no higher-order gradients yet).
   // Creation ops have no inputs to differentiate.
   bool differentiable = true;
+  // eq, ne, lt, le, gt, ge: a bool mask that graph passes recompute exactly from its inputs
+  // rather than save, and whose inputs keep the bits they had when it was computed.
+  bool comparison = false;
+  // One instruction an element (add, mul, a comparison, where, neg, ...): a fused region computes
+  // it again wherever it is read rather than store and load it.
+  bool cheap = false;
   // Pointwise ops: the dtype the inputs are converted to before the kernel runs (comparisons
   // compute in the promoted input type and return bool). Unset: the first output's dtype.
   std::function<DType(const std::vector<TensorMeta>&)> compute_dtype;

@@ -14,6 +14,17 @@ using namespace Halide;
 
 constexpr int kParallelMinElements = 1 << 15;
 
+// A hyperparameter read at run time as a double: arithmetic between hyperparameters stays in
+// double (1 - beta2, 1 - lr * weight_decay) and meets a tensor's values in their type, as the
+// optimizer's composite ops do with C++ doubles.
+struct Coef {
+  Expr v;
+};
+Coef operator-(int k, const Coef& c) { return {cast<double>(k) - c.v}; }
+Coef operator*(const Coef& a, const Coef& b) { return {a.v * b.v}; }
+Expr operator*(const Expr& x, const Coef& c) { return x * cast(x.type(), c.v); }
+Expr operator+(const Expr& x, const Coef& c) { return x + cast(x.type(), c.v); }
+
 template <typename T>
 class AdamWKernel : public Generator<AdamWKernel<T>> {
  public:
@@ -24,7 +35,8 @@ class AdamWKernel : public Generator<AdamWKernel<T>> {
   template <typename U>
   using GeneratorParam = typename Generator<AdamWKernel<T>>::template GeneratorParam<U>;
 
-  GeneratorParam<std::string> op{"op", "adamw"};  // given by kiln_eager_kernel, as to every generator
+  // Given by kiln_eager_kernel to every generator; the dtype is T here.
+  GeneratorParam<std::string> op{"op", "adamw"};
   GeneratorParam<std::string> dtype{"dtype", ""};
   Input<Buffer<T>> p{"p", 1}, g{"g", 1}, m{"m", 1}, v{"v", 1};
   Input<Buffer<T>> c1{"c1", 0}, c2{"c2", 0};
@@ -34,8 +46,8 @@ class AdamWKernel : public Generator<AdamWKernel<T>> {
   void generate() {
     Type t = type_of<T>();
     struct {
-      Expr lr, beta1, beta2, eps, weight_decay;
-    } h{cast(t, lr), cast(t, beta1), cast(t, beta2), cast(t, eps), cast(t, weight_decay)};
+      Coef lr, beta1, beta2, eps, weight_decay;
+    } h{{lr}, {beta1}, {beta2}, {eps}, {weight_decay}};
     Var x("x");
     auto [p1, m1, v1] = optim::adamw_update<Expr>(p(x), g(x), m(x), v(x), c1(), c2(), h);
     out(x) = Tuple(p1, m1, v1);

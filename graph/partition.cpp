@@ -16,11 +16,6 @@ int64_t bytes_of(const Value& v) { return numel(v.meta.shape) * int64_t(itemsize
 
 bool is_view(const GraphNode& n) { return n.op->schedule_class == ScheduleClass::view; }
 
-bool is_comparison(const GraphNode& n) {
-  static const std::set<std::string> names = {"eq", "ne", "lt", "le", "gt", "ge"};
-  return names.count(n.op->name) > 0;
-}
-
 // Ops too expensive to run twice (random draws must never run twice: see partition_joint).
 bool must_not_recompute(const GraphNode& n) {
   switch (n.op->schedule_class) {
@@ -118,14 +113,14 @@ Partition partition_joint(const Graph& j) {
     // What a comparison reads keeps the forward's bits: recomputed in another pipeline, a value
     // may round differently and no longer equal its saved max (max's rule divides by the count
     // of ties, which would be 0).
-    if (is_comparison(node))
+    if (node.op->comparison)
       for (int u : node.inputs) {
         while (j.values[size_t(u)].producer >= 0 && is_view(j.nodes[size_t(j.values[size_t(u)].producer)]))
           u = j.nodes[size_t(j.values[size_t(u)].producer)].inputs[0];  // a view recomputes exactly: its base
         int p = j.values[size_t(u)].producer;
         // Constants and masks recompute exactly (a mask from its own inputs, pinned here too).
         bool exact = p >= 0 && ((j.nodes[size_t(p)].inputs.empty() && !j.nodes[size_t(p)].op->random) ||
-                                is_comparison(j.nodes[size_t(p)]));
+                                j.nodes[size_t(p)].op->comparison);
         if (!tangent[size_t(u)] && !exact) cut.add_edge(source, in(u), MinCut::infinite);
       }
     if (backward_node[n]) {
@@ -136,7 +131,7 @@ Partition partition_joint(const Graph& j) {
     for (int v : node.outputs) {
       // Never saved: a view (its base is) and a comparison's mask (recomputed exactly from its
       // inputs, which keep the forward's bits; a saved bool crossing pipelines read wrong once).
-      bool recompute_only = is_view(node) || (is_comparison(node) && !node.op->random);
+      bool recompute_only = is_view(node) || (node.op->comparison && !node.op->random);
       cut.add_edge(in(v), out(v), recompute_only ? MinCut::infinite : bytes_of(j.values[size_t(v)]));
       if (node.op->random || (must_not_recompute(node) && for_outputs[n])) cut.add_edge(source, in(v), MinCut::infinite);
       for (int u : node.inputs) cut.add_edge(out(u), in(v), MinCut::infinite);

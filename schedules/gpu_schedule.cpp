@@ -398,7 +398,13 @@ void schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, co
   }
   if (kind == Reduces::columns) {
     pointwise(f, 1);
-    for (Func inner : root.inner) column_reduction(inner, numel(shape), reduction_length(g, reducing), f);
+    // The root stores a reduction (its own value, or through an epilogue): one thread per
+    // element computes its sums. A softmax over columns reads them at every element instead,
+    // so they are computed once, at the root of the pipeline.
+    int p = g.values[size_t(reducing)].producer;
+    bool stores_sums = p >= 0 && g.nodes[size_t(p)].op->schedule_class == ScheduleClass::reduction;
+    for (Func inner : root.inner)
+      column_reduction(inner, numel(shape), reduction_length(g, reducing), stores_sums ? f : Func());
     return;
   }
   if (v.empty()) {  // everything reduced; per-row reductions inside (cross_entropy): a thread per row

@@ -39,6 +39,8 @@ class Lowering {
 
   LoweredRegion run() {
     for (int s : r_.symbols) out_.symbols.emplace(s, Param<int32_t>(named("s", s)));
+    for (int n : r_.nodes)
+      has_gemm_ = has_gemm_ || (g_.nodes[size_t(n)].op->family == KernelFamily::matmul && gemm_lowerable(g_, g_.nodes[size_t(n)]));
     for (size_t k = 0; k < r_.inputs.size(); ++k) lower_input(r_.inputs[k], int(k));
     for (int n : r_.nodes)
       for (int v : g_.nodes[n].inputs) {
@@ -514,33 +516,43 @@ class Lowering {
   }
 
   // Where a reduction's result is stored instead of its own Func: the end of its one reader
-  // chain (pointwise ops and views, each value of the reduced result's size and read once) at a
-  // region output or a value read twice here, which is stored (stored_first_); -1 when none.
-  // The reduced values pass through the chain in registers (var + eps then rsqrt, sum then a
-  // reshape) and the stored Func's schedule computes the reduction (gpu_schedule.cpp).
+  // chain at a region output or a value read twice here, which is stored (stored_first_); -1
+  // when none. Every value of the chain is read once, by a pointwise op or a view, and holds the
+  // reduced values in their order (its dims, those always 1 aside, are the reduction's: a
+  // reshape, not a transpose); none is 0-d (stored for itself). The reduced values pass through
+  // the chain in registers (var + eps then rsqrt, a sum then a reshape) and the stored Func's
+  // schedule computes the reduction (gpu_schedule.cpp). One reduction per stored Func, and none
+  // in a region with a GEMM (its epilogue holds no reduction: cpu_schedule.cpp).
   int epilogue_end(const GraphNode& node) const {
     ScheduleClass c = node.op->schedule_class;
     int v = node.outputs[0];
     if ((c != ScheduleClass::reduction && c != ScheduleClass::normalization) || node.outputs.size() != 1 ||
-        out_.values.at(v).func.has_update_definition() || g_.values[size_t(v)].meta.shape.empty())
+        out_.values.at(v).func.has_update_definition() || g_.values[size_t(v)].meta.shape.empty() || has_gemm_)
       return -1;
-    const int64_t size = numel(g_.values[size_t(v)].meta.shape);
+    auto dims = [this](int u) {  // the dims not always 1
+      std::vector<SymDim> d;
+      for (const SymDim& x : g_.values[size_t(u)].sym)
+        if (SymDim c = g_.shape_env->canonical(x); !(c == SymDim::constant(1))) d.push_back(c);
+      return d;
+    };
+    const std::vector<SymDim> reduced = dims(v);
     for (int u = v, steps = 0;; ++steps) {
       bool output = std::find(r_.outputs.begin(), r_.outputs.end(), u) != r_.outputs.end();
       int readers = uses_.count(u) ? uses_.at(u) : 0;
-      if (steps > 0 && (output || readers > 1)) return u;
+      if (steps > 0 && (output || readers > 1)) return out_.reduction_epilogues.count(u) ? -1 : u;
       if (output || readers != 1) return -1;
       const GraphNode& next = g_.nodes[size_t(reader_.at(u))];
-      if ((!is_pointwise(next) && next.op->schedule_class != ScheduleClass::view) || next.outputs.size() != 1 ||
-          numel(g_.values[size_t(next.outputs[0])].meta.shape) != size)
+      if ((!is_pointwise(next) && next.op->schedule_class != ScheduleClass::view) || next.outputs.size() != 1)
         return -1;
       u = next.outputs[0];
+      if (g_.values[size_t(u)].meta.shape.empty() || !(dims(u) == reduced)) return -1;
     }
   }
 
   std::map<int, int> uses_;           // readers of each value inside the region
   std::set<int> stored_;              // values made here whose Funcs are materialized
-  std::set<int> stored_first_;        // outputs a fused row op's chain ends at, read again here
+  std::set<int> stored_first_;        // values stored before their readers are lowered (chain ends)
+  bool has_gemm_ = false;             // a matmul of the region is lowered as a GEMM
   std::map<int, int> reader_;         // a reader of each value (the only one when uses_ is 1)
 };
 
@@ -552,11 +564,7 @@ bool is_pointwise(const GraphNode& n) {
                              n.op->family == KernelFamily::copy);
 }
 
-bool is_cheap_pointwise(const GraphNode& n) {
-  static const std::set<std::string> cheap = {"eq", "ne", "lt", "le", "gt", "ge", "where", "add", "sub",
-                                              "mul", "neg", "abs", "maximum", "minimum"};
-  return is_pointwise(n) && cheap.count(n.op->name) > 0;
-}
+bool is_cheap_pointwise(const GraphNode& n) { return is_pointwise(n) && n.op->cheap; }
 
 constexpr int64_t kGemmMaxABytes = 1 << 20, kGemmMaxRows = 256;
 

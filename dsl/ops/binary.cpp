@@ -11,8 +11,8 @@ namespace {
 
 enum class Result { promoted, floating, boolean };
 
-void binary(std::vector<OpDef>& defs, std::string name, Result result,
-            std::function<Expr(Expr, Expr)> f) {
+// Registers the op and returns it, for properties set by its table line.
+OpDef& binary(std::vector<OpDef>& defs, std::string name, Result result, std::function<Expr(Expr, Expr)> f) {
   OpDef d;
   d.name = name;
   d.schedule_class = ScheduleClass::pointwise;
@@ -31,20 +31,22 @@ void binary(std::vector<OpDef>& defs, std::string name, Result result,
   };
   d.pointwise = [f](const std::vector<Expr>& in, const Attrs&) { return f(in[0], in[1]); };
   d.differentiable = result != Result::boolean;  // comparisons: piecewise constant
+  d.comparison = d.cheap = result == Result::boolean;
   defs.push_back(std::move(d));
+  return defs.back();
 }
 
 }  // namespace
 
 void add_binary_ops(std::vector<OpDef>& defs) {
   using R = Result;
-  binary(defs, "add", R::promoted, [](Expr a, Expr b) { return a + b; });
-  binary(defs, "sub", R::promoted, [](Expr a, Expr b) { return a - b; });
-  binary(defs, "mul", R::promoted, [](Expr a, Expr b) { return a * b; });
+  binary(defs, "add", R::promoted, [](Expr a, Expr b) { return a + b; }).cheap = true;
+  binary(defs, "sub", R::promoted, [](Expr a, Expr b) { return a - b; }).cheap = true;
+  binary(defs, "mul", R::promoted, [](Expr a, Expr b) { return a * b; }).cheap = true;
   binary(defs, "div", R::floating, [](Expr a, Expr b) { return a / b; });
   binary(defs, "pow", R::floating, [](Expr a, Expr b) { return Halide::pow(a, b); });
-  binary(defs, "maximum", R::promoted, [](Expr a, Expr b) { return Halide::max(a, b); });
-  binary(defs, "minimum", R::promoted, [](Expr a, Expr b) { return Halide::min(a, b); });
+  binary(defs, "maximum", R::promoted, [](Expr a, Expr b) { return Halide::max(a, b); }).cheap = true;
+  binary(defs, "minimum", R::promoted, [](Expr a, Expr b) { return Halide::min(a, b); }).cheap = true;
   binary(defs, "eq", R::boolean, [](Expr a, Expr b) { return a == b; });
   binary(defs, "ne", R::boolean, [](Expr a, Expr b) { return a != b; });
   binary(defs, "lt", R::boolean, [](Expr a, Expr b) { return a < b; });
@@ -68,6 +70,7 @@ void add_binary_ops(std::vector<OpDef>& defs) {
   w.pointwise = [](const std::vector<Expr>& in, const Attrs&) {
     return Halide::select(in[0] != 0, in[1], in[2]);
   };
+  w.cheap = true;
   defs.push_back(std::move(w));
 }
 

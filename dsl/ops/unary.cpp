@@ -65,8 +65,8 @@ OpDef gelu_backward_op() {
   return d;
 }
 
-void unary(std::vector<OpDef>& defs, std::string name, bool float_only,
-           std::function<Expr(Expr, const Attrs&)> f) {
+// Registers the op and returns it, for properties set by its table line.
+OpDef& unary(std::vector<OpDef>& defs, std::string name, bool float_only, std::function<Expr(Expr, const Attrs&)> f) {
   OpDef d;
   d.name = name;
   d.schedule_class = ScheduleClass::pointwise;
@@ -81,14 +81,15 @@ void unary(std::vector<OpDef>& defs, std::string name, bool float_only,
   };
   d.pointwise = [f](const std::vector<Expr>& in, const Attrs& a) { return f(in[0], a); };
   defs.push_back(std::move(d));
+  return defs.back();
 }
 
 }  // namespace
 
 void add_unary_ops(std::vector<OpDef>& defs) {
   using A = const Attrs&;
-  unary(defs, "neg", false, [](Expr x, A) { return -x; });
-  unary(defs, "abs", false, [](Expr x, A) { return Halide::cast(x.type(), Halide::abs(x)); });
+  unary(defs, "neg", false, [](Expr x, A) { return -x; }).cheap = true;
+  unary(defs, "abs", false, [](Expr x, A) { return Halide::cast(x.type(), Halide::abs(x)); }).cheap = true;
   unary(defs, "square", false, [](Expr x, A) { return x * x; });
   unary(defs, "relu", false, [](Expr x, A) { return Halide::max(x, Halide::Internal::make_zero(x.type())); });
   unary(defs, "exp", true, [](Expr x, A) { return Halide::exp(x); });

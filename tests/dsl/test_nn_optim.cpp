@@ -83,7 +83,9 @@ BOOST_AUTO_TEST_CASE(adamw_step_matches_the_formula) {
       optim::AdamW opt({p}, {.lr = 0.01, .beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1, .fused = fused});
       for (int step = 1; step <= 3; ++step) {
         (p * c).sum().backward();  // grad = c
+        uint64_t version = p.storage()->version;
         opt.step();
+        BOOST_TEST(p.storage()->version > version);  // written in place, as copy_ writes
         opt.zero_grad();
         for (size_t i = 0; i < size_t(n); ++i) {
           m[i] = 0.9 * m[i] + 0.1 * cv[i];

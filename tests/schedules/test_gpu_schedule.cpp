@@ -290,3 +290,29 @@ BOOST_AUTO_TEST_CASE(layer_norm_backward_computes_its_row_sums_in_the_gradients_
   BOOST_TEST(row_kernels == 3);  // the mean, 1/std, and the gradient with its two row sums
   BOOST_TEST(narrow_gpu_launches(launches).empty());
 }
+
+// Reductions stored through their epilogues, and the cases that must not be: a softmax over
+// columns reads its column sums at every element (computed once, not by every thread); two
+// reductions added into one value each keep their own schedule (a row sum a warp per row, a
+// column sum in chunks), as a stored Func holds one reduction's epilogue.
+BOOST_AUTO_TEST_CASE(stored_reductions_keep_their_own_work) {
+  {
+    Builder b;
+    int x = b.input({4096, 1024});
+    b.g.outputs = {b.op("softmax", {x}, {{"dim", int64_t(0)}})};
+    auto [launches, stmt] = launches_of(b.g);
+    for (const GpuLaunch& k : launches)
+      BOOST_TEST(k.blocks * k.threads * k.per_thread <= 8 * 4096 * 1024, k.loop << ": " << k.blocks << " x " << k.threads
+                                                                             << " x " << k.per_thread);
+  }
+  {
+    Builder b;
+    int x = b.input({4096, 512}), y = b.input({512, 4096});
+    int rows = b.op("sum", {x}, {{"dims", std::vector<int64_t>{1}}, {"keepdim", false}});
+    int columns = b.op("sum", {y}, {{"dims", std::vector<int64_t>{0}}, {"keepdim", false}});
+    b.g.outputs = {b.op("add", {rows, columns})};
+    auto [launches, stmt] = launches_of(b.g);
+    BOOST_TEST(narrow_gpu_launches(launches).empty());
+    BOOST_TEST(count(stmt, "shfl.sync") >= 1);  // the row sum's warps
+  }
+}

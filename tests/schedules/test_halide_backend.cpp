@@ -116,6 +116,21 @@ BOOST_AUTO_TEST_CASE(packed_weights_follow_in_place_updates) {
   BOOST_TEST(f.stats().compiles == 1);
 }
 
+// A GEMM's epilogue that adds a reduction (a bias made by a column sum): the reduction is stored
+// by its own loop, not computed inside the GEMM's epilogue (which the CPU GEMM schedule does not
+// allow; a reduction once moved there when its result was only reshaped or added).
+BOOST_AUTO_TEST_CASE(gemm_epilogue_adds_a_reduction) {
+  NoGradGuard no_grad;
+  Tensor w = random_tensor({64, 40}, f32, 5), y = random_tensor({12, 64}, f32, 6);
+  auto fn = [&](const Tensor& x) { return matmul(x, w.t()) + y.sum({0}); };
+  auto f = compile(fn, halide());
+  Tensor x = random_tensor({16, 40}, f32, 7);
+  std::vector<double> want = linear_reference(x, w), bias(64, 0.0), yv = host_values(y);
+  for (size_t i = 0; i < yv.size(); ++i) bias[i % 64] += yv[i];
+  for (size_t i = 0; i < want.size(); ++i) want[i] += bias[i % 64];
+  check_close(f(x), want, {16, 64}, "x w^T + sum(y, 0)");
+}
+
 // f32 sums of k products of values in [-2, 2]: rounding grows with k.
 Tolerance gemm_tolerance(int64_t k) { return {2e-6 * double(k), 1e-6 * double(k)}; }
 
