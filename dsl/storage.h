@@ -29,6 +29,9 @@ struct Storage {
   Device device;
   Allocator* allocator = nullptr;  // null: memory owned elsewhere
   std::atomic<uint64_t> version{0};
+  // After an in-place write (copy_, a fused optimizer step): autograd's saved-tensor checks and
+  // the compiled graphs' packed weights see a new version.
+  void written() { ++version; }
 
   Storage(void* data, size_t nbytes, Device device, Allocator* allocator)
       : data(data), nbytes(nbytes), device(device), allocator(allocator) {}

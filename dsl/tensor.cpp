@@ -146,7 +146,7 @@ Tensor& Tensor::copy_(const Tensor& src, SourceLocation where) {
     KernelDeviceScope kernels(device().is_cuda());
     copy_into(*this, broadcast_to_view(s, shape()));
   }
-  storage()->version++;
+  storage()->written();
   return *this;
 }
 

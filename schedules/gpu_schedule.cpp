@@ -70,9 +70,12 @@ V fuse_all(Stage s, const std::vector<V>& vars) {
   return cur;
 }
 
+// thread_per_point's thread var: a Func computed at it runs inside each thread.
+const char* const kPointThread = "tx";
+
 // One thread per point of `vars` (all of the stage's pure vars), kThreads per block.
 void thread_per_point(Stage s, const std::vector<Var>& vars) {
-  Var bx("bx"), tx("tx");
+  Var bx("bx"), tx(kPointThread);
   if (vars.empty()) {
     s.gpu_single_thread();
     return;
@@ -155,13 +158,13 @@ void column_reduction(Func g, int64_t kept, int64_t length, Func f = Func()) {
       Func stored = chunks.in(g);  // the chunks' sums; each computed in its thread
       stored.compute_root();
       thread_per_point(stored, pure_vars(stored));
-      chunks.compute_at(stored, Var("tx"));
+      chunks.compute_at(stored, Var(kPointThread));
       unrolled(chunks.update(), chunks.rvars(0));
     } catch (const Halide::Error&) {
     }
   }
   if (f.defined() && !pure_vars(f).empty()) {
-    g.compute_at(f, Var("tx"));  // thread_per_point's thread var
+    g.compute_at(f, Var(kPointThread));
   } else {
     g.compute_root();
     thread_per_point(g, v);

@@ -64,7 +64,7 @@ class Lowering {
                     (uses_[v] + (in_place ? 1 : 0) > 1 || scalar) && (scalar || !recomputed(node));
       if (int end = fused_chain_end(node); end >= 0) {
         out_.fused_row_ops[out_.values.at(v).func.name()] = v;
-        if (uses_.count(end) && uses_.at(end) > 0) stored_first_.insert(end);  // read again here: its readers load it
+        if (readers_of(end) > 0) stored_first_.insert(end);  // read again here: its readers load it
       } else if (int end = epilogue_end(node); end >= 0) {
         out_.reduction_epilogues[end] = v;
         stored_first_.insert(end);
@@ -190,7 +190,7 @@ class Lowering {
   // pointwise ops of the same shape inside the region; the last of them (or the matmul's value)
   // is where the GEMM's tiles are computed.
   int epilogue_root(int v) {
-    while (std::find(r_.outputs.begin(), r_.outputs.end(), v) == r_.outputs.end() && uses_[v] == 1) {
+    while (!is_output(v) && uses_[v] == 1) {
       const GraphNode& reader = g_.nodes[size_t(reader_.at(v))];
       int out = reader.outputs[0];
       if (!is_pointwise(reader) || reader.op->family == KernelFamily::copy || g_.values[size_t(out)].sym != g_.values[size_t(v)].sym)
@@ -468,7 +468,7 @@ class Lowering {
   // itself is mm + b, recomputed from the GEMM's output, see fusion.cpp).
   bool recomputed(const GraphNode& node, int depth = 0) const {
     int v = node.outputs[0];
-    if (!is_cheap_pointwise(node) || std::find(r_.outputs.begin(), r_.outputs.end(), v) != r_.outputs.end())
+    if (!is_cheap_pointwise(node) || is_output(v))
       return false;
     return std::all_of(node.inputs.begin(), node.inputs.end(), [&](int u) {
       bool made_here = std::find(r_.inputs.begin(), r_.inputs.end(), u) == r_.inputs.end();
@@ -488,9 +488,8 @@ class Lowering {
     int v = node.outputs[0];
     ScheduleClass c = node.op->schedule_class;
     if ((c != ScheduleClass::reduction && c != ScheduleClass::normalization) || node.outputs.size() != 1 ||
-        node.inputs.empty() || uses_.count(v) == 0 || uses_.at(v) != 1 ||
-        std::find(r_.outputs.begin(), r_.outputs.end(), v) != r_.outputs.end() ||
-        out_.values.at(v).func.has_update_definition() || reduction_kind(g_, v) != Reduces::rows)
+        node.inputs.empty() || readers_of(v) != 1 || is_output(v) || out_.values.at(v).func.has_update_definition() ||
+        reduction_kind(g_, v) != Reduces::rows)
       return -1;
     const Shape& row_shape = g_.values[size_t(node.inputs[0])].meta.shape;
     const GraphNode& reader = g_.nodes[size_t(reader_.at(v))];
@@ -505,14 +504,7 @@ class Lowering {
     // variance's sum). An output read again in the region is stored before its readers are
     // lowered (stored_first_), so they load it: a layer norm's backward, whose input gradient a
     // bias gradient sums again, computes its two row sums in the gradient's kernel.
-    for (int u = reader.outputs[0];;) {
-      int readers = uses_.count(u) ? uses_.at(u) : 0;
-      if (std::find(r_.outputs.begin(), r_.outputs.end(), u) != r_.outputs.end()) return u;
-      if (readers != 1) return -1;
-      const GraphNode& next = g_.nodes[size_t(reader_.at(u))];  // a copy too: softmax's backward goes on transposed
-      if ((!is_pointwise(next) && next.op->schedule_class != ScheduleClass::view) || next.outputs.size() != 1) return -1;
-      u = next.outputs[0];
-    }
+    return reader_chain_end(reader.outputs[0], false, [](int) { return true; });
   }
 
   // Where a reduction's result is stored instead of its own Func: the end of its one reader
@@ -536,16 +528,26 @@ class Lowering {
       return d;
     };
     const std::vector<SymDim> reduced = dims(v);
-    for (int u = v, steps = 0;; ++steps) {
-      bool output = std::find(r_.outputs.begin(), r_.outputs.end(), u) != r_.outputs.end();
-      int readers = uses_.count(u) ? uses_.at(u) : 0;
-      if (steps > 0 && (output || readers > 1)) return out_.reduction_epilogues.count(u) ? -1 : u;
-      if (output || readers != 1) return -1;
+    if (is_output(v) || readers_of(v) != 1) return -1;
+    int end = reader_chain_end(v, true, [&](int u) { return !g_.values[size_t(u)].meta.shape.empty() && dims(u) == reduced; });
+    return end >= 0 && !out_.reduction_epilogues.count(end) ? end : -1;
+  }
+
+  bool is_output(int v) const { return std::find(r_.outputs.begin(), r_.outputs.end(), v) != r_.outputs.end(); }
+  int readers_of(int v) const { return uses_.count(v) ? uses_.at(v) : 0; }
+
+  // Follows value u's readers while each value is read once, by a pointwise op (a copy too:
+  // softmax's backward goes on transposed) or a view of one output whose value passes `keeps`.
+  // Returns where the chain ends: the first region output, or with `read_twice_ends` the first
+  // value read more than once; -1 when it breaks first.
+  int reader_chain_end(int u, bool read_twice_ends, const std::function<bool(int)>& keeps) const {
+    for (;;) {
+      if (is_output(u) || (read_twice_ends && readers_of(u) > 1)) return u;
+      if (readers_of(u) != 1) return -1;
       const GraphNode& next = g_.nodes[size_t(reader_.at(u))];
-      if ((!is_pointwise(next) && next.op->schedule_class != ScheduleClass::view) || next.outputs.size() != 1)
-        return -1;
+      if ((!is_pointwise(next) && next.op->schedule_class != ScheduleClass::view) || next.outputs.size() != 1) return -1;
       u = next.outputs[0];
-      if (g_.values[size_t(u)].meta.shape.empty() || !(dims(u) == reduced)) return -1;
+      if (!keeps(u)) return -1;
     }
   }
 

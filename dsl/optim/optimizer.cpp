@@ -74,9 +74,7 @@ bool fused_adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor
   call_kernel(fn, {&bp.buf, &bg.buf, &bm.buf, &bv.buf, &bc1.buf, &bc2.buf, &lr, &beta1, &beta2, &eps, &wd, &op.buf,
                    &om.buf, &ov.buf},
               "AdamW");
-  // Written in place, as copy_ writes: autograd's saved-tensor checks and the compiled graphs'
-  // packed weights (weight_packing.h) see a new version.
-  for (const Tensor* t : {&p, &m, &v}) t->storage()->version++;
+  for (const Tensor* t : {&p, &m, &v}) t->storage()->written();  // in place, as copy_ writes
   return true;
 }
 
