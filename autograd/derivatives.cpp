@@ -77,9 +77,24 @@ std::vector<int64_t> last_dims(const Tensor& x, size_t k) {
   return dims;
 }
 
+// Whether a backward runs on real tensors (eager autograd), where a rule's fused backward op is one
+// kernel instead of the composite's several. A traced backward (a compiled training step) keeps
+// the composite: its primitives fuse with their neighbours into the step's pipelines.
+bool eager(const TensorList& tensors) {
+  return std::none_of(tensors.begin(), tensors.end(), [](const Tensor& t) { return t.defined() && t.is_traced(); });
+}
+
 // layer_norm over the last dims, recomputing mean and 1/std from the input.
 TensorList layer_norm_backward(const TensorList& in, const Tensor& g, const Attrs& a) {
   const Tensor& x = in[0];
+  if (eager({x, g})) {  // the fused op for x's gradient; the affine parameters' from x normalized
+    TensorList fused_in{x, g};
+    if (in.size() == 3) fused_in.push_back(in[1]);
+    Tensor gx = dispatch(op_def("layer_norm_backward"), fused_in, a)[0];
+    if (in.size() == 1) return {gx};
+    Tensor xhat = dispatch(op_def("layer_norm"), {x}, a)[0];
+    return {gx, sum_to(g * xhat, in[1].shape()), sum_to(g, in[2].shape())};
+  }
   std::vector<int64_t> dims = last_dims(x, a.get<std::vector<int64_t>>("normalized_shape").size());
   Tensor centered = x - mean(x, dims, true);
   Tensor rstd = rsqrt(mean(square(centered), dims, true) + a.get<double>("eps"));
@@ -208,21 +223,28 @@ std::vector<Entry> rules() {
        }},
       {"logsumexp", RULE { return {expand_reduced(g[0], in[0], a) * exp(in[0] - expand_reduced(out[0], in[0], a))}; }},
       {"softmax", RULE {
+         if (eager({out[0], g[0]})) return dispatch(op_def("softmax_backward"), {out[0], g[0]}, a);
          int64_t d = a.get<int64_t>("dim");
          return {out[0] * (g[0] - sum(g[0] * out[0], {d}, true))};
        }},
-      {"log_softmax", RULE { return {g[0] - exp(out[0]) * sum(g[0], {a.get<int64_t>("dim")}, true)}; }},
+      {"log_softmax", RULE {
+         if (eager({out[0], g[0]})) return dispatch(op_def("log_softmax_backward"), {out[0], g[0]}, a);
+         return {g[0] - exp(out[0]) * sum(g[0], {a.get<int64_t>("dim")}, true)};
+       }},
       {"layer_norm", RULE { return layer_norm_backward(in, g[0], a); }},
       {"attention", RULE {  // the fused kernel's own backward, from the saved log-sum-exp
          KILN_CHECK(g.size() < 2 || !g[1].defined(), "attention: its log-sum-exp output carries no gradient");
          if (!g[0].defined()) return {};
          return dispatch(op_def("attention_backward"), {in[0], in[1], in[2], out[0], g[0], out[1]}, a);
        }},
-      {"cross_entropy", RULE {
-         const Tensor &logits = in[0], &targets = in[1];
+      {"cross_entropy", RULE {  // from the forward's log-sum-exp of each row: one pass over the logits
+         const Tensor &logits = in[0], &targets = in[1], &lse = out[1];
+         KILN_CHECK(g.size() < 2 || !g[1].defined(), "cross_entropy: its log-sum-exp output carries no gradient");
+         if (eager({logits, targets, lse, g[0]}))
+           return {dispatch(op_def("cross_entropy_backward"), {logits, targets, lse, g[0]}, a)[0], Tensor()};
          int64_t rows = logits.dim() == 2 ? logits.size(0) : 1;
          Tensor target_rows = one_hot(targets, logits.size(-1), logits.dtype());
-         return {(softmax(logits, -1) - target_rows) * (g[0] / double(rows)), Tensor()};
+         return {(exp(logits - lse.unsqueeze(-1)) - target_rows) * (g[0] / double(rows)), Tensor()};
        }},
       {"embedding", RULE {  // scatter-add of the gradient rows into the table
          Attrs rows{{"num_rows", in[0].size(0)}};

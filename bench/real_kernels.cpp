@@ -25,28 +25,38 @@ Tensors adamw_update(Tensors x) {
   return {p2, m2, v2};
 }
 
-// The derivatives' formulas, written as the derivative rules trace them.
+// The derivatives as the derivative rules run them: eagerly the fused backward op, traced (the
+// compiled column) the composite formula.
+Tensors fused(const char* op, const Tensors& in, const Attrs& a) { return dispatch(op_def(op), in, a); }
+
 Tensors softmax_backward(Tensors x) {
   const Tensor &y = x[0], &dy = x[1];
+  if (!y.is_traced()) return fused("softmax_backward", {y, dy}, {{"dim", int64_t(-1)}});
   return {y * (dy - sum(y * dy, {-1}, true))};
 }
 
 Tensors log_softmax_backward(Tensors x) {
   const Tensor &y = x[0], &dy = x[1];
+  if (!y.is_traced()) return fused("log_softmax_backward", {y, dy}, {{"dim", int64_t(-1)}});
   return {dy - exp(y) * sum(dy, {-1}, true)};
 }
 
 Tensors layer_norm_backward(Tensors x) {
   const Tensor &in = x[0], &w = x[1], &dy = x[2];
+  if (!in.is_traced())
+    return fused("layer_norm_backward", {in, dy, w}, {{"normalized_shape", Shape{in.size(-1)}}, {"eps", 1e-5}});
   Tensor xc = in - mean(in, {-1}, true);
   Tensor rstd = rsqrt(mean(xc * xc, {-1}, true) + 1e-5);
   Tensor xhat = xc * rstd, g = dy * w;
   return {rstd * (g - mean(g, {-1}, true) - xhat * mean(g * xhat, {-1}, true))};
 }
 
+// From the forward's log-sum-exp of each row (x[2]), as the rule does.
 Tensors cross_entropy_backward(Tensors x) {
-  const Tensor &logits = x[0], &t = x[1];
-  Tensor p = softmax(logits, -1);
+  const Tensor &logits = x[0], &t = x[1], &lse = x[2];
+  if (!logits.is_traced())
+    return fused("cross_entropy_backward", {logits, t, lse, full({}, 1.0, logits.options())}, {});
+  Tensor p = exp(logits - lse.unsqueeze(-1));
   Tensor classes = arange(0, double(logits.size(-1)), 1, {.dtype = DType::i32, .device = logits.device()});
   Tensor onehot = eq(classes.unsqueeze(0), t.to(DType::i32).unsqueeze(1));  // compared in i32, as the rule does
   return {where(onehot, p - 1.0, p) / double(logits.size(0))};
@@ -103,8 +113,10 @@ std::vector<RealKernel> real_kernels(Device d) {
                  return Tensors{randn({8192, 4096}, {.device = d}), randn({4096}, {.device = d}),
                                 randn({8192, 4096}, {.device = d})};
                }});
-  k.push_back({"cross_entropy_bwd_50304", logits, f32_bytes(logits, 2), cross_entropy_backward,
-               [d, logits, tokens] { return Tensors{randn(logits, {.device = d}), tokens(kVocab)}; }});
+  k.push_back({"cross_entropy_bwd_50304", logits, f32_bytes(logits, 2), cross_entropy_backward, [d, logits, tokens] {
+                 Tensor x = randn(logits, {.device = d});
+                 return Tensors{x, tokens(kVocab), logsumexp(x, {-1})};
+               }});
   row_case("column_sum", {kTokens, 3072}, [](Tensors x) { return Tensors{sum(x[0], {0})}; }, 1);
   row_case("full_sum", big, [](Tensors x) { return Tensors{sum(x[0])}; }, 1);
   k.push_back({"embedding_50304", table, 2.0 * 4 * kTokens * kWidth,

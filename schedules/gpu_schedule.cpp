@@ -8,6 +8,7 @@
 
 #include "dsl/error.h"
 #include "schedules/gpu_row_staging.h"
+#include "schedules/gpu_warp_rows.h"
 #include "schedules/schedule_roots.h"
 
 namespace kiln {
@@ -39,6 +40,7 @@ struct RowTuning {
   bool vector = false;
   int warp = -1;  // 1: a warp per row always, 0: never, -1: by the rows' count and length
   int unroll = 1;  // a warp row's steps unrolled by this: loads of several steps in flight
+  int warp_rows = kWarpRows;  // rows per block (a warp each) of a warp-row op
 };
 
 const RowTuning& row_tuning() {
@@ -53,6 +55,7 @@ const RowTuning& row_tuning() {
     r.vector = env("KILN_GPU_ROW_VECTOR", 0) != 0;
     r.warp = std::clamp(env("KILN_GPU_ROW_WARP", -1), -1, 1);
     r.unroll = std::clamp(env("KILN_GPU_ROW_UNROLL", 1), 1, 8);
+    r.warp_rows = std::clamp(env("KILN_GPU_WARP_ROWS", kWarpRows), 1, 32);
     return r;
   }();
   return t;
@@ -199,10 +202,25 @@ int access_lanes(const Graph& g, const Region& r, int64_t row = 0) {
   return lanes_for_bytes(widest);
 }
 
-// Consecutive elements per thread for `value`: access_lanes when its innermost dim is a static
-// multiple of that, else 1.
+// Whether value u holds one element per row of `root`: as many elements as root has rows, and a
+// last dim other than root's row length (a cross entropy's i64 targets [N], or [B, T], beside its
+// [N, C] logits). Such a value is read once per row, never along it. (A value of that size
+// reshaped to run along root's rows would be misjudged; no graph of the zoo or the fuzzer has one.)
+bool one_per_row(const Graph& g, int u, int root) {
+  const Shape &su = g.values[size_t(u)].meta.shape, &sr = g.values[size_t(root)].meta.shape;
+  if (sr.size() < 2 || sr.back() <= 1 || su.empty()) return false;
+  return numel(su) * sr.back() == numel(sr) && su.back() != sr.back();
+}
+
+// Consecutive elements per thread for `value`: the most its region's widest value allows (values
+// one per row of it do not count), when its innermost dim is a static multiple of that, else 1.
 int vector_lanes(const Graph& g, const Region& r, int value) {
-  int lanes = access_lanes(g, r);
+  size_t widest = 1;
+  for (int n : r.nodes)
+    for (const std::vector<int>* vs : {&g.nodes[size_t(n)].inputs, &g.nodes[size_t(n)].outputs})
+      for (int u : *vs)
+        if (!one_per_row(g, u, value)) widest = std::max(widest, itemsize(g.values[size_t(u)].meta.dtype));
+  int lanes = lanes_for_bytes(widest);
   const Value& val = g.values[size_t(value)];
   if (val.sym.empty() || lanes < 2) return 1;
   SymDim d = g.shape_env->canonical(val.sym.back());
@@ -262,7 +280,7 @@ bool static_row(const Graph& g, int value) {
 bool stage_warp_rows(const ScheduleRoot& root, const std::vector<ImageParam>& inputs,
                      const std::set<std::string>& shared, Var block, int64_t length) {
   if (root.func.dimensions() < 2) return false;
-  return stage_in_shared_memory(root, inputs, shared, int64_t(kWarpRows) * length, [&](Func cached, int) {
+  return stage_in_shared_memory(root, inputs, shared, int64_t(row_tuning().warp_rows) * length, [&](Func cached, int) {
     std::vector<Var> cv = cached.args();
     Var co("co"), lane("lane");
     cached.compute_at(root.func, block).split(cv[0], co, lane, kWarp, kGuard).reorder(co, lane, cv[1]);
@@ -270,58 +288,8 @@ bool stage_warp_rows(const ScheduleRoot& root, const std::vector<ImageParam>& in
   });
 }
 
-// Reduction g of a row, computed at loop `block` of f (kWarpRows rows) by the row's warp: each lane
-// sums `lanes` consecutive elements of every kWarp * lanes in registers (coalesced reads, no
-// shared memory), then its vector, then lane 0 combines the 32 lanes' sums through warp shuffles into g, which
-// lives in shared memory for the whole block. g's rows run on threadIdx.y and a one-wide
-// threadIdx.x, so that the partials' lane loop (threadIdx.x) nests inside them. Reductions Halide
-// cannot split (not provably associative) run serially in lane 0.
-void warp_reduction(Func g, Func f, Var block, int lanes) {
-  g.compute_at(f, block);
-  std::vector<Var> gv = pure_vars(g);
-  Var gy("gy"), gl("gl");
-  auto rows_on_warps = [&](Stage s) {  // g's innermost row dim; outer ones (one row, mostly) loop
-    s.split(gv.at(0), gy, gl, 1, TailStrategy::RoundUp).gpu_threads(gl, gy);
-  };
-  rows_on_warps(g);
-  for (int u = 0; u < g.num_update_definitions(); ++u) {
-    if (u > 0 || g.rvars().empty()) {
-      rows_on_warps(g.update(u));
-      continue;
-    }
-    // partials(lane, lv) sums the row's elements lane * lanes + lv of every kWarp * lanes; each
-    // lane's vector is summed in the lane (lane_sums) before lane 0 reads the 32 lanes' sums.
-    Func partials, lane_sums;
-    Var lane("lane"), lv("lv"), ls("ls");
-    RVar ro("ro"), ri("ri"), rl("rl"), rv("rv");
-    try {
-      RVar r = fuse_all(g.update(), g.rvars());
-      partials = g.update().split(r, ro, ri, kWarp * lanes, kGuard).split(ri, rl, rv, lanes, kGuard).rfactor({{rl, lane}, {rv, lv}});
-      if (lanes > 1) lane_sums = g.update().rfactor(rl, ls);
-    } catch (const CompileError&) {
-    }
-    rows_on_warps(g.update());
-    if (!partials.defined()) continue;
-    partials.compute_at(g, gy).gpu_lanes(lane);
-    partials.update().reorder(lv, ro, lane).gpu_lanes(lane);
-    if (int u = row_tuning().unroll; u > 1) {
-      RVar roo("roo"), roi("roi");
-      partials.update().split(ro, roo, roi, u, kGuard).unroll(roi);
-    }
-    if (lanes > 1) {
-      partials.vectorize(lv);
-      partials.update().vectorize(lv);
-    }
-    if (lane_sums.defined()) {
-      lane_sums.compute_at(g, gy).gpu_lanes(ls);
-      lane_sums.update().gpu_lanes(ls);
-    }
-  }
-}
-
-// A row-wise op or a row reduction with a warp per row and kWarpRows rows per block: the
-// reductions as warp_reduction, then (row-wise) each lane writes `lanes` consecutive elements of
-// every kWarp * lanes of its row; a row reduction's value is written by lane 0.
+// A row-wise op or a row reduction with a warp per row and kWarpRows rows per block
+// (schedules/gpu_warp_rows.h): a row reduction's value is written by lane 0.
 void warp_rows(const Graph& g, const Region& r, const ScheduleRoot& root, const LoweredRegion& lowered,
                const std::set<std::string>& shared, std::vector<Var> v, bool row_wise, int64_t length) {
   Func f = root.func;
@@ -338,27 +306,20 @@ void warp_rows(const Graph& g, const Region& r, const ScheduleRoot& root, const 
   size_t first = 0;
   while (first + 1 < rows.size() && always_one(first)) ++first;
   Var rb("rb"), ry("ry");
-  f.split(rows[first], rb, ry, kWarpRows, kGuard);
+  f.split(rows[first], rb, ry, row_tuning().warp_rows, kGuard);
   std::vector<Var> outer(rows.begin() + long(first) + 1, rows.end());  // the size-1 dims inside stay loops of one
   bool staged = row_wise && row_tuning().stage && static_row(g, root.value) &&
                 stage_warp_rows(root, lowered.inputs, shared, rb, length);
   int lanes = staged ? 1 : warp_row_lanes(g, r, length);
   if (row_wise) {
-    Var co("co"), ci("ci"), lane("lane"), cv("cv");
-    f.split(v[0], co, ci, kWarp * lanes, kGuard).split(ci, lane, cv, lanes, kGuard).reorder(cv, co, lane, ry, rb);
-    if (lanes > 1) f.vectorize(cv);
-    if (int u = row_tuning().unroll; u > 1) {
-      Var coo("coo"), coi("coi");
-      f.split(co, coo, coi, u, kGuard).unroll(coi);
-    }
-    f.gpu_lanes(lane).gpu_threads(ry);
+    warp_rows::row_wise_lanes(f, v[0], ry, rb, lanes, row_tuning().unroll);
   } else {
     Var fl("fl");
     f.split(ry, ry, fl, 1, TailStrategy::RoundUp).gpu_threads(fl, ry);
   }
   if (outer.empty()) f.gpu_blocks(rb);
   else f.gpu_blocks(rb, fuse_all(f, outer));
-  for (Func inner : root.inner) warp_reduction(inner, f, rb, lanes);
+  for (Func inner : root.inner) warp_rows::warp_reduction(inner, f, rb, lanes, row_tuning().unroll);
 }
 
 // Whether a row op runs a warp per row (rows of at most kWarpRowMax, or many long rows) rather than a block.
@@ -463,7 +424,7 @@ std::string gpu_schedule_tuning() {
   const RowTuning& t = row_tuning();
   return "row_threads=" + std::to_string(t.threads) + ",row_stage=" + std::to_string(t.stage) +
          ",row_vector=" + std::to_string(t.vector) + ",row_warp=" + std::to_string(t.warp) +
-         ",row_unroll=" + std::to_string(t.unroll);
+         ",row_unroll=" + std::to_string(t.unroll) + ",warp_rows=" + std::to_string(t.warp_rows);
 }
 
 void schedule_gpu(const Graph& g, const Region& r, LoweredRegion& lowered) {

@@ -8,7 +8,8 @@
 // contiguous copy) and the view is dense. Dims of size 1 are skipped. The kernel writes a dense
 // [kept] result, which is then seen with the output shape (keepdim or not). Inside each kernel,
 // specialize() picks the schedule from the strides and sizes (generators/row_schedule.h), so the
-// number of kernels stays (ops x dtypes) and small inputs stay on serial paths.
+// number of kernels stays (ops x dtypes) and small inputs stay on serial paths. On CUDA, sum and
+// mean of rows laid out across memory (the kept dim dense) run the "columns" variant.
 // Empty reductions never reach a kernel: sum gives 0, mean and var nan, logsumexp -inf (max, min
 // and argmax were rejected by the shape rule).
 #include <algorithm>
@@ -43,6 +44,8 @@ TensorList run_reduce(const OpDef& def, const TensorList& in, const Attrs& a) {
   DType kt = kernel_dtype(prefix, is_float_op(def.name) ? om.dtype : input.dtype());
   DType kout = def.name == "argmax" || (def.name == "sum" && is_integral(kt)) ? DType::i64 : kt;
   KernelFn fn = require_kernel(prefix + "_" + std::string(name(kt)), def.name);
+  // CUDA only: the variant for rows laid out across memory (results adjacent), when it exists.
+  KernelFn columns_fn = find_kernel(prefix + "_columns_" + std::string(name(kt)));
 
   std::vector<int> kept, reduced = dims;
   Shape kept_shape;
@@ -72,6 +75,7 @@ TensorList run_reduce(const OpDef& def, const TensorList& in, const Attrs& a) {
       k = {rows, length, true};
     }
     out = Tensor::empty(kept_shape, {kout, input.device()});
+    if (columns_fn && k.stride == 1 && r.stride != 1 && rows > 1) fn = columns_fn;
     KernelBuffer bin(x, {r.extent, k.extent}, {r.stride, k.stride});
     KernelBuffer bout(out, {rows}, {1});
     int64_t correction = a.get_or<int64_t>("correction", 1);

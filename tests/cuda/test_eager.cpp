@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "cuda/cuda_available.h"
+#include "dsl/dispatch.h"
 #include "support/reference.h"
 
 using namespace kiln;
@@ -110,6 +111,25 @@ BOOST_AUTO_TEST_CASE(reductions_and_rows_match_the_cpu, *needs_cuda()) {
   Tensor targets = randint(0, 300, {70});
   check_same_on_cuda("cross_entropy", [](auto& v) { return cross_entropy(v[0], v[1]); }, {x, targets},
                      kReduceF32);
+  // The fused backward ops of eager autograd.
+  auto op = [](const char* name, Attrs a) {
+    return [name, a](const TensorList& v) { return dispatch(op_def(name), v, a)[0]; };
+  };
+  Tensor y = softmax(x, -1), dy = random_tensor({70, 300}, DType::f32, 24);
+  check_same_on_cuda("softmax_backward", op("softmax_backward", {{"dim", int64_t(-1)}}), {y, dy}, kReduceF32);
+  check_same_on_cuda("log_softmax_backward", op("log_softmax_backward", {{"dim", int64_t(0)}}), {log_softmax(x, 0), dy},
+                     kReduceF32);
+  Attrs ln{{"normalized_shape", Shape{300}}, {"eps", 1e-5}};
+  check_same_on_cuda("layer_norm_backward", op("layer_norm_backward", ln), {x, dy, w}, kReduceF32);
+  check_same_on_cuda("layer_norm_backward plain", op("layer_norm_backward", ln), {x, dy}, kReduceF32);
+  check_same_on_cuda("cross_entropy lse", [](auto& v) { return dispatch(op_def("cross_entropy"), v, {})[1]; },
+                     {x, targets}, kReduceF32);
+  check_same_on_cuda("cross_entropy_backward", op("cross_entropy_backward", {}),
+                     {x, targets, logsumexp(x, {1}), full({}, 0.5, {DType::f32, Device::cpu()})}, kReduceF32);
+  // Column sums at a bias gradient's size (the CUDA "columns" kernels).
+  Tensor tall = random_tensor({8192, 768}, DType::f32, 25);
+  check_same_on_cuda("column sum", [](auto& v) { return v[0].sum({0}); }, {tall}, kReduceF32);
+  check_same_on_cuda("column mean f64", [](auto& v) { return v[0].mean({0}); }, {tall.to(DType::f64)}, kReduceF32);
 }
 
 BOOST_AUTO_TEST_CASE(embedding_and_its_backward_match_the_cpu, *needs_cuda()) {
