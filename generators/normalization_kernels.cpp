@@ -164,6 +164,7 @@ class CrossEntropyKernel : public Generator<CrossEntropyKernel> {
       Func partials = f.update().split(f.rvars()[0], ro, ri, kGpuThreads, guard).rfactor(ri, u);
       partials.compute_at(lse, n).gpu_threads(u);
       partials.update().reorder(ro, u).gpu_threads(u);
+      warp_rows::unroll_steps(partials.update(), ro, kGpuUnroll);
     }
     RVar ro("ro"), ri("ri");
     Var u("u"), bx("bx"), tx("tx");

@@ -140,6 +140,7 @@ inline void schedule_rows(Halide::Func out, const RowLayout& L) {
 // knows the layout, schedules those as thread-per-row.
 inline constexpr int kGpuThreads = 256;
 inline constexpr int kGpuWarp = 32;
+inline constexpr int kGpuUnroll = 8;  // a thread's steps along a row unrolled: loads in flight together
 
 inline void schedule_rows_gpu(Halide::Func out, const RowLayout& L) {
   using namespace Halide;
@@ -166,6 +167,7 @@ inline void schedule_rows_gpu(Halide::Func out, const RowLayout& L) {
     Func partials = f.update().split(f.rvars()[0], ro, ri, kGpuThreads, guard).rfactor(ri, u);
     partials.compute_at(out, L.row).gpu_threads(u);
     partials.update().reorder(ro, u).gpu_threads(u);
+    warp_rows::unroll_steps(partials.update(), ro, kGpuUnroll);
     // The kGpuThreads partials are summed by a warp (each thread kGpuThreads / kGpuWarp of them)
     // and then by one thread: one thread summing all of them took three quarters of a 1024-wide
     // softmax's time (517 GB/s against the compiled block schedule's 2035 on one H200).
@@ -205,7 +207,7 @@ inline void schedule_columns_gpu(Halide::Func out, const RowLayout& L) {
 // of 256 threads per row idles most of its threads on short rows (a [98304, 1024] softmax: 1276
 // GB/s against the compiled warp rows' 2472 on one H200). Lanes read one element at a time: the
 // kernel does not know whether rows start 16-byte aligned. Pure per-row values are inlined.
-inline constexpr int kGpuWarpRows = 8;
+inline constexpr int kGpuWarpRows = 1;  // as the compiled schedule (schedules/gpu_schedule.cpp)
 
 // A 2-D input as the warp kernels read it: rows clamped to the last one. A block's reductions are
 // computed for all kGpuWarpRows rows of the block, also past the last row of a partial block.

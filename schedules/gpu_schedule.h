@@ -34,8 +34,8 @@ void schedule_gpu(const Graph& g, const Region& r, LoweredRegion& lowered);
 // rows a block reads several times in shared memory, block and warp rows; default 0:
 // schedules/gpu_row_staging.h), KILN_GPU_ROW_VECTOR (4 consecutive elements per
 // thread, default 0), KILN_GPU_ROW_WARP (1: a warp per row always, 0: never; default by the
-// rows' length and count), KILN_GPU_ROW_UNROLL (a warp row's steps unrolled, 1-8, default 1),
-// KILN_GPU_WARP_ROWS (rows per block of a warp-row op, a warp each, 1-32, default 8).
+// rows' length and count), KILN_GPU_ROW_UNROLL (a row reduction's serial steps unrolled, block and warp rows, 1-16, default 8),
+// KILN_GPU_WARP_ROWS (rows per block of a warp-row op, a warp each, 1-32, default 1).
 // Their values as text, part of the disk cache's key of CUDA graphs.
 std::string gpu_schedule_tuning();
 

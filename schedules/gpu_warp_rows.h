@@ -35,6 +35,15 @@ inline std::vector<Halide::Var> args_of(const Halide::Func& f) {
   return v;
 }
 
+// A thread's serial steps `r` of a partial reduction, unrolled by `unroll`: the loads of that many
+// steps are in flight together instead of one (a block per [50304] row reached 1.2 TB/s with one
+// load in flight per thread on one H200).
+inline void unroll_steps(Halide::Stage s, Halide::RVar r, int unroll) {
+  if (unroll <= 1) return;
+  Halide::RVar ro(r.name() + "_o"), ri(r.name() + "_i");
+  s.split(r, ro, ri, unroll, Halide::TailStrategy::GuardWithIf).unroll(ri);
+}
+
 // Reduction g of a row, computed at loop `block` of f by the row's warp (see above). g's rows run
 // on threadIdx.y and a one-wide threadIdx.x, so that the partials' lane loop (threadIdx.x) nests
 // inside them. `unroll` > 1 unrolls each lane's steps (loads of several steps in flight).
@@ -69,10 +78,7 @@ inline void warp_reduction(Halide::Func g, Halide::Func f, Halide::Var block, in
     if (!partials.defined()) continue;
     partials.compute_at(g, gy).gpu_lanes(lane);
     partials.update().reorder(lv, ro, lane).gpu_lanes(lane);
-    if (unroll > 1) {
-      RVar roo("roo"), roi("roi");
-      partials.update().split(ro, roo, roi, unroll, guard).unroll(roi);
-    }
+    unroll_steps(partials.update(), ro, unroll);
     if (lanes > 1) {
       partials.vectorize(lv);
       partials.update().vectorize(lv);
