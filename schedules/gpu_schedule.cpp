@@ -18,7 +18,7 @@ using namespace Halide;
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kWarp = 32;
+constexpr int kWarp = warp_rows::kWarp;
 constexpr int64_t kThreadPerRowMax = 64;     // rows this short: one thread per row
 constexpr int64_t kFullPartials = 1 << 16;   // threads of a full reduction's first pass
 constexpr int64_t kFewColumns = 1 << 17;     // column reductions with fewer outputs get split
@@ -64,17 +64,7 @@ const RowTuning& row_tuning() {
   return t;
 }
 
-// Fuses the (pure or reduction) vars of stage s, innermost first, into one loop and returns it.
-template <typename V>
-V fuse_all(Stage s, const std::vector<V>& vars) {
-  V cur = vars.at(0);
-  for (size_t i = 1; i < vars.size(); ++i) {
-    V next(cur.name() + "_" + vars[i].name());
-    s.fuse(cur, vars[i], next);
-    cur = next;
-  }
-  return cur;
-}
+using warp_rows::fuse_all;
 
 // thread_per_point's thread var: a Func computed at it runs inside each thread.
 const char* const kPointThread = "tx";
