@@ -107,8 +107,10 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                   const Tensor& bias = Tensor(), double eps = 1e-5);
 Tensor embedding(const Tensor& weight, const Tensor& indices);  // rows of weight, indices i64/i32
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets);  // (N, C) logits, (N) i64, mean
-// softmax(scale * q k^T) v over (batch, heads, rows, features) operands, in one fused CPU kernel.
-// causal: query i sees keys j <= i only. scale 0 means 1/sqrt(features).
+// softmax(scale * q k^T) v over (batch, heads, rows, features) operands. causal: query i sees keys
+// j <= i only. scale 0 means 1/sqrt(features). Eagerly one fused op (a CPU kernel; on CUDA cuBLAS
+// GEMMs around one kernel for the scale, mask and softmax), keeping no [rows, rows] scores for the
+// backward; traced, the matmul-softmax chain, which the compiler fuses (graph/fuse_attention.cpp).
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal = false,
                                     double scale = 0);
 

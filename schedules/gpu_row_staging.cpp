@@ -55,6 +55,18 @@ std::vector<Func> stageable_readers(const ScheduleRoot& root, const ImageParam& 
 
 }  // namespace
 
+bool reads_lower_rank_inputs(const ScheduleRoot& root, const std::vector<ImageParam>& inputs) {
+  std::vector<Func> readers{root.func};
+  readers.insert(readers.end(), root.inner.begin(), root.inner.end());
+  readers.insert(readers.end(), root.inlined.begin(), root.inlined.end());
+  for (const ImageParam& p : inputs) {
+    if (p.dimensions() == 0 || p.dimensions() >= root.func.dimensions() || !p.type().is_float()) continue;
+    for (const Func& f : readers)
+      if (Internal::find_direct_calls(f.function()).count(Func(p).name())) return true;
+  }
+  return false;
+}
+
 std::set<std::string> shared_funcs(const std::vector<ScheduleRoot>& roots) {
   std::map<std::string, int> uses;
   for (const ScheduleRoot& root : roots) {
@@ -69,15 +81,14 @@ std::set<std::string> shared_funcs(const std::vector<ScheduleRoot>& roots) {
   return shared;
 }
 
-bool stage_in_shared_memory(const ScheduleRoot& root, const std::vector<ImageParam>& inputs,
-                            const std::set<std::string>& shared, int64_t elements,
-                            const std::function<void(Func, int)>& place) {
+bool stage_inputs(const ScheduleRoot& root, const std::vector<ImageParam>& inputs, const std::set<std::string>& shared,
+                  int64_t elements, int64_t max_bytes, const std::function<void(Func, int)>& place) {
   int64_t bytes = 0;
   bool staged = false;
   for (const ImageParam& p : inputs) {
     if (p.dimensions() != root.func.dimensions()) continue;
     int64_t need = elements * p.type().bytes();
-    if (bytes + need > kStageBytes) continue;
+    if (bytes + need > max_bytes) continue;
     std::vector<Func> readers = stageable_readers(root, p, shared);
     if (readers.empty()) continue;
     try {

@@ -27,6 +27,7 @@ constexpr int64_t kColumnThreads = 1 << 17;  // chunks of a split column reducti
 constexpr int kColumnUnroll = 8;             // a thread's serial sum, unrolled: loads in flight together
 constexpr int kRowUnroll = 8;                // a thread's steps along a row, unrolled: loads in flight together
 constexpr int64_t kRowCacheMax = 6144;       // rows this long (24 KiB of f32) are staged in shared memory
+constexpr int64_t kRegisterRowMax = 1024;    // warp rows this long are staged in registers (32 a lane)
 // Rows per block when a warp reduces each row. One H200, 2026-12-02, GB/s with 8 / 4 / 2 / 1:
 // softmax [65536, 1024] 2461 / 2501 / 2532 / 2528, layer_norm [65536, 768] 2176 / 2212 / 2202 / 2525.
 constexpr int kWarpRows = 1;
@@ -40,6 +41,7 @@ const TailStrategy kGuard = TailStrategy::GuardWithIf;
 struct RowTuning {
   int threads = kThreads;
   bool stage = false;  // stage a block's row in shared memory
+  bool registers = true;  // stage a warp's row of static length in its registers
   bool vector = false;
   int warp = -1;  // 1: a warp per row always, 0: never, -1: by the rows' count and length
   int unroll = kRowUnroll;  // a row reduction's serial steps unrolled by this: loads of several steps in flight
@@ -55,6 +57,7 @@ const RowTuning& row_tuning() {
     };
     r.threads = std::clamp(env("KILN_GPU_ROW_THREADS", kThreads), kWarp, 1024);
     r.stage = env("KILN_GPU_ROW_STAGE", 0) != 0;
+    r.registers = env("KILN_GPU_ROW_REGISTERS", 1) != 0;
     r.vector = env("KILN_GPU_ROW_VECTOR", 0) != 0;
     r.warp = std::clamp(env("KILN_GPU_ROW_WARP", -1), -1, 1);
     r.unroll = std::clamp(env("KILN_GPU_ROW_UNROLL", kRowUnroll), 1, 16);
@@ -242,7 +245,7 @@ void pointwise(Func f, int lanes) {
 void stage_block_row(const ScheduleRoot& root, const std::vector<ImageParam>& inputs,
                      const std::set<std::string>& shared, Var row, int64_t length) {
   if (length > kRowCacheMax || !row_tuning().stage) return;
-  stage_in_shared_memory(root, inputs, shared, length, [&](Func cached, int bytes) {
+  stage_inputs(root, inputs, shared, length, kStageBytes, [&](Func cached, int bytes) {
     Var co("co"), ci("ci"), ct("ct"), cv("cv");
     int lanes = lanes_for_bytes(size_t(bytes));
     cached.compute_at(root.func, row)
@@ -274,12 +277,36 @@ bool static_row(const Graph& g, int value) {
 bool stage_warp_rows(const ScheduleRoot& root, const std::vector<ImageParam>& inputs,
                      const std::set<std::string>& shared, Var block, int64_t length) {
   if (root.func.dimensions() < 2) return false;
-  return stage_in_shared_memory(root, inputs, shared, int64_t(row_tuning().warp_rows) * length, [&](Func cached, int) {
+  return stage_inputs(root, inputs, shared, int64_t(row_tuning().warp_rows) * length, kStageBytes, [&](Func cached, int) {
     std::vector<Var> cv = cached.args();
     Var co("co"), lane("lane");
     cached.compute_at(root.func, block).split(cv[0], co, lane, kWarp, kGuard).reorder(co, lane, cv[1]);
     cached.gpu_threads(lane, cv[1]);
   });
+}
+
+// A warp-row op whose rows have one length, a multiple of the warp up to kRegisterRowMax, with
+// its block's row of each input it reads in place held in the warp's registers (gpu_row_staging.h):
+// lane l loads elements l, l + 32, ... once, in one unrolled pass, and the reductions and the
+// output read them from there. Softmax's rows were read three times (max, sum, output) and
+// reached about half of the copy bandwidth. Returns the steps of a lane along the row, or 0 when
+// nothing was staged.
+int stage_warp_row_in_registers(const Graph& g, const ScheduleRoot& root, const std::vector<ImageParam>& inputs,
+                                const std::set<std::string>& shared, Var block, int64_t length) {
+  if (!row_tuning().registers || root.func.dimensions() < 2 || row_tuning().warp_rows != 1 ||
+      !static_row(g, root.value) || length % kWarp != 0 || length > kRegisterRowMax)
+    return 0;
+  // Halide 14 then fails to compile the host code (a let it hoisted out of the kernel is missing).
+  if (reads_lower_rank_inputs(root, inputs)) return 0;
+  const int steps = int(length / kWarp);
+  bool staged = stage_inputs(root, inputs, shared, length, kRegisterStageBytes, [&](Func cached, int) {
+    std::vector<Var> cv = cached.args();
+    Var co("co"), lane("lane");
+    cached.compute_at(root.func, block).store_in(MemoryType::Register).bound_extent(cv[0], int(length));
+    for (size_t k = 1; k < cv.size(); ++k) cached.bound_extent(cv[k], 1);  // the block's one row
+    cached.split(cv[0], co, lane, kWarp).reorder(co, lane).unroll(co).gpu_lanes(lane);
+  });
+  return staged ? steps : 0;
 }
 
 // A row-wise op or a row reduction with a warp per row and kWarpRows rows per block
@@ -302,18 +329,23 @@ void warp_rows(const Graph& g, const Region& r, const ScheduleRoot& root, const 
   Var rb("rb"), ry("ry");
   f.split(rows[first], rb, ry, row_tuning().warp_rows, kGuard);
   std::vector<Var> outer(rows.begin() + long(first) + 1, rows.end());  // the size-1 dims inside stay loops of one
-  bool staged = row_wise && row_tuning().stage && static_row(g, root.value) &&
-                stage_warp_rows(root, lowered.inputs, shared, rb, length);
+  // The row in registers (every step of a lane unrolled: a register has a constant index), else
+  // optionally in shared memory, else read from memory by each pass.
+  int register_steps = row_wise ? stage_warp_row_in_registers(g, root, lowered.inputs, shared, rb, length) : 0;
+  bool staged = register_steps > 0 || (row_wise && row_tuning().stage && static_row(g, root.value) &&
+                                       stage_warp_rows(root, lowered.inputs, shared, rb, length));
   int lanes = staged ? 1 : warp_row_lanes(g, r, length);
+  int unroll = register_steps > 0 ? register_steps : row_tuning().unroll;
+  if (register_steps > 0) f.bound(v[0], 0, int(length));  // constant loops: registers have constant indices
   if (row_wise) {
-    warp_rows::row_wise_lanes(f, v[0], ry, rb, lanes, row_tuning().unroll);
+    warp_rows::row_wise_lanes(f, v[0], ry, rb, lanes, unroll);
   } else {
     Var fl("fl");
     f.split(ry, ry, fl, 1, TailStrategy::RoundUp).gpu_threads(fl, ry);
   }
   if (outer.empty()) f.gpu_blocks(rb);
   else f.gpu_blocks(rb, fuse_all(f, outer));
-  for (Func inner : root.inner) warp_rows::warp_reduction(inner, f, rb, lanes, row_tuning().unroll);
+  for (Func inner : root.inner) warp_rows::warp_reduction(inner, f, rb, lanes, unroll);
 }
 
 // Whether a row op runs a warp per row (rows of at most kWarpRowMax, or many long rows) rather than a block.
@@ -321,7 +353,9 @@ bool warp_per_row(const Graph& g, const Region& r, const ScheduleRoot& root, int
   for (const Func& inner : root.inner)  // Halide 14 has no 64-bit warp shuffles
     for (const Type& t : inner.output_types())
       if (t.bits() > 32) return false;
-  if (access_lanes(g, r, length) == 1) return false;  // 8-byte values along the rows
+  // Rows of 8-byte values; 8-byte values beside f32 rows (an attention mask's i64 positions) only
+  // narrow the warp's loads to one element a lane.
+  if (itemsize(g.values[size_t(root.value)].meta.dtype) >= 8) return false;
   if (row_tuning().warp >= 0) return row_tuning().warp == 1;
   return length <= kWarpRowMax || (length >= kWarpRowMin && rows >= kWarpRowsMin);
 }
@@ -418,7 +452,8 @@ std::string gpu_schedule_tuning() {
   const RowTuning& t = row_tuning();
   return "row_threads=" + std::to_string(t.threads) + ",row_stage=" + std::to_string(t.stage) +
          ",row_vector=" + std::to_string(t.vector) + ",row_warp=" + std::to_string(t.warp) +
-         ",row_unroll=" + std::to_string(t.unroll) + ",warp_rows=" + std::to_string(t.warp_rows);
+         ",row_unroll=" + std::to_string(t.unroll) + ",warp_rows=" + std::to_string(t.warp_rows) +
+         ",row_registers=" + std::to_string(t.registers);
 }
 
 void schedule_gpu(const Graph& g, const Region& r, LoweredRegion& lowered) {

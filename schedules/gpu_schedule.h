@@ -4,9 +4,11 @@
 //               the innermost dim is a static multiple of 4 (16-byte accesses for f32);
 //   row-wise    (softmax, layer_norm, a row's sum; also a row op fused into its pointwise reader):
 //               rows of at most 1024 elements (attention's scores, layer norms), and many rows
-//               of 16K or more (a vocabulary's logits): a warp per row, 8 rows per block, each
+//               of 16K or more (a vocabulary's logits): a warp per row, one row per block, each
 //               lane summing 4 consecutive elements of every 128 in registers, the lanes
-//               combined through warp shuffles; other rows, and regions with 8-byte values
+//               combined through warp shuffles; a row of static length up to 1024 (a multiple
+//               of 32) is first loaded into the warp's registers, every 32nd element a lane, so
+//               each input is read once however many passes the op makes; other rows, and regions with 8-byte values
 //               (Halide 14 has no 64-bit shuffles): one block per row, 256 threads striding the
 //               row, each reduction rfactored into per-thread partials (256 -> 32 -> 1 in
 //               shared memory);
@@ -35,7 +37,8 @@ void schedule_gpu(const Graph& g, const Region& r, LoweredRegion& lowered);
 // schedules/gpu_row_staging.h), KILN_GPU_ROW_VECTOR (4 consecutive elements per
 // thread, default 0), KILN_GPU_ROW_WARP (1: a warp per row always, 0: never; default by the
 // rows' length and count), KILN_GPU_ROW_UNROLL (a row reduction's serial steps unrolled, block and warp rows, 1-16, default 8),
-// KILN_GPU_WARP_ROWS (rows per block of a warp-row op, a warp each, 1-32, default 1).
+// KILN_GPU_WARP_ROWS (rows per block of a warp-row op, a warp each, 1-32, default 1),
+// KILN_GPU_ROW_REGISTERS (0: no warp row staged in registers; default 1).
 // Their values as text, part of the disk cache's key of CUDA graphs.
 std::string gpu_schedule_tuning();
 

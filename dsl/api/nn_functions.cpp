@@ -31,10 +31,36 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
   return dispatch(op_def("cross_entropy"), {logits, targets})[0];
 }
 
+namespace {
+
+// Attention written out with matmul, where and softmax. A traced call records this, so that the
+// compiler fuses the scale, the mask and the softmax into its own pipelines (CUDA) or puts the
+// fused op back in its place (graph/fuse_attention.cpp matches exactly this chain); eagerly it
+// serves the dtypes and devices the fused op has no kernel for.
+Tensor attention_composite(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale) {
+  Tensor scores = matmul(q, k.transpose(-2, -1)) * scale;
+  if (causal) {  // key j is seen by query i when j <= i (from the top left, as PyTorch's is_causal)
+    TensorOptions idx{.dtype = DType::i64, .device = q.device()};
+    Tensor rows = arange(0, double(q.size(2)), 1, idx), cols = arange(0, double(k.size(2)), 1, idx);
+    scores = where(ge(rows.unsqueeze(1), cols.unsqueeze(0)), scores, -INFINITY);
+  }
+  return matmul(softmax(scores, -1), v);
+}
+
+// Whether the fused op has a kernel for these operands: f32 and f64 on the CPU, f32 on CUDA.
+bool fused_attention_kernel(const Tensor& q) {
+  DType t = q.dtype();
+  return q.device().is_cuda() ? t == DType::f32 : (t == DType::f32 || t == DType::f64);
+}
+
+}  // namespace
+
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale) {
   KILN_CHECK(q.dim() == 4, "scaled_dot_product_attention: q must have 4 dims (batch, heads, rows, features), got "
              "shape ", to_string(q.shape()));
   if (scale == 0) scale = 1.0 / std::sqrt(double(q.size(3)));
+  bool traced = q.is_traced() || k.is_traced() || v.is_traced();
+  if (traced || !fused_attention_kernel(q)) return attention_composite(q, k, v, causal, scale);
   return dispatch(op_def("attention"), {q, k, v}, {{"scale", scale}, {"causal", causal}})[0];
 }
 

@@ -24,6 +24,7 @@ TensorList run_embedding(const OpDef&, const TensorList&, const Attrs&);
 TensorList run_cat(const OpDef&, const TensorList&, const Attrs&);
 TensorList run_creation(const OpDef&, const TensorList&, const Attrs&);
 TensorList run_attention(const OpDef&, const TensorList&, const Attrs&);  // both attention ops
+TensorList run_attention_cuda(const OpDef&, const TensorList&, const Attrs&);  // their CUDA half
 
 // Shared by runners: the input converted to `t` (no copy when it already has that dtype).
 Tensor convert(const Tensor& x, DType t);

@@ -19,13 +19,10 @@ Tensor CausalSelfAttention::forward(const Tensor& x) {
   KILN_CHECK(x.dim() == 3 && x.impl().shape[2] == width_, "nn::CausalSelfAttention: expects (B, T, ", width_,
              "), got ", to_string(x.impl().shape));
   // Only T is read on the host (for the causal mask); B stays symbolic in a compiled graph.
-  int64_t T = x.size(1), D = width_ / heads_;
+  int64_t D = width_ / heads_;
   Tensor qkv = qkv_->forward(x);
   auto heads = [&](int64_t i) { return qkv.narrow(-1, i * width_, width_).unflatten(-1, {heads_, D}).transpose(1, 2); };
-  Tensor pos = arange(0, double(T), 1, {.dtype = DType::i64, .device = x.device()});
-  Tensor causal = ge(pos.unsqueeze(1), pos.unsqueeze(0));
-  Tensor scores = matmul(heads(0), heads(1).transpose(-2, -1)) * (1.0 / std::sqrt(double(D)));
-  Tensor y = matmul(softmax(where(causal, scores, -INFINITY), -1), heads(2));
+  Tensor y = scaled_dot_product_attention(heads(0), heads(1), heads(2), /*causal=*/true);
   return proj_->forward(y.transpose(1, 2).flatten(2));
 }
 

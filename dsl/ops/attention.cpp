@@ -1,7 +1,8 @@
 // attention, attention_backward: scaled dot-product attention as one op and its gradient, run by a
-// fused CPU kernel (dsl/eager/attention.cpp; the formulas are in dsl/eager/attention_kernel.h).
+// fused CPU kernel (dsl/eager/attention.cpp; the formulas are in dsl/eager/attention_kernel.h) or
+// on CUDA by cuBLAS GEMMs around one probabilities kernel (dsl/eager/attention_cuda.cpp).
 // Users reach it through scaled_dot_product_attention(); the compiler puts it in place of the
-// matmul-softmax-matmul it finds in a graph (graph/fuse_attention.cpp). It has no Halide
+// matmul-softmax-matmul it finds in a CPU graph (graph/fuse_attention.cpp). It has no Halide
 // definition, so compiled graphs run it as an eager step, like a GEMM.
 //   attention(q [B, H, Tq, D], k [B, H, Tk, D], v [B, H, Tk, Dv], scale, causal)
 //     -> out [B, H, Tq, Dv], lse [B, H, Tq] (the log-sum-exp of each row of scaled scores)

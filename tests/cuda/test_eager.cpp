@@ -175,6 +175,46 @@ BOOST_AUTO_TEST_CASE(cublas_matmul_matches_a_double_reference, *needs_cuda()) {
   check_close(tf32.to(Device::cpu()), want, {128, 64}, {5e-3, 5e-2}, "tf32 matmul");
 }
 
+// scaled_dot_product_attention: the fused op on CUDA (cuBLAS products around the probabilities
+// kernel) against the CPU's fused kernel, forward and gradients, causal and not, with q, k, v as
+// the strided head views of one qkv projection and at GPT-2 small's head size and length. The CPU
+// kernel is itself tested against the matmul-softmax chain in f64 (tests/dsl/test_attention.cpp).
+BOOST_AUTO_TEST_CASE(attention_matches_the_cpu, *needs_cuda()) {
+  struct Case {
+    int64_t batch, heads, queries, keys, features;
+    bool causal;
+  };
+  for (const Case& c : {Case{2, 3, 70, 70, 16, true}, Case{2, 3, 70, 70, 16, false}, Case{1, 2, 50, 90, 8, true},
+                        Case{1, 2, 90, 50, 8, true}, Case{2, 12, 1024, 1024, 64, true}}) {
+    std::string what = "attention [" + std::to_string(c.batch) + ", " + std::to_string(c.heads) + ", " +
+                       std::to_string(c.queries) + "/" + std::to_string(c.keys) + ", " + std::to_string(c.features) +
+                       "]" + (c.causal ? " causal" : "");
+    int64_t width = c.heads * c.features;
+    // q from its own projection, k and v as head views of one [B, Tk, 2 * width] tensor.
+    Tensor q = random_tensor({c.batch, c.queries, width}, DType::f32, 51);
+    Tensor kv = random_tensor({c.batch, c.keys, 2 * width}, DType::f32, 52);
+    Tensor dout = random_tensor({c.batch, c.heads, c.queries, c.features}, DType::f32, 53);
+    auto run = [&](const TensorList& v, bool grads) {
+      Tensor qq = v[0].detach().requires_grad_(), kvv = v[1].detach().requires_grad_();
+      auto heads = [&](const Tensor& t, int64_t at) {
+        return t.narrow(-1, at, width).unflatten(-1, {c.heads, c.features}).transpose(1, 2);
+      };
+      Tensor out = scaled_dot_product_attention(heads(qq, 0), heads(kvv, 0), heads(kvv, width), c.causal);
+      if (!grads) return out;
+      (out * v[2]).sum().backward();
+      return cat({qq.grad().flatten(), kvv.grad().flatten()}, 0);
+    };
+    check_same_on_cuda(what, [&](auto& v) { return run(v, false); }, {q, kv, dout}, kReduceF32);
+    check_same_on_cuda(what + " gradients", [&](auto& v) { return run(v, true); }, {q, kv, dout}, {1e-4, 1e-4});
+  }
+  // The log-sum-exp output, which the backward reads.
+  Tensor q = random_tensor({2, 3, 40, 16}, DType::f32, 54), k = random_tensor({2, 3, 40, 16}, DType::f32, 55);
+  Tensor v = random_tensor({2, 3, 40, 16}, DType::f32, 56);
+  check_same_on_cuda("attention lse",
+                     [](auto& t) { return dispatch(op_def("attention"), t, {{"scale", 0.3}, {"causal", true}})[1]; },
+                     {q, k, v}, kReduceF32);
+}
+
 // Three training steps of a tiny GPT, forward, backward and update on CUDA against the CPU: the
 // losses, and the parameters after SGD (linear in the gradients, so the comparison is tight; AdamW
 // divides by the gradients' running magnitude, which turns rounding differences of near-zero
