@@ -25,7 +25,8 @@ class AttentionProbsKernel : public Generator<AttentionProbsKernel> {
   GeneratorParam<std::string> attrs{"attrs", ""};  // "lse:given": the from_lse variant
 
   void configure() {
-    Type t = halide_type(dtype_from_name(dtype.value()));
+    dtype_ = dtype_from_name(dtype.value());
+    Type t = halide_type(dtype_);
     given_ = parse_kernel_attrs(attrs).get_or<std::string>("lse", "") == "given";
     scores_ = add_input<Buffer<>>("scores", t, 2);
     if (given_) lse_in_ = add_input<Buffer<>>("lse_in", t, 1);
@@ -36,7 +37,6 @@ class AttentionProbsKernel : public Generator<AttentionProbsKernel> {
   }
 
   void generate() {
-    DType dt = dtype_from_name(dtype.value());
     auto& s = *scores_;
     s.dim(0).set_stride(Expr());
     Expr keys = s.dim(0).extent(), rows = s.dim(1).extent();
@@ -51,7 +51,7 @@ class AttentionProbsKernel : public Generator<AttentionProbsKernel> {
       lse = Func(*lse_in_);
     } else {
       Attrs a{{"dims", std::vector<int64_t>{1}}, {"keepdim", false}};
-      HalideTensor l = op_def("logsumexp").define({{x, {rows, keys}, dt}}, a)[0];
+      HalideTensor l = op_def("logsumexp").define({{x, {rows, keys}, dtype_}}, a)[0];
       lse = *lse_;
       lse(n) = l.func(n);
     }
@@ -77,6 +77,7 @@ class AttentionProbsKernel : public Generator<AttentionProbsKernel> {
   }
 
  private:
+  DType dtype_ = DType::f32;
   bool given_ = false;
   GeneratorInput<Buffer<>>*scores_ = nullptr, *lse_in_ = nullptr;
   GeneratorInput<float>* scale_ = nullptr;

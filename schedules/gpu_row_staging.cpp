@@ -8,6 +8,14 @@ using namespace Halide;
 
 namespace {
 
+// root's Func, its reductions and the pure Funcs inlined into them.
+std::vector<Func> root_funcs(const ScheduleRoot& root) {
+  std::vector<Func> fs{root.func};
+  fs.insert(fs.end(), root.inner.begin(), root.inner.end());
+  fs.insert(fs.end(), root.inlined.begin(), root.inlined.end());
+  return fs;
+}
+
 // Whether f reads p only at f's own point (f(x, y) = ... p(x, y) ...): a block's rows of f then
 // need the same rows of p. A transposed or broadcast read could need far more than a row a warp.
 bool reads_in_place(const Func& f, const ImageParam& p) {
@@ -41,11 +49,9 @@ bool reads_in_place(const Func& f, const ImageParam& p) {
 // wrapper computed inside this root's loops would not exist there), or reads p elsewhere than at
 // its own point (reads_in_place): then p is not staged.
 std::vector<Func> stageable_readers(const ScheduleRoot& root, const ImageParam& p, const std::set<std::string>& shared) {
-  std::vector<Func> readers{root.func}, direct;
-  readers.insert(readers.end(), root.inner.begin(), root.inner.end());
-  readers.insert(readers.end(), root.inlined.begin(), root.inlined.end());
+  std::vector<Func> direct;
   const std::string own = Func(p).name();
-  for (const Func& f : readers) {
+  for (const Func& f : root_funcs(root)) {
     if (f.name() == own || !Internal::find_direct_calls(f.function()).count(own)) continue;
     if (shared.count(f.name()) || !reads_in_place(f, p)) return {};
     direct.push_back(f);
@@ -56,9 +62,7 @@ std::vector<Func> stageable_readers(const ScheduleRoot& root, const ImageParam& 
 }  // namespace
 
 bool reads_lower_rank_inputs(const ScheduleRoot& root, const std::vector<ImageParam>& inputs) {
-  std::vector<Func> readers{root.func};
-  readers.insert(readers.end(), root.inner.begin(), root.inner.end());
-  readers.insert(readers.end(), root.inlined.begin(), root.inlined.end());
+  const std::vector<Func> readers = root_funcs(root);
   for (const ImageParam& p : inputs) {
     if (p.dimensions() == 0 || p.dimensions() >= root.func.dimensions() || !p.type().is_float()) continue;
     for (const Func& f : readers)
@@ -70,9 +74,8 @@ bool reads_lower_rank_inputs(const ScheduleRoot& root, const std::vector<ImagePa
 std::set<std::string> shared_funcs(const std::vector<ScheduleRoot>& roots) {
   std::map<std::string, int> uses;
   for (const ScheduleRoot& root : roots) {
-    std::set<std::string> mine{root.func.name()};
-    for (const Func& f : root.inner) mine.insert(f.name());
-    for (const Func& f : root.inlined) mine.insert(f.name());
+    std::set<std::string> mine;
+    for (const Func& f : root_funcs(root)) mine.insert(f.name());
     for (const std::string& n : mine) uses[n] += 1;
   }
   std::set<std::string> shared;

@@ -8,8 +8,8 @@
 //               lane summing 4 consecutive elements of every 128 in registers, the lanes
 //               combined through warp shuffles; a row of static length up to 1024 (a multiple
 //               of 32) is first loaded into the warp's registers, every 32nd element a lane, so
-//               each input is read once however many passes the op makes; other rows, and regions with 8-byte values
-//               (Halide 14 has no 64-bit shuffles): one block per row, 256 threads striding the
+//               each input is read once however many passes the op makes; other rows, and rows
+//               of 8-byte values (Halide 14 has no 64-bit shuffles): one block per row, 256 threads striding the
 //               row, each reduction rfactored into per-thread partials (256 -> 32 -> 1 in
 //               shared memory);
 //   columns     (a reduction over a dim other than the last): one thread per kept element,

@@ -2,7 +2,7 @@
 // the probabilities one kernel that fuses the scale, the causal mask and the softmax
 // (kiln_attention_probs, generators/attention_kernels.cpp). The [B, H, Tq, Tk] scores and
 // probabilities live only inside the op: the tape keeps q, k, v, out and each row's log-sum-exp,
-// and the backward recomputes the probabilities from them, as FlashAttention's does:
+// and the backward recomputes the probabilities from them, as FlashAttention's backward does:
 //   forward:  S = q k^T; P, lse = probs(S); out = P v
 //   backward: P = exp(scale * S - lse), masked; dv = P^T dout; dP = dout v^T;
 //             dS = softmax_backward(P, dP) = P * (dP - rowsum(dP * P));
@@ -19,12 +19,6 @@
 namespace kiln {
 
 namespace {
-
-// x without autograd history: the ops run here record nothing on the tape (the attention op
-// itself is recorded by the dispatcher).
-Tensor plain(const Tensor& x) {
-  return Tensor::make_view(x.storage(), x.shape(), x.strides(), x.storage_offset(), x.dtype());
-}
 
 // probs (and, without a given lse, each row's log-sum-exp) of the scores [B, H, Tq, Tk], all
 // contiguous as matmul and Tensor::empty make them.
@@ -51,7 +45,8 @@ TensorList run_attention_cuda(const OpDef& def, const TensorList& inputs, const 
              "; scaled_dot_product_attention writes other dtypes out with matmul and softmax");
   const double scale = attrs.get<double>("scale");
   const bool causal = attrs.get<bool>("causal");
-  const Tensor q = plain(inputs[0]), k = plain(inputs[1]), v = plain(inputs[2]);
+  // Detached: the ops run here record nothing on the tape (the dispatcher records the attention op).
+  const Tensor q = inputs[0].detach(), k = inputs[1].detach(), v = inputs[2].detach();
   TensorOptions opts{q.dtype(), q.device()};
   Tensor scores = matmul(q, k.transpose(-2, -1));
   Tensor probs = Tensor::empty(scores.shape(), opts);
@@ -62,7 +57,7 @@ TensorList run_attention_cuda(const OpDef& def, const TensorList& inputs, const 
     return {matmul(probs, v), lse};
   }
   // out (inputs[3]) is not read: softmax_backward's rowsum(dP * P) is FlashAttention's rowsum(dout * out).
-  const Tensor grad_out = plain(inputs[4]), lse = plain(inputs[5]).contiguous();
+  const Tensor grad_out = inputs[4].detach(), lse = inputs[5].detach().contiguous();
   if (probs.numel() > 0) run_probs(scores, lse, true, probs, scale, causal);
   scores = Tensor();
   Tensor grad_v = matmul(probs.transpose(-2, -1), grad_out);

@@ -227,8 +227,9 @@ std::pair<std::vector<GpuLaunch>, std::string> launches_of(Graph& g) {
 
 }  // namespace
 
-// GPT-2's attention softmax: the scaled, causally masked scores of [8, 12, 1024, 1024] run a warp per row, one row a block
-// (warp 2496 GB/s against block 2035 on one H200; one row a block 2528 against 2461 with 8); in
+// GPT-2's attention softmax: the scaled, causally masked scores of [8, 12, 1024, 1024] run a warp
+// per row, one row a block (warp 2496 GB/s against block 2035 on one H200; one row a block 2528
+// against 2461 with 8); in
 // f32 each lane first loads its 32 scores of the row into registers, so the three passes (max,
 // sum, output) read memory once: 32 loads a lane, none spilled. In f64 a block of 256 threads per
 // row (Halide 14 has no 64-bit warp shuffles).
