@@ -117,6 +117,17 @@ Phase run_steps(Device d, const std::function<Tensor()>& step, bool profiled = f
   return p;
 }
 
+// kProfiledCalls calls of `call` between cuProfilerStart and cuProfilerStop (the kernel summary's
+// window, as run_steps' `profiled`), after the caller's warm-up.
+constexpr int kProfiledCalls = 10;
+void profile_calls(Device d, const std::function<void()>& call) {
+  cuda_synchronize(d.index);
+  cuda_api().cuProfilerStart();
+  for (int i = 0; i < kProfiledCalls; ++i) call();
+  cuda_synchronize(d.index);
+  cuda_api().cuProfilerStop();
+}
+
 // Where one compiled step's device time goes: each graph step's own time (a run that waits for
 // the device before each step), the rest of the normal run's interval as idle time, and the
 // time outside the graphs (guards, the write-back of parameters, host work between graphs).
@@ -363,6 +374,7 @@ Json measure_model(const std::string& name, const BenchOptions& opts, StepTables
     cuda_synchronize(d.index);
     double cold = infer_cold = zoo::compile_seconds(f.stats());
     double compiled = device_ms([&] { f(in); }, 2, 10, 0.5);
+    if (opts.profile == "inference") profile_calls(d, [&] { f(in); });
     j.set("kiln_eager_ms", eager);
     j.set("kiln_compiled_ms", compiled);
     j.set("kernels", f.stats().kernels);
@@ -389,7 +401,7 @@ Json measure_model(const std::string& name, const BenchOptions& opts, StepTables
     optim::AdamW opt(m.module->parameters(), {});
     auto step = compile([&](std::vector<Tensor> xs) { return train_step(m, opt, xs); },
                         {.backend = "halide", .name = name + " train step"});
-    compiled = run_steps(d, [&] { return step(in); }, true);
+    compiled = run_steps(d, [&] { return step(in); }, opts.profile == "train");
     compiled.compile_s = zoo::compile_seconds(step.stats());  // the first step compiled it
     step_breakdown(name, d, [&] { step(in); }, tables);
   }
@@ -450,6 +462,8 @@ int run_bench_gpu_real(const BenchOptions& opts) {
               "compiled GB/s", "eager GB/s", "of copy");
   KILN_CHECK(opts.only.empty() || opts.only == "kernels" || opts.only == "models",
              "kiln bench gpu: --only takes kernels or models, not '", opts.only, "'");
+  KILN_CHECK(opts.profile == "train" || opts.profile == "inference",
+             "kiln bench gpu: --profile takes train or inference, not '", opts.profile, "'");
   Json kernels = Json::array();
   for (RealKernel& k : real_kernels(d)) {
     if (opts.only == "models") break;

@@ -18,6 +18,8 @@ struct BenchOptions {
   std::string size = "bench";      // bench gpu --size bench|real: the zoo's tier (zoo::ZooSize)
   std::string check_dir;           // bench gpu --size real --check-dir DIR: files for the PyTorch check
   std::string only;                // bench gpu --size real --only kernels|models: one half of the run
+  std::string profile = "train";   // bench gpu --size real --profile train|inference: the compiled calls
+                                   // run between cuProfilerStart and cuProfilerStop (kernel summary)
 };
 
 struct DemoOptions {

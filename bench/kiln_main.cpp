@@ -30,13 +30,15 @@ commands:
         single fused regions (rows, columns, transposes, a GEMM with its epilogue) compiled
         against eager: one line per schedule template case
   bench gpu [--device cuda[:N]] [--size bench|real] [--filter NAME] [--json FILE] [--check-dir DIR]
-            [--only kernels|models]
+            [--only kernels|models] [--profile train|inference]
         on a CUDA device: copy bandwidth, fused pointwise / softmax / layer_norm kernels (GB/s,
         compiled and eager), every zoo model eager against compiled, host overhead per call;
         --size real: every GPU schedule class at real sizes, GPT-2 small (batch 8 x 1024) and
         the real-size MLP and transformer block, inference and training step, TF32, with compile
         times, peak memory, a breakdown of the compiled step's device time and of the eager
-        step's time by op and backward node; --only runs the kernels or the models alone
+        step's time by op and backward node; --only runs the kernels or the models alone;
+        --profile picks the compiled calls that run between cuProfilerStart and cuProfilerStop
+        (the window of bench/kernel_summary.cpp; default train)
   bench compile [--json FILE]
         host overhead of one call of a compiled function (guards, lookup, graph run)
   explain NAME [--dump DIR]
@@ -83,6 +85,7 @@ kiln::bench::BenchOptions parse_bench_options(const std::vector<std::string>& ar
     else if (opt == "--size") o.size = v;
     else if (opt == "--check-dir") o.check_dir = v;
     else if (opt == "--only") o.only = v;
+    else if (opt == "--profile") o.profile = v;
   }
   return o;
 }
@@ -143,7 +146,7 @@ int main(int argc, char** argv) {
       }
       if (sub == "regions") return kiln::bench::run_bench_regions(parse_bench_options(args, 2, {"--scheduler", "--filter", "--json"}));
       if (sub == "gpu") {
-        o = parse_bench_options(args, 2, {"--device", "--filter", "--json", "--size", "--check-dir", "--only"});
+        o = parse_bench_options(args, 2, {"--device", "--filter", "--json", "--size", "--check-dir", "--only", "--profile"});
         o.self_path = self_path(argv[0]);
         return kiln::bench::run_bench_gpu(o);
       }

@@ -1,11 +1,12 @@
-# Where PyTorch's GPT-2 small training step spends its device time, by the categories that
-# `kiln bench gpu --size real` prints for kiln's compiled step (GEMMs, fused attention, generated
-# kernels, other kernels, copies), so the two can be read side by side:
+# Where PyTorch's GPT-2 small training step (or inference) spends its device time, by the
+# categories that `kiln bench gpu --size real` prints for kiln's compiled step (GEMMs, fused
+# attention, generated kernels, other kernels, copies), so the two can be read side by side:
 #
-#   python3 bench/torch/profile_real.py [--attention sdpa|mirror] [--eager] [--json FILE]
+#   python3 bench/torch/profile_real.py [--attention sdpa|mirror] [--eager] [--inference] [--json FILE]
 #
-# The step is bench_real.py's (torch.compile(model), the loss, backward, fused AdamW), warmed up,
-# then STEPS steps under torch.profiler; the device time of each kernel is summed by category and
+# The step is bench_real.py's (torch.compile(model), the loss, backward, fused AdamW; with
+# --inference the forward under no_grad, as bench_real.py times it), warmed up, then STEPS steps
+# under torch.profiler; the device time of each kernel is summed by category and
 # divided by STEPS. A kernel's category comes from its name (NAME_RULES below, first match wins).
 import argparse
 import json
@@ -38,12 +39,17 @@ def category(name):
     return "other"
 
 
-def profile_step(attention, compiled):
+def profile_step(attention, compiled, inference):
     model, make_inputs = zoo_real.make_model("gpt2_small", "cuda", attention)
-    model.train()
-    inputs, loss_fn = make_inputs(), zoo_real.make_loss("gpt2_small", "cuda")
+    inputs = make_inputs()
     forward = torch.compile(model) if compiled else model
-    step = bench_real.train_step(forward, model, inputs, loss_fn)
+    if inference:
+        def step():
+            with torch.no_grad():
+                forward(*inputs)
+    else:
+        model.train()
+        step = bench_real.train_step(forward, model, inputs, zoo_real.make_loss("gpt2_small", "cuda"))
     for _ in range(WARMUP):
         step()
     torch.cuda.synchronize()
@@ -69,14 +75,15 @@ def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--attention", default="mirror", choices=["sdpa", "mirror"])
     p.add_argument("--eager", action="store_true", help="profile the eager step, not torch.compile's")
+    p.add_argument("--inference", action="store_true", help="profile the forward under no_grad, not the training step")
     p.add_argument("--json", help="write the categories and the costliest kernels here")
     p.add_argument("--top", type=int, default=25)
     args = p.parse_args()
     if not torch.cuda.is_available():
         sys.exit("profile_real: needs a CUDA device")
     bench_real.configure_torch()
-    by_cat, by_kernel = profile_step(args.attention, not args.eager)
-    what = f"gpt2_small train step, {'eager' if args.eager else 'torch.compile'}, {args.attention} attention"
+    by_cat, by_kernel = profile_step(args.attention, not args.eager, args.inference)
+    what = f"gpt2_small {'inference' if args.inference else 'train step'}, {'eager' if args.eager else 'torch.compile'}, {args.attention} attention"
     total = sum(by_cat.values())
     print(f"{what}: device time by category per step (of {total:.2f} ms of kernels):")
     for cat, ms in sorted(by_cat.items(), key=lambda kv: -kv[1]):
