@@ -16,8 +16,9 @@ std::vector<Func> root_funcs(const ScheduleRoot& root) {
   return fs;
 }
 
-// Whether f reads p only at f's own point (f(x, y) = ... p(x, y) ...): a block's rows of f then
-// need the same rows of p. A transposed or broadcast read could need far more than a row a warp.
+// Whether f reads p only at f's own point (f(x, y) = ... p(x, y) ...), or, for p of lower rank, at
+// f's leading vars (f(x, y) = ... w(x) ...: a layer_norm weight along the row): a block's rows of
+// f then need the same rows of p. A transposed read could need far more than a row a warp.
 bool reads_in_place(const Func& f, const ImageParam& p) {
   struct Reads : Internal::IRVisitor {
     std::string name;
@@ -37,7 +38,8 @@ bool reads_in_place(const Func& f, const ImageParam& p) {
     }
   } reads;
   reads.name = Func(p).name();
-  for (const Var& v : f.args()) reads.args.push_back(v.name());
+  for (const Var& v : f.args())
+    if (int(reads.args.size()) < p.dimensions()) reads.args.push_back(v.name());
   if (f.function().has_update_definition()) return false;
   for (const Expr& e : f.function().definition().values()) e.accept(&reads);
   return reads.ok;
@@ -61,16 +63,6 @@ std::vector<Func> stageable_readers(const ScheduleRoot& root, const ImageParam& 
 
 }  // namespace
 
-bool reads_lower_rank_inputs(const ScheduleRoot& root, const std::vector<ImageParam>& inputs) {
-  const std::vector<Func> readers = root_funcs(root);
-  for (const ImageParam& p : inputs) {
-    if (p.dimensions() == 0 || p.dimensions() >= root.func.dimensions() || !p.type().is_float()) continue;
-    for (const Func& f : readers)
-      if (Internal::find_direct_calls(f.function()).count(Func(p).name())) return true;
-  }
-  return false;
-}
-
 std::set<std::string> shared_funcs(const std::vector<ScheduleRoot>& roots) {
   std::map<std::string, int> uses;
   for (const ScheduleRoot& root : roots) {
@@ -85,11 +77,14 @@ std::set<std::string> shared_funcs(const std::vector<ScheduleRoot>& roots) {
 }
 
 bool stage_inputs(const ScheduleRoot& root, const std::vector<ImageParam>& inputs, const std::set<std::string>& shared,
-                  int64_t elements, int64_t max_bytes, const std::function<void(Func, int)>& place) {
+                  int64_t elements, int64_t max_bytes, const std::function<void(Func, int)>& place,
+                  bool lower_rank_floats) {
   int64_t bytes = 0;
   bool staged = false;
   for (const ImageParam& p : inputs) {
-    if (p.dimensions() != root.func.dimensions()) continue;
+    bool lower = lower_rank_floats && p.type().is_float() && p.dimensions() >= 1 &&
+                 p.dimensions() < root.func.dimensions();
+    if (p.dimensions() != root.func.dimensions() && !lower) continue;
     int64_t need = elements * p.type().bytes();
     if (bytes + need > max_bytes) continue;
     std::vector<Func> readers = stageable_readers(root, p, shared);

@@ -28,17 +28,17 @@ inline constexpr int64_t kRegisterStageBytes = 8 << 10;
 // outputs): a wrapper computed inside one root's loops would not exist in the other's.
 std::set<std::string> shared_funcs(const std::vector<ScheduleRoot>& roots);
 
-// Whether root's Funcs read a floating-point input of lower rank than root's (layer_norm's weight
-// and bias; 0-d values and an attention mask's integer positions do not count).
-bool reads_lower_rank_inputs(const ScheduleRoot& root, const std::vector<Halide::ImageParam>& inputs);
-
 // Wraps each input of root's rank that root's Funcs read only at their own point (f(x, y) reads
 // p(x, y)) and that no other root reads through a shared Func, while `elements` elements of each
 // (what one block needs) fit in `max_bytes` in all; `place` schedules each wrapper (given the
-// input's element size). Inputs Halide refuses to wrap stay as they are. Returns whether any
-// input was staged.
+// input's element size). With `lower_rank_floats`, floating-point inputs of lower rank (at least
+// 1-d) read at the readers' leading vars are wrapped too: a layer_norm's weight and bias (a block
+// of one row needs one row of them; their other dims, if any, have extent 1 in the block). An
+// attention's boolean mask is not: staged beside the scores, its row slowed GPT-2's masked
+// softmax from 264 to 275 us on one H200. Inputs Halide refuses to wrap stay as they are. Returns
+// whether any input was staged.
 bool stage_inputs(const ScheduleRoot& root, const std::vector<Halide::ImageParam>& inputs,
                   const std::set<std::string>& shared, int64_t elements, int64_t max_bytes,
-                  const std::function<void(Halide::Func, int)>& place);
+                  const std::function<void(Halide::Func, int)>& place, bool lower_rank_floats = false);
 
 }  // namespace kiln

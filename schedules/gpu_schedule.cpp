@@ -296,8 +296,6 @@ int stage_warp_row_in_registers(const Graph& g, const ScheduleRoot& root, const 
   if (!row_tuning().registers || root.func.dimensions() < 2 || row_tuning().warp_rows != 1 ||
       !static_row(g, root.value) || length % kWarp != 0 || length > kRegisterRowMax)
     return 0;
-  // Halide 14 then fails to compile the host code (a let it hoisted out of the kernel is missing).
-  if (reads_lower_rank_inputs(root, inputs)) return 0;
   const int steps = int(length / kWarp);
   bool staged = stage_inputs(root, inputs, shared, length, kRegisterStageBytes, [&](Func cached, int) {
     std::vector<Var> cv = cached.args();
@@ -305,7 +303,7 @@ int stage_warp_row_in_registers(const Graph& g, const ScheduleRoot& root, const 
     cached.compute_at(root.func, block).store_in(MemoryType::Register).bound_extent(cv[0], int(length));
     for (size_t k = 1; k < cv.size(); ++k) cached.bound_extent(cv[k], 1);  // the block's one row
     cached.split(cv[0], co, lane, kWarp).reorder(co, lane).unroll(co).gpu_lanes(lane);
-  });
+  }, /*lower_rank_floats=*/true);
   return staged ? steps : 0;
 }
 
