@@ -254,6 +254,22 @@ BOOST_AUTO_TEST_CASE(attention_rows_run_a_warp_per_row) {
   }
 }
 
+// GPT-2's layer norm over rows of 768: a warp per row with the row of x, the weight and the bias
+// each loaded once into the lanes' registers (24 loads a lane each, as far as the 8 KiB of a
+// warp's staging go: x and the weight; the bias then is read where it is used, also once), so
+// the mean, the variance and the output read no row twice: 72 loads of f32 in all, none spilled.
+// (Until 2026-12-02 the weight and bias kept the row out of registers, and each pass read it.)
+BOOST_AUTO_TEST_CASE(layer_norm_rows_stage_weight_and_bias_in_registers) {
+  Builder b;
+  int x = b.input({8, 1024, 768}), w = b.input({768}), bias = b.input({768});
+  b.g.outputs = {b.op("layer_norm", {x, w, bias}, {{"normalized_shape", std::vector<int64_t>{768}}, {"eps", 1e-5}})};
+  auto [launches, stmt] = launches_of(b.g);
+  int loads = count(stmt, "ld.global.f32") + count(stmt, "ld.global.nc.f32");
+  BOOST_TEST(loads == 72, loads << " loads of f32");
+  BOOST_TEST(count(stmt, "ld.local") + count(stmt, "st.local") == 0);
+  for (const GpuLaunch& k : launches) BOOST_TEST(k.threads == 32, k.loop << ": " << k.threads << " threads a block");
+}
+
 // A layer_norm weight's gradient: 768 columns summed over 8192 rows. The rows are summed in
 // chunks by enough threads to hide the loads' latency (24576 threads had 32 chunks of 256 rows).
 BOOST_AUTO_TEST_CASE(column_sums_of_few_columns_spread_their_rows) {
