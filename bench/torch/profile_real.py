@@ -83,7 +83,8 @@ def main():
         sys.exit("profile_real: needs a CUDA device")
     bench_real.configure_torch()
     by_cat, by_kernel = profile_step(args.attention, not args.eager, args.inference)
-    what = f"gpt2_small {'inference' if args.inference else 'train step'}, {'eager' if args.eager else 'torch.compile'}, {args.attention} attention"
+    what = (f"gpt2_small {'inference' if args.inference else 'train step'}, "
+            f"{'eager' if args.eager else 'torch.compile'}, {args.attention} attention")
     total = sum(by_cat.values())
     print(f"{what}: device time by category per step (of {total:.2f} ms of kernels):")
     for cat, ms in sorted(by_cat.items(), key=lambda kv: -kv[1]):

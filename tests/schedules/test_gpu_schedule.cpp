@@ -254,10 +254,10 @@ BOOST_AUTO_TEST_CASE(attention_rows_run_a_warp_per_row) {
   }
 }
 
-// GPT-2's layer norm over rows of 768: a warp per row with the row of x, the weight and the bias
-// each loaded once into the lanes' registers (24 loads a lane each, as far as the 8 KiB of a
-// warp's staging go: x and the weight; the bias then is read where it is used, also once), so
-// the mean, the variance and the output read no row twice: 72 loads of f32 in all, none spilled.
+// GPT-2's layer norm over rows of 768: a warp per row with the row of x and the weight loaded once
+// into the lanes' registers (24 loads a lane each; the bias would pass the 8 KiB of a warp's
+// staging and is read where it is used, also once), so the mean, the variance and the output
+// read no row twice: 72 loads of f32 in all, none spilled.
 // (Until 2026-12-02 the weight and bias kept the row out of registers, and each pass read it.)
 BOOST_AUTO_TEST_CASE(layer_norm_rows_stage_weight_and_bias_in_registers) {
   Builder b;
