@@ -139,6 +139,95 @@ void recompute_cheap_values(const Graph& g, std::vector<PlannedStep>& steps) {
   }
 }
 
+// Whether each node's value depends on no data at all: a creation op without inputs (arange, full;
+// random draws run eagerly) or a view or cheap pointwise op of such values only. GPT-2's causal
+// mask, ge(arange(T) unsqueezed, arange(T) unsqueezed), is one.
+std::vector<char> index_only_nodes(const Graph& g) {
+  std::vector<char> index_only(g.nodes.size(), 0);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const GraphNode& n = g.nodes[i];
+    if (n.op->random || n.outputs.size() != 1) continue;
+    bool made_from_indices = !n.inputs.empty() && std::all_of(n.inputs.begin(), n.inputs.end(), [&](int u) {
+      int p = g.values[size_t(u)].producer;
+      return p >= 0 && index_only[size_t(p)];
+    });
+    index_only[i] = n.op->schedule_class == ScheduleClass::creation
+                        ? n.inputs.empty()
+                        : made_from_indices && (n.op->schedule_class == ScheduleClass::view || is_cheap_pointwise(n));
+  }
+  return index_only;
+}
+
+// A value computed from indices alone (index_only_nodes) that one region makes and later regions
+// read is computed again by each reader, with the whole chain that makes it: a few integer ops
+// instead of a load. GPT-2's [T, T] causal mask, made once and read by the masked softmax of
+// every layer (and by the gradient of its where), was loaded in each of the softmax's three
+// passes over a row; computed in place it is never loaded (as in torch.compile's kernel). The
+// maker then drops the chain if nothing else of its reads it.
+void recompute_index_values(const Graph& g, std::vector<PlannedStep>& steps) {
+  std::vector<char> index_only = index_only_nodes(g);
+  std::vector<int> step_of = step_of_nodes(g, steps);
+  std::vector<std::vector<int>> readers = readers_of(g);
+  std::set<int> graph_outputs(g.outputs.begin(), g.outputs.end());
+  // The nodes that make node i: i and its ancestors (all index-only too).
+  auto chain_of = [&](int i) {
+    std::set<int> chain{i};
+    std::vector<int> todo{i};
+    while (!todo.empty()) {
+      int k = todo.back();
+      todo.pop_back();
+      for (int u : g.nodes[size_t(k)].inputs)
+        if (int p = g.values[size_t(u)].producer; p >= 0 && chain.insert(p).second) todo.push_back(p);
+    }
+    return chain;
+  };
+  std::set<int> moved;  // chain nodes copied into readers: candidates to drop from their maker
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    int si = step_of[i];
+    if (si < 0 || steps[size_t(si)].node >= 0 || !index_only[i]) continue;
+    int v = g.nodes[i].outputs[0];
+    if (graph_outputs.count(v) || numel(g.values[size_t(v)].meta.shape) < 2) continue;
+    // Regions reading it recompute it; an eager kernel reading it still gets it stored.
+    std::set<int> targets;
+    for (int r : readers[size_t(v)])
+      if (int rs = step_of[size_t(r)]; rs >= 0 && rs != si && steps[size_t(rs)].node < 0) targets.insert(rs);
+    if (targets.empty()) continue;
+    std::set<int> chain = chain_of(int(i));
+    bool lowered = std::all_of(chain.begin(), chain.end(), [&](int k) {
+      return step_of[size_t(k)] >= 0 && steps[size_t(step_of[size_t(k)])].node < 0;
+    });
+    if (!lowered) continue;  // part of it runs outside pipelines (an eager arange)
+    for (int rs : targets) {
+      Region& r = steps[size_t(rs)].region;
+      if (std::find(r.nodes.begin(), r.nodes.end(), int(i)) != r.nodes.end()) continue;
+      for (int k : chain)
+        if (std::find(r.nodes.begin(), r.nodes.end(), k) == r.nodes.end())
+          r.nodes.insert(std::lower_bound(r.nodes.begin(), r.nodes.end(), k), k);
+      r.recomputed.push_back(v);
+    }
+    moved.insert(chain.begin(), chain.end());
+  }
+  // Drop from each region the moved nodes nothing in it (nor the graph's outputs) reads any more,
+  // last first so that a chain goes whole.
+  for (PlannedStep& s : steps) {
+    if (s.node >= 0) continue;
+    std::vector<int>& nodes = s.region.nodes;
+    for (size_t k = nodes.size(); k-- > 0;) {
+      int n = nodes[k];
+      if (!moved.count(n)) continue;
+      int v = g.nodes[size_t(n)].outputs[0];
+      bool read = graph_outputs.count(v) > 0;
+      for (int r : readers[size_t(v)]) {
+        bool here = std::find(nodes.begin(), nodes.end(), r) != nodes.end();
+        int rs = step_of[size_t(r)];
+        // A reader in this region, or one in a step that does not make v itself.
+        if (here || (rs >= 0 && steps[size_t(rs)].node >= 0)) read = true;
+      }
+      if (!read) nodes.erase(nodes.begin() + std::ptrdiff_t(k));
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<PlannedStep> plan_fusion(const Graph& g) {
@@ -197,6 +286,7 @@ std::vector<PlannedStep> plan_fusion(const Graph& g) {
   }
   close();
   recompute_cheap_values(g, steps);
+  recompute_index_values(g, steps);
   // Each region's inputs (values it reads but does not make) and outputs (values read later, by a
   // step that does not make them too, or returned).
   std::vector<int> last_use(g.values.size(), -1);

@@ -5,6 +5,7 @@
 #include "schedules/fusion.h"
 #include "schedules/lower_region.h"
 
+#include <cmath>
 #include <set>
 
 #include "dsl/op_def.h"
@@ -109,4 +110,45 @@ BOOST_AUTO_TEST_CASE(row_ops_read_once_fuse_into_their_reader) {
   kiln::test::check_close(g2, kiln::test::host_values(e2), {6, 40}, "softmax backward");
   kiln::test::check_close(g3, kiln::test::host_values(e3), {6, 40}, "softmax read twice");
   kiln::test::check_close(g4, kiln::test::host_values(e4), {6, 40}, "softmax read twice, second reader");
+}
+
+// A value made from indices alone (a causal mask: ge of two unsqueezed aranges) that one region
+// makes and another reads is computed again by its reader, from the aranges: not an input of
+// the reader (no load of the mask) and not an output of its maker. End to end against eager.
+BOOST_AUTO_TEST_CASE(index_values_are_recomputed_by_their_readers_not_loaded) {
+  auto masked = [](const Tensor& x, const Tensor& w) {
+    Tensor pos = arange(0, double(x.size(-1)), 1, {.dtype = DType::i64});
+    Tensor mask = ge(pos.unsqueeze(1), pos.unsqueeze(0));
+    Tensor p = softmax(where(mask, x, full({}, -INFINITY)), -1);
+    Tensor h = matmul(p, w);  // an eager GEMM between the two readers of the mask
+    return softmax(where(mask, h, full({}, -INFINITY)), -1);
+  };
+  // The same graph, built by hand.
+  Builder b;
+  int x_in = b.input({3, 16, 16}), w_in = b.input({16, 16});
+  Attrs range{{"start", 0.0}, {"end", 16.0}, {"step", 1.0}, {"dtype", std::string("i64")}, {"device", std::string("cpu")}};
+  int pos = b.g.add_inferred_node(op_def("arange"), range, {})[0];
+  int rows = b.g.add_inferred_node(op_def("unsqueeze"), {{"dim", int64_t(1)}}, {pos})[0];
+  int cols = b.g.add_inferred_node(op_def("unsqueeze"), {{"dim", int64_t(0)}}, {pos})[0];
+  int mask = b.op("ge", {rows, cols});
+  int p = b.g.add_inferred_node(op_def("softmax"), {{"dim", int64_t(-1)}},
+                                {b.op("where", {mask, x_in, b.scalar(-INFINITY)})})[0];
+  int h = b.op("matmul", {p, w_in});
+  b.g.outputs = {b.g.add_inferred_node(op_def("softmax"), {{"dim", int64_t(-1)}},
+                                       {b.op("where", {mask, h, b.scalar(-INFINITY)})})[0]};
+  const Graph& g = b.g;
+  std::vector<PlannedStep> plan = plan_fusion(g);
+  int regions = 0;
+  for (const PlannedStep& s : plan) {
+    if (s.node >= 0) continue;
+    ++regions;
+    auto has = [](const std::vector<int>& vs, int v) { return std::find(vs.begin(), vs.end(), v) != vs.end(); };
+    BOOST_TEST(!has(s.region.inputs, mask), "a region loads the mask\n" << fusion_text(g, plan));
+    BOOST_TEST(!has(s.region.outputs, mask), "a region stores the mask\n" << fusion_text(g, plan));
+  }
+  BOOST_TEST(regions == 2, fusion_text(g, plan));
+
+  Tensor x = kiln::test::random_tensor({3, 16, 16}, f32, 31), w = kiln::test::random_tensor({16, 16}, f32, 32);
+  auto f = compile(masked, {.backend = "halide"});
+  kiln::test::check_close(f(x, w), kiln::test::host_values(masked(x, w)), {3, 16, 16}, "masked softmax twice");
 }
