@@ -227,30 +227,52 @@ std::pair<std::vector<GpuLaunch>, std::string> launches_of(Graph& g) {
 
 }  // namespace
 
+// The PTX of the kernel whose entry name contains `part` (up to the next kernel).
+std::string kernel_ptx(const std::string& stmt, const std::string& part) {
+  for (size_t at = stmt.find(".entry"); at != std::string::npos; at = stmt.find(".entry", at + 1)) {
+    size_t line_end = stmt.find('\n', at);
+    if (stmt.substr(at, line_end - at).find(part) == std::string::npos) continue;
+    return stmt.substr(at, stmt.find(".entry", at + 1) - at);
+  }
+  BOOST_ERROR("no kernel named *" << part << "* in the PTX");
+  return "";
+}
+
 // GPT-2's attention softmax: the scaled, causally masked scores of [8, 12, 1024, 1024] run a warp
 // per row, one row a block (warp 2496 GB/s against block 2035 on one H200; one row a block 2528
-// against 2461 with 8); in
-// f32 each lane first loads its 32 scores of the row into registers, so the three passes (max,
-// sum, output) read memory once: 32 loads a lane, none spilled. In f64 a block of 256 threads per
-// row (Halide 14 has no 64-bit warp shuffles).
+// against 2461 with 8); in f32 each lane first loads its 32 scores of the row into registers, so
+// the three passes (max, sum, output) read memory once: 32 loads a lane, none spilled. The mask
+// is computed from positions in the region, as compiled GPT-2 runs it (fusion.cpp): no lane loads
+// it (as a [T, T] bool input, each pass loaded it again, 96 loads a lane). Attention's v, copied
+// to [B, H, T, D] in the same region, moves 4 floats a thread: the aranges' i64 do not narrow it.
+// In f64 a block of 256 threads per row (Halide 14 has no 64-bit warp shuffles).
 BOOST_AUTO_TEST_CASE(attention_rows_run_a_warp_per_row) {
   for (DType t : {DType::f32, DType::f64}) {
     Builder b;
-    // The causal mask as GPT-2's layers after the first read it: one [T, T] value for all layers.
-    int x = b.input({8, 12, 1024, 1024}, t), mask = b.input({1024, 1024}, DType::bool_);
+    int x = b.input({8, 12, 1024, 1024}, t), v = b.input({8, 1024, 12, 64}, t);
+    Attrs range{{"start", 0.0}, {"end", 1024.0}, {"step", 1.0}, {"dtype", std::string("i64")}, {"device", std::string("cuda:0")}};
+    int pos = b.op("arange", {}, range);
+    int mask = b.op("ge", {b.op("unsqueeze", {pos}, {{"dim", int64_t(1)}}), b.op("unsqueeze", {pos}, {{"dim", int64_t(0)}})});
     int scaled = b.op("mul", {x, b.scalar(0.125)});
     int masked = b.op("where", {mask, scaled, b.scalar(-1e30)});
-    b.g.outputs = {b.op("softmax", {masked}, {{"dim", int64_t(-1)}})};
+    int heads = b.op("contiguous", {b.op("transpose", {v}, {{"dim0", int64_t(1)}, {"dim1", int64_t(2)}})});
+    b.g.outputs = {b.op("softmax", {masked}, {{"dim", int64_t(-1)}}), heads};
     auto [launches, stmt] = launches_of(b.g);
     if (t == DType::f32) {
-      BOOST_TEST(count(stmt, "shfl.sync") >= 1);
-      BOOST_TEST(count(stmt, "ld.global.f32") + count(stmt, "ld.global.nc.f32") == 32);
-      BOOST_TEST(count(stmt, "ld.local") + count(stmt, "st.local") == 0);
+      std::string softmax = kernel_ptx(stmt, "softmax");
+      BOOST_TEST(count(softmax, "shfl.sync") >= 1);
+      BOOST_TEST(count(softmax, "ld.global.f32") + count(softmax, "ld.global.nc.f32") == 32);
+      BOOST_TEST(count(softmax, "ld.global.u8") + count(softmax, "ld.global.nc.u8") == 0);
+      BOOST_TEST(count(softmax, "ld.local") + count(softmax, "st.local") == 0);
     } else {
       BOOST_TEST(count(stmt, "shfl.sync") == 0);
     }
-    for (const GpuLaunch& k : launches)
-      BOOST_TEST(k.threads == (t == DType::f32 ? 32 : 256), k.loop << ": " << k.threads << " threads a block");
+    for (const GpuLaunch& k : launches) {
+      if (k.loop.find("softmax") != std::string::npos)
+        BOOST_TEST(k.threads == (t == DType::f32 ? 32 : 256), k.loop << ": " << k.threads << " threads a block");
+      else if (t == DType::f32)
+        BOOST_TEST(k.work() * 4 == 8 * 12 * 1024 * 64, k.loop << ": " << k.work() << " threads and steps");
+    }
   }
 }
 
