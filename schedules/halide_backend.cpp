@@ -377,7 +377,10 @@ void dump_region(const Step& s, const std::string& name) {
 // Lowers and schedules one region into s.pipeline.
 void build_region(const Graph& g, Step& s, const BackendOptions& options, int index) {
   s.lowered = lower_region(g, s.region);
-  if (s.cuda) use_libdevice_math(s.lowered.outputs);
+  if (s.cuda) {
+    use_libdevice_math(s.lowered.outputs);
+    use_fast_exp(s.lowered.outputs);
+  }
   s.pipeline = Halide::Pipeline(s.lowered.outputs);
   schedule(g, s, options.scheduler);
   std::string name = options.label + ".region_" + std::to_string(index);

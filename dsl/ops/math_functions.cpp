@@ -100,26 +100,45 @@ Expr cos_expr(Expr x) { return sin_cos(x, true); }
 namespace {
 
 class LibdeviceMath : public Internal::IRMutator {
+ public:
+  explicit LibdeviceMath(bool fast_exp) : fast_exp_(fast_exp) {}
+
+ private:
   using IRMutator::visit;
   Expr visit(const Internal::Call* op) override {
     Expr e = IRMutator::visit(op);
     const auto* c = e.as<Internal::Call>();
-    if (c && c->call_type == Internal::Call::PureExtern && c->name == "erf" && c->type == Float(64))
+    if (!c || c->call_type != Internal::Call::PureExtern) return e;
+    if (!fast_exp_ && c->name == "erf" && c->type == Float(64))
       return Internal::Call::make(c->type, "__nv_erf", c->args, Internal::Call::PureExtern);
+    if (fast_exp_ && c->name == "exp_f32" && c->type == Float(32))
+      return Internal::Call::make(c->type, "llvm.nvvm.ex2.approx.ftz.f", {c->args[0] * float(M_LOG2E)},
+                                  Internal::Call::PureExtern);
     return e;
   }
+  bool fast_exp_;
 };
 
-}  // namespace
-
-void use_libdevice_math(const std::vector<Func>& outputs) {
+// Applies m to the definitions of `outputs` and of every Func they call.
+void mutate_all(const std::vector<Func>& outputs, Internal::IRMutator& m) {
   std::map<std::string, Internal::Function> all;
   for (const Func& f : outputs) {
     all.emplace(f.name(), f.function());
     for (const auto& [name, fn] : Internal::find_transitive_calls(f.function())) all.emplace(name, fn);
   }
-  LibdeviceMath m;
   for (auto& [name, fn] : all) fn.mutate(&m);
+}
+
+}  // namespace
+
+void use_libdevice_math(const std::vector<Func>& outputs) {
+  LibdeviceMath m(false);
+  mutate_all(outputs, m);
+}
+
+void use_fast_exp(const std::vector<Func>& outputs) {
+  LibdeviceMath m(true);
+  mutate_all(outputs, m);
 }
 
 }  // namespace kiln
