@@ -207,8 +207,11 @@ void recompute_index_values(const Graph& g, std::vector<PlannedStep>& steps) {
     }
     moved.insert(chain.begin(), chain.end());
   }
-  // Drop from each region the moved nodes nothing in it (nor the graph's outputs) reads any more,
-  // last first so that a chain goes whole.
+  // Drop from each region the moved nodes nothing reads from it any more: no node of its own,
+  // no graph output, no step that reads the value without computing it (an eager kernel, or a
+  // region the chain was not copied into: a one-element constant of the chain that a later
+  // region reads alone). Last first, so that a chain goes whole.
+  auto has = [](const std::vector<int>& nodes, int n) { return std::find(nodes.begin(), nodes.end(), n) != nodes.end(); };
   for (PlannedStep& s : steps) {
     if (s.node >= 0) continue;
     std::vector<int>& nodes = s.region.nodes;
@@ -217,12 +220,11 @@ void recompute_index_values(const Graph& g, std::vector<PlannedStep>& steps) {
       if (!moved.count(n)) continue;
       int v = g.nodes[size_t(n)].outputs[0];
       bool read = graph_outputs.count(v) > 0;
-      for (int r : readers[size_t(v)]) {
-        bool here = std::find(nodes.begin(), nodes.end(), r) != nodes.end();
-        int rs = step_of[size_t(r)];
-        // A reader in this region, or one in a step that does not make v itself.
-        if (here || (rs >= 0 && steps[size_t(rs)].node >= 0)) read = true;
-      }
+      for (int r : readers[size_t(v)])
+        for (const PlannedStep& t : steps) {
+          bool reads = t.node == r || (t.node < 0 && has(t.region.nodes, r));
+          if (reads && (&t == &s || t.node >= 0 || !has(t.region.nodes, n))) read = true;
+        }
       if (!read) nodes.erase(nodes.begin() + std::ptrdiff_t(k));
     }
   }

@@ -5,6 +5,7 @@
 #include "schedules/fusion.h"
 #include "schedules/lower_region.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -151,4 +152,42 @@ BOOST_AUTO_TEST_CASE(index_values_are_recomputed_by_their_readers_not_loaded) {
   Tensor x = kiln::test::random_tensor({3, 16, 16}, f32, 31), w = kiln::test::random_tensor({16, 16}, f32, 32);
   auto f = compile(masked, {.backend = "halide"});
   kiln::test::check_close(f(x, w), kiln::test::host_values(masked(x, w)), {3, 16, 16}, "masked softmax twice");
+}
+
+// The chain a reader recomputes may hold a one-element constant that another region reads alone
+// before it (here `c`, added to the mask's columns and read by the middle region's mul): the
+// maker keeps it and stores it. Every region input is then a graph input or an earlier step's
+// output.
+BOOST_AUTO_TEST_CASE(a_recomputed_chain_keeps_what_other_regions_read_alone) {
+  Builder b;
+  int x_in = b.input({3, 16, 16}), w_in = b.input({16, 16});
+  Attrs range{{"start", 0.0}, {"end", 16.0}, {"step", 1.0}, {"dtype", std::string("i64")}, {"device", std::string("cpu")}};
+  int relu = b.op("relu", {x_in});  // the first region's own work: it does not read the mask
+  int pos = b.g.add_inferred_node(op_def("arange"), range, {})[0];
+  int c = b.scalar(1.0);
+  int rows = b.g.add_inferred_node(op_def("unsqueeze"), {{"dim", int64_t(1)}}, {pos})[0];
+  int cols = b.op("add", {b.g.add_inferred_node(op_def("unsqueeze"), {{"dim", int64_t(0)}}, {pos})[0], c});
+  int mask = b.op("ge", {rows, cols});
+  int h = b.op("mul", {b.op("matmul", {relu, w_in}), c});  // the middle region reads c alone
+  int h1 = b.op("matmul", {h, w_in});
+  b.g.outputs = {b.g.add_inferred_node(op_def("softmax"), {{"dim", int64_t(-1)}},
+                                       {b.op("where", {mask, h1, b.scalar(-INFINITY)})})[0]};
+  const Graph& g = b.g;
+  std::vector<PlannedStep> plan = plan_fusion(g);
+  std::set<int> available;
+  for (const GraphInput& in : g.inputs) available.insert(in.value);
+  for (const PlannedStep& s : plan) {
+    if (s.node >= 0) {
+      for (int v : g.nodes[size_t(s.node)].inputs)
+        BOOST_TEST(available.count(v), "eager " << g.nodes[size_t(s.node)].op->name << " reads %" << v
+                                                << ", which no earlier step stores\n" << fusion_text(g, plan));
+      available.insert(g.nodes[size_t(s.node)].outputs.begin(), g.nodes[size_t(s.node)].outputs.end());
+      continue;
+    }
+    for (int v : s.region.inputs)
+      BOOST_TEST(available.count(v), "a region reads %" << v << ", which no earlier step stores\n" << fusion_text(g, plan));
+    available.insert(s.region.outputs.begin(), s.region.outputs.end());
+  }
+  BOOST_TEST(std::count_if(plan.begin(), plan.end(), [](const PlannedStep& s) { return s.node < 0; }) == 3,
+             fusion_text(g, plan));
 }
