@@ -169,6 +169,7 @@ void recompute_index_values(const Graph& g, std::vector<PlannedStep>& steps) {
   std::vector<int> step_of = step_of_nodes(g, steps);
   std::vector<std::vector<int>> readers = readers_of(g);
   std::set<int> graph_outputs(g.outputs.begin(), g.outputs.end());
+  auto has = [](const std::vector<int>& nodes, int n) { return std::find(nodes.begin(), nodes.end(), n) != nodes.end(); };
   // The nodes that make node i: i and its ancestors (all index-only too).
   auto chain_of = [&](int i) {
     std::set<int> chain{i};
@@ -199,10 +200,9 @@ void recompute_index_values(const Graph& g, std::vector<PlannedStep>& steps) {
     if (!lowered) continue;  // part of it runs outside pipelines (an eager arange)
     for (int rs : targets) {
       Region& r = steps[size_t(rs)].region;
-      if (std::find(r.nodes.begin(), r.nodes.end(), int(i)) != r.nodes.end()) continue;
+      if (has(r.nodes, int(i))) continue;
       for (int k : chain)
-        if (std::find(r.nodes.begin(), r.nodes.end(), k) == r.nodes.end())
-          r.nodes.insert(std::lower_bound(r.nodes.begin(), r.nodes.end(), k), k);
+        if (!has(r.nodes, k)) r.nodes.insert(std::lower_bound(r.nodes.begin(), r.nodes.end(), k), k);
       r.recomputed.push_back(v);
     }
     moved.insert(chain.begin(), chain.end());
@@ -211,21 +211,25 @@ void recompute_index_values(const Graph& g, std::vector<PlannedStep>& steps) {
   // no graph output, no step that reads the value without computing it (an eager kernel, or a
   // region the chain was not copied into: a one-element constant of the chain that a later
   // region reads alone). Last first, so that a chain goes whole.
-  auto has = [](const std::vector<int>& nodes, int n) { return std::find(nodes.begin(), nodes.end(), n) != nodes.end(); };
-  for (PlannedStep& s : steps) {
-    if (s.node >= 0) continue;
-    std::vector<int>& nodes = s.region.nodes;
+  std::vector<std::set<int>> steps_with(g.nodes.size());  // the steps that compute each node
+  for (size_t si = 0; si < steps.size(); ++si) {
+    if (steps[si].node >= 0) steps_with[size_t(steps[si].node)].insert(int(si));
+    for (int n : steps[si].region.nodes) steps_with[size_t(n)].insert(int(si));
+  }
+  for (size_t si = 0; si < steps.size(); ++si) {
+    if (steps[si].node >= 0) continue;
+    std::vector<int>& nodes = steps[si].region.nodes;
     for (size_t k = nodes.size(); k-- > 0;) {
       int n = nodes[k];
       if (!moved.count(n)) continue;
       int v = g.nodes[size_t(n)].outputs[0];
       bool read = graph_outputs.count(v) > 0;
       for (int r : readers[size_t(v)])
-        for (const PlannedStep& t : steps) {
-          bool reads = t.node == r || (t.node < 0 && has(t.region.nodes, r));
-          if (reads && (&t == &s || t.node >= 0 || !has(t.region.nodes, n))) read = true;
-        }
-      if (!read) nodes.erase(nodes.begin() + std::ptrdiff_t(k));
+        for (int t : steps_with[size_t(r)])
+          if (t == int(si) || steps[size_t(t)].node >= 0 || !steps_with[size_t(n)].count(t)) read = true;
+      if (read) continue;
+      nodes.erase(nodes.begin() + std::ptrdiff_t(k));
+      steps_with[size_t(n)].erase(int(si));
     }
   }
 }

@@ -1,6 +1,7 @@
 #include "dsl/ops/math_functions.h"
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -99,24 +100,23 @@ Expr cos_expr(Expr x) { return sin_cos(x, true); }
 
 namespace {
 
-class LibdeviceMath : public Internal::IRMutator {
+// Replaces every call of the C-library or runtime function `name` returning `type` by `by(args)`.
+class ReplaceExternCall : public Internal::IRMutator {
  public:
-  explicit LibdeviceMath(bool fast_exp) : fast_exp_(fast_exp) {}
+  ReplaceExternCall(std::string name, Type type, std::function<Expr(const std::vector<Expr>&)> by)
+      : name_(std::move(name)), type_(type), by_(std::move(by)) {}
 
  private:
   using IRMutator::visit;
   Expr visit(const Internal::Call* op) override {
     Expr e = IRMutator::visit(op);
     const auto* c = e.as<Internal::Call>();
-    if (!c || c->call_type != Internal::Call::PureExtern) return e;
-    if (!fast_exp_ && c->name == "erf" && c->type == Float(64))
-      return Internal::Call::make(c->type, "__nv_erf", c->args, Internal::Call::PureExtern);
-    if (fast_exp_ && c->name == "exp_f32" && c->type == Float(32))
-      return Internal::Call::make(c->type, "llvm.nvvm.ex2.approx.ftz.f", {c->args[0] * float(M_LOG2E)},
-                                  Internal::Call::PureExtern);
+    if (c && c->call_type == Internal::Call::PureExtern && c->name == name_ && c->type == type_) return by_(c->args);
     return e;
   }
-  bool fast_exp_;
+  std::string name_;
+  Type type_;
+  std::function<Expr(const std::vector<Expr>&)> by_;
 };
 
 // Applies m to the definitions of `outputs` and of every Func they call.
@@ -132,13 +132,18 @@ void mutate_all(const std::vector<Func>& outputs, Internal::IRMutator& m) {
 }  // namespace
 
 void use_libdevice_math(const std::vector<Func>& outputs) {
-  LibdeviceMath m(false);
-  mutate_all(outputs, m);
+  ReplaceExternCall erf("erf", Float(64), [](const std::vector<Expr>& a) {
+    return Internal::Call::make(Float(64), "__nv_erf", a, Internal::Call::PureExtern);
+  });
+  mutate_all(outputs, erf);
 }
 
 void use_fast_exp(const std::vector<Func>& outputs) {
-  LibdeviceMath m(true);
-  mutate_all(outputs, m);
+  ReplaceExternCall exp("exp_f32", Float(32), [](const std::vector<Expr>& a) {
+    return Internal::Call::make(Float(32), "llvm.nvvm.ex2.approx.ftz.f", {a[0] * float(M_LOG2E)},
+                                Internal::Call::PureExtern);
+  });
+  mutate_all(outputs, exp);
 }
 
 }  // namespace kiln
