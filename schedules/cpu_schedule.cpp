@@ -141,6 +141,11 @@ void schedule_root(const ScheduleRoot& root, const Shape& shape, Reduces reduces
     v[size_t(cat.dim)] = ci;
     loop_extent[size_t(cat.dim)] = cat.width;
   }
+  // Task splits are at most the loop's extent (tasks of a loop shorter than a task: one task).
+  // Halide 14 drops the guard of a split wider than a constant extent that is a multiple of the
+  // vector width when a Func is computed at the split's outer var: a [96] row sum split by 819 and
+  // vectorized by 16 wrote 52 vectors into its 96 elements; an unrolled cat chunk looped 16384
+  // vectors in its 8 elements (fuzz seed 456).
   bool big = numel(shape) * work >= kParallelMinElements;
   Var to("to"), t("t");
   int td = root.transposed_dim;
@@ -175,15 +180,12 @@ void schedule_root(const ScheduleRoot& root, const Shape& shape, Reduces reduces
   }
   if (R >= 2) {
     int64_t row = numel(shape) / std::max<int64_t>(shape[0], 1) * work;
-    int64_t rows_per_task = std::max<int64_t>(1, kElementsPerTask / std::max<int64_t>(row, 1));
+    int64_t rows_per_task = std::clamp<int64_t>(kElementsPerTask / std::max<int64_t>(row, 1), 1, std::max<int64_t>(shape[0], 1));
     f.split(v[R - 1], to, t, int(std::min<int64_t>(rows_per_task, INT32_MAX)), TailStrategy::GuardWithIf);
     if (big && shape[0] > rows_per_task) f.parallel(to);
   } else {
-    // At most the loop's extent: Halide 14 lost the bound of a task split wider than an unrolled
-    // cat chunk (a 16-element cat of two 8-element chunks looped 16384 vectors in its second chunk,
-    // writing past its buffer: fuzz seed 456).
     int64_t tile = reduces == Reduces::columns ? 16 * lanes : std::max<int64_t>(lanes, kElementsPerTask / work);
-    if (cat.width > 0) tile = std::min(tile, std::max<int64_t>(lanes, loop_extent[0]));
+    tile = std::min(tile, std::max<int64_t>(lanes, loop_extent[0]));
     f.split(v[0], to, t, int(std::min<int64_t>(tile, INT32_MAX)), TailStrategy::GuardWithIf);
     if (big || reduces == Reduces::columns) f.parallel(to);
   }

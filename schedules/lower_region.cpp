@@ -100,8 +100,20 @@ class Lowering {
     // Tensors start at index 0: with the outputs' mins known, Halide proves a tile's vector of
     // indices does not cross a row of the tensor it reads (a flattened [4, 256, C] value read by
     // 8-wide tiles: i % 256 of a ramp stays a ramp, a dense load instead of a gather).
-    for (Func& o : out_.outputs)
-      for (int d = 0; d < o.dimensions(); ++d) o.output_buffer().dim(d).set_min(0);
+    // An output is always a new dense tensor of the value's shape, or an input's tensor of that
+    // shape that is dense (halide_backend.cpp, memory_for): its extents and strides are the shape's,
+    // constants where the dims are static. Halide then folds a fused loop's index arithmetic
+    // (without them, a transposed copy of GPT-2's heads divided by runtime extents five times a
+    // thread and loaded its 4 floats one by one, under a tail guard).
+    for (size_t k = 0; k < out_.outputs.size(); ++k) {
+      std::vector<Expr> shape = shape_of(r_.outputs[k]);
+      Expr stride = 1;
+      for (int d = 0; d < out_.outputs[k].dimensions(); ++d) {
+        Expr extent = shape[shape.size() - 1 - size_t(d)];
+        out_.outputs[k].output_buffer().dim(d).set_bounds(0, extent).set_stride(stride);
+        stride = simplify(stride * extent);
+      }
+    }
     return std::move(out_);
   }
 
