@@ -234,6 +234,36 @@ void recompute_index_values(const Graph& g, std::vector<PlannedStep>& steps) {
   }
 }
 
+// A pointwise node whose inputs all exist once an earlier region has run, and that one of them
+// comes from, moves into that region when nothing in its own region reads it: regions form in
+// graph order, and a copy that comes after a GEMM joins the region after the GEMM even when it
+// reads only what a region before it made. GPT-2's attention takes v as a view of the qkv
+// projection (slice, heads, transpose) whose contiguous copy comes after the q k^T product: the
+// projection's region stored the view (a copy), and the softmax's region copied it again; moved
+// back, the projection's region writes v's copy once.
+void hoist_into_source_regions(const Graph& g, std::vector<PlannedStep>& steps) {
+  std::vector<int> step_of = step_of_nodes(g, steps);
+  std::vector<std::vector<int>> readers = readers_of(g);
+  for (size_t si = 0; si < steps.size(); ++si) {
+    if (steps[si].node >= 0) continue;
+    std::vector<int>& nodes = steps[si].region.nodes;
+    for (size_t k = nodes.size(); k-- > 0;) {
+      const GraphNode& n = g.nodes[size_t(nodes[k])];
+      if (!is_pointwise(n) || n.outputs.size() != 1) continue;
+      int source = -1;  // the latest step that makes an input
+      for (int u : n.inputs)
+        if (int p = g.values[size_t(u)].producer; p >= 0) source = std::max(source, step_of[size_t(p)]);
+      if (source < 0 || source >= int(si) || steps[size_t(source)].node >= 0) continue;
+      const std::vector<int>& read_by = readers[size_t(n.outputs[0])];
+      if (std::any_of(read_by.begin(), read_by.end(), [&](int r) { return step_of[size_t(r)] == int(si); })) continue;
+      std::vector<int>& into = steps[size_t(source)].region.nodes;
+      into.insert(std::lower_bound(into.begin(), into.end(), nodes[k]), nodes[k]);
+      step_of[size_t(nodes[k])] = source;
+      nodes.erase(nodes.begin() + std::ptrdiff_t(k));
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<PlannedStep> plan_fusion(const Graph& g) {
@@ -291,6 +321,7 @@ std::vector<PlannedStep> plan_fusion(const Graph& g) {
     }
   }
   close();
+  hoist_into_source_regions(g, steps);
   recompute_cheap_values(g, steps);
   recompute_index_values(g, steps);
   // Each region's inputs (values it reads but does not make) and outputs (values read later, by a
