@@ -44,8 +44,8 @@ std::string apply_halide_autoscheduler(const std::string& name, const Graph& g, 
     return region;
   };
   for (size_t k = 0; k < r.inputs.size(); ++k) lowered.inputs[k].set_estimates(estimates(region_input_shape(g, r, k)));
-  for (size_t k = 0; k < r.outputs.size(); ++k)
-    lowered.outputs[k].set_estimates(estimates(g.values[size_t(r.outputs[k])].meta.shape));
+  for (size_t k = 0; k < lowered.outputs.size(); ++k)
+    lowered.outputs[k].set_estimates(estimates(g.values[size_t(lowered.output_values[k])].meta.shape));
   for (auto& [sym, p] : lowered.symbols) p.set_estimate(int32_t(g.shape_env->symbol(sym).hint));
   int cores = int(std::max(1u, std::thread::hardware_concurrency()));
   Halide::MachineParams machine(cores, 32ull << 20, 40);

@@ -133,8 +133,9 @@ std::map<std::string, int64_t> region_sizes(const Graph& g, const Region& r, con
     }
   };
   for (size_t k = 0; k < r.inputs.size(); ++k) buffer(lowered.inputs[k].name(), region_input_shape(g, r, k));
-  for (size_t k = 0; k < r.outputs.size(); ++k)
-    buffer(lowered.outputs[k].name(), g.values[size_t(r.outputs[k])].meta.shape);
+  size_t k = 0;  // the region output of each buffer (a Tuple-valued output has several)
+  for (const Halide::Func& f : lowered.outputs)
+    for (const Halide::OutputImageParam& b : f.output_buffers()) buffer(b.name(), g.values[size_t(r.outputs[k++])].meta.shape);
   for (const auto& [sym, p] : lowered.symbols) sizes[p.name()] = g.shape_env->symbol(sym).hint;
   return sizes;
 }

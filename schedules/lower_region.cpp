@@ -6,6 +6,7 @@
 
 #include "dsl/error.h"
 #include "schedules/schedule_roots.h"
+#include "schedules/tuple_outputs.h"
 #include "schedules/weight_packing.h"
 
 namespace kiln {
@@ -105,15 +106,9 @@ class Lowering {
     // constants where the dims are static. Halide then folds a fused loop's index arithmetic
     // (without them, a transposed copy of GPT-2's heads divided by runtime extents five times a
     // thread and loaded its 4 floats one by one, under a tail guard).
-    for (size_t k = 0; k < out_.outputs.size(); ++k) {
-      std::vector<Expr> shape = shape_of(r_.outputs[k]);
-      Expr stride = 1;
-      for (int d = 0; d < out_.outputs[k].dimensions(); ++d) {
-        Expr extent = shape[shape.size() - 1 - size_t(d)];
-        out_.outputs[k].output_buffer().dim(d).set_bounds(0, extent).set_stride(stride);
-        stride = simplify(stride * extent);
-      }
-    }
+    for (size_t k = 0; k < out_.outputs.size(); ++k) set_dense_shape(out_.outputs[k].output_buffer(), shape_of(r_.outputs[k]));
+    out_.output_values = r_.outputs;
+    compute_outputs_together(g_, r_, out_);
     return std::move(out_);
   }
 
@@ -646,6 +641,15 @@ std::vector<int> region_symbols(const Graph& g, const Region& r) {
 }
 
 LoweredRegion lower_region(const Graph& g, const Region& r) { return Lowering(g, r).run(); }
+
+void set_dense_shape(OutputImageParam buffer, const std::vector<Expr>& shape) {
+  Expr stride = 1;
+  for (int d = 0; d < buffer.dimensions(); ++d) {
+    Expr extent = shape[shape.size() - 1 - size_t(d)];
+    buffer.dim(d).set_bounds(0, extent).set_stride(stride);
+    stride = simplify(stride * extent);
+  }
+}
 
 std::vector<Argument> pipeline_arguments(const Region& r, const LoweredRegion& lowered) {
   std::vector<Argument> args(lowered.inputs.begin(), lowered.inputs.end());

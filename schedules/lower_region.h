@@ -38,7 +38,10 @@ struct LoweredGemm {
 struct LoweredRegion {
   std::vector<Halide::ImageParam> inputs;  // one per Region::inputs, strides free
   std::map<int, Halide::Param<int32_t>> symbols;  // Region::symbols -> their sizes at run time
-  std::vector<Halide::Func> outputs;       // one per Region::outputs
+  // The pipeline's outputs, their buffers in Region::outputs order: one Func per region output,
+  // or one Tuple-valued Func for consecutive outputs computed together (tuple_outputs.h).
+  std::vector<Halide::Func> outputs;
+  std::vector<int> output_values;  // per Func of outputs: the value whose schedule it takes
   std::vector<Halide::Func> materialized;  // outputs of non-pointwise nodes and shared values
   std::map<int, HalideTensor> values;      // every value of the region, by id
   std::vector<LoweredGemm> gemms;
@@ -74,6 +77,10 @@ Shape region_input_shape(const Graph& g, const Region& r, size_t k);
 std::vector<int> region_symbols(const Graph& g, const Region& r);
 
 LoweredRegion lower_region(const Graph& g, const Region& r);
+
+// Constrains an output buffer to a dense tensor of `shape` (outermost dim first): the extents and
+// strides Halide then knows, constants where the shape is static.
+void set_dense_shape(Halide::OutputImageParam buffer, const std::vector<Halide::Expr>& shape);
 
 // The pipeline's arguments in calling order: the inputs, then the symbols in Region::symbols order.
 std::vector<Halide::Argument> pipeline_arguments(const Region& r, const LoweredRegion& lowered);

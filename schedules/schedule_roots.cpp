@@ -104,7 +104,8 @@ int reducing_value(const ScheduleRoot& root) {
 
 std::vector<ScheduleRoot> schedule_roots(const Region& r, const LoweredRegion& lowered) {
   std::vector<ScheduleRoot> roots;
-  for (size_t k = 0; k < r.outputs.size(); ++k) roots.push_back({lowered.outputs[k], r.outputs[k], {}, {}, -1, {}, -1, -1});
+  for (size_t k = 0; k < lowered.outputs.size(); ++k)
+    roots.push_back({lowered.outputs[k], lowered.output_values[k], {}, {}, -1, {}, -1, -1});
   std::set<std::string> stop;
   for (const ScheduleRoot& root : roots) stop.insert(root.func.name());
   for (const Func& m : lowered.materialized) {

@@ -8,7 +8,7 @@
 // A kernel that does a large loop on few threads, or a host loop of launches, fails the test with
 // its loop, blocks, threads and serial iterations. Regions alike (GPT-2's twelve layers) are
 // compiled once, as the halide backend does (region_signature.h). KILN_PRINT_LAUNCHES=1 prints
-// every kernel.
+// every kernel, KILN_PRINT_REGIONS=1 every region's ops.
 #include <boost/test/unit_test.hpp>
 
 #include <cstdlib>
@@ -101,6 +101,24 @@ zoo::ZooModel real_model(const std::string& name) {
   return m;
 }
 
+// The region's ops with their values and shapes, and what it reads and writes.
+void print_region(const Graph& g, const Region& r, int index) {
+  std::cout << "region " << index << "\n";
+  for (int n : r.nodes) {
+    const GraphNode& node = g.nodes[size_t(n)];
+    std::cout << "  " << node.op->name << " (";
+    for (int i : node.inputs) std::cout << " v" << i;
+    std::cout << " ) " << node.attrs.str() << " ->";
+    for (int o : node.outputs) std::cout << " v" << o << " " << to_string(g.values[size_t(o)].meta.shape);
+    std::cout << "\n";
+  }
+  std::cout << "  reads";
+  for (int v : r.inputs) std::cout << " v" << v;
+  std::cout << ", writes";
+  for (int v : r.outputs) std::cout << " v" << v;
+  std::cout << "\n";
+}
+
 struct Counts {
   int regions = 0, distinct = 0;  // regions, and distinct pipelines among them (region_signature.h)
 };
@@ -123,6 +141,7 @@ std::vector<std::string> narrow_launches(const Graph& cuda_graph, Counts& counts
     p.compile_to_module(pipeline_arguments(step.region, lowered), "kiln_region", aot_target(true));
     std::string ops;
     for (int n : step.region.nodes) ops += " " + g.nodes[size_t(n)].op->name;
+    if (std::getenv("KILN_PRINT_REGIONS")) print_region(g, step.region, index);
     if (std::getenv("KILN_PRINT_LAUNCHES"))
       for (const GpuLaunch& k : *launches)
         std::cout << "region " << index << " (" << ops << " ): " << k.loop << " blocks " << k.blocks << " threads "
