@@ -191,3 +191,50 @@ BOOST_AUTO_TEST_CASE(a_recomputed_chain_keeps_what_other_regions_read_alone) {
   BOOST_TEST(std::count_if(plan.begin(), plan.end(), [](const PlannedStep& s) { return s.node < 0; }) == 3,
              fusion_text(g, plan));
 }
+
+// Attention's v as GPT-2 makes it: a head view (slice, unflatten, transpose) of the qkv
+// projection's pointwise output, copied contiguous after the q k^T GEMM. Regions form in graph
+// order, so the copy first joined the region after the GEMM (the softmax's), and the projection's
+// region stored the view (one copy) for the softmax's region to copy again (a second). The copy
+// moves into the region its input comes from: one copy, written once, and the same values.
+BOOST_AUTO_TEST_CASE(a_copy_after_a_gemm_moves_into_the_region_of_its_source) {
+  auto attention = [](const Tensor& x, const Tensor& bias) {
+    Tensor qkv = x + bias;  // [2, 8, 12]: q, k, v of 2 heads of 2
+    auto heads = [&](int64_t at) { return qkv.slice(2, at, at + 4).unflatten(-1, {2, 2}).transpose(1, 2); };
+    Tensor q = heads(0).contiguous(), k = heads(4).contiguous(), v = heads(8);
+    Tensor s = softmax(matmul(q, k.transpose(-2, -1)), -1);
+    return matmul(s, v.contiguous());
+  };
+  Builder b;
+  int x = b.input({2, 8, 12}), bias = b.input({12});
+  int qkv = b.op("add", {x, bias});
+  auto heads = [&](int64_t at) {
+    int s = b.g.add_inferred_node(op_def("slice"), {{"dim", int64_t(2)}, {"start", at}, {"end", at + 4}, {"step", int64_t(1)}}, {qkv})[0];
+    int u = b.g.add_inferred_node(op_def("unflatten"), {{"dim", int64_t(-1)}, {"sizes", std::vector<int64_t>{2, 2}}}, {s})[0];
+    return b.g.add_inferred_node(op_def("transpose"), {{"dim0", int64_t(1)}, {"dim1", int64_t(2)}}, {u})[0];
+  };
+  int q = b.op("contiguous", {heads(0)}), k = b.op("contiguous", {heads(4)}), vh = heads(8);
+  int kt = b.g.add_inferred_node(op_def("transpose"), {{"dim0", int64_t(-2)}, {"dim1", int64_t(-1)}}, {k})[0];
+  int s = b.g.add_inferred_node(op_def("softmax"), {{"dim", int64_t(-1)}}, {b.op("matmul", {q, kt})})[0];
+  int v = b.op("contiguous", {vh});
+  b.g.outputs = {b.op("matmul", {s, v})};
+  const Graph& g = b.g;
+  std::vector<PlannedStep> plan = plan_fusion(g);
+  int copies = 0;
+  for (const PlannedStep& st : plan) {
+    if (st.node >= 0) continue;
+    bool makes_qkv = std::count(st.region.nodes.begin(), st.region.nodes.end(), g.values[size_t(qkv)].producer) > 0;
+    for (int n : st.region.nodes)
+      if (g.nodes[size_t(n)].op->name == "contiguous") {
+        ++copies;
+        BOOST_TEST(makes_qkv, "a copy outside the projection's region\n" << fusion_text(g, plan));
+      }
+    for (int o : st.region.outputs)
+      BOOST_TEST(g.nodes[size_t(g.values[size_t(o)].producer)].op->name != "transpose", "a stored head view\n" << fusion_text(g, plan));
+  }
+  BOOST_TEST(copies == 3, fusion_text(g, plan));
+
+  Tensor xt = kiln::test::random_tensor({2, 8, 12}, f32, 41), bt = kiln::test::random_tensor({12}, f32, 42);
+  auto f = compile(attention, {.backend = "halide"});
+  kiln::test::check_close(f(xt, bt), kiln::test::host_values(attention(xt, bt)), {2, 2, 8, 2}, "attention heads");
+}

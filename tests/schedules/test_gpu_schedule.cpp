@@ -393,3 +393,19 @@ BOOST_AUTO_TEST_CASE(a_residual_sum_and_its_layer_norm_are_one_kernel) {
   BOOST_TEST(stores == 48, stores << " floats stored a lane");
   BOOST_TEST(count(stmt, "ld.local") + count(stmt, "st.local") == 0);
 }
+
+// GPT-2's heads merged back ([8, 12, 1024, 64] -> [8, 1024, 12, 64]): the copy's fused loop
+// walks the output, whose extents and strides the pipeline knows (set_dense_shape), so a thread
+// finds its element with constant multiplies and shifts. With the extents read from the buffer
+// at run time it divided by them five times a thread and guarded every load and store (18 us a
+// layer on one H200 against 14 us now, torch.compile's 12).
+BOOST_AUTO_TEST_CASE(a_head_copy_divides_by_no_runtime_extent) {
+  Builder b;
+  int x = b.input({8, 12, 1024, 64});
+  b.g.outputs = {b.op("contiguous", {b.op("transpose", {x}, {{"dim0", int64_t(1)}, {"dim1", int64_t(2)}})})};
+  auto [launches, stmt] = launches_of(b.g);
+  std::string ptx = kernel_ptx(stmt, "contiguous");
+  BOOST_TEST(count(ptx, "div.s32") + count(ptx, "rem.s32") + count(ptx, "div.u32") + count(ptx, "rem.u32") == 0, ptx);
+  BOOST_TEST(count(ptx, "ld.global") == 4);  // its 4 floats, each loaded once, unguarded
+  BOOST_TEST(launches.size() == 1u);
+}
