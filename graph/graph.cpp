@@ -213,20 +213,23 @@ uint64_t Graph::structural_hash() const {
   return h;
 }
 
+std::string node_text(const Graph& g, const GraphNode& n) {
+  std::ostringstream os;
+  for (size_t k = 0; k < n.outputs.size(); ++k)
+    os << (k ? ", " : "") << value_name(n.outputs[k]) << ": " << value_type_str(g.values[size_t(n.outputs[k])]);
+  os << " = " << n.op->name << '(';
+  for (size_t i = 0; i < n.inputs.size(); ++i) os << (i ? ", " : "") << value_name(n.inputs[i]);
+  os << attr_text(n.attrs, !n.inputs.empty()) << ")" << (n.grad_enabled ? "" : "  # no grad");
+  return os.str();
+}
+
 std::string Graph::text() const {
   std::ostringstream os;
   os << "graph(" << inputs.size() << " inputs, " << nodes.size() << " ops, " << outputs.size() << " outputs)\n";
   for (const GraphInput& in : inputs)
     os << "  " << value_name(in.value) << ": " << value_type_str(values[in.value]) << " = input " << name(in.kind)
        << ' ' << in.index << " \"" << in.name << "\"" << (in.requires_grad ? " requires_grad" : "") << '\n';
-  for (const GraphNode& n : nodes) {
-    os << "  ";
-    for (size_t k = 0; k < n.outputs.size(); ++k)
-      os << (k ? ", " : "") << value_name(n.outputs[k]) << ": " << value_type_str(values[n.outputs[k]]);
-    os << " = " << n.op->name << '(';
-    for (size_t i = 0; i < n.inputs.size(); ++i) os << (i ? ", " : "") << value_name(n.inputs[i]);
-    os << attr_text(n.attrs, !n.inputs.empty()) << ")" << (n.grad_enabled ? "" : "  # no grad") << '\n';
-  }
+  for (const GraphNode& n : nodes) os << "  " << node_text(*this, n) << '\n';
   os << "  return (";
   for (size_t i = 0; i < outputs.size(); ++i) os << (i ? ", " : "") << value_name(outputs[i]);
   os << ")\n";

@@ -116,6 +116,9 @@ class Graph {
 // "f32[s0, 256]"
 std::string value_type_str(const Value& v);
 
+// One node as Graph::text() shows it: "%3: f32[s0, 256] = matmul(%0, %2)".
+std::string node_text(const Graph& g, const GraphNode& n);
+
 // The nodes that read each value, in graph order (a node once per input slot that reads it).
 std::vector<std::vector<int>> readers_of(const Graph& g);
 

@@ -251,7 +251,7 @@ CatChunks cat_chunks(const Graph& g, int value) {
 void schedule_cpu(const Graph& g, const Region& r, LoweredRegion& lowered) {
   std::set<std::string> gemms;
   for (const LoweredGemm& gemm : lowered.gemms) gemms.insert(gemm.acc.name());
-  for (ScheduleRoot& root : schedule_roots(r, lowered)) {
+  for (ScheduleRoot& root : schedule_roots(lowered)) {
     auto gemm = std::find_if(root.inner.begin(), root.inner.end(), [&](const Func& c) { return gemms.count(c.name()) > 0; });
     if (gemm != root.inner.end()) {
       KILN_CHECK(root.inner.size() == 1, "kiln schedule: a GEMM's epilogue holds another reduction");

@@ -472,7 +472,7 @@ std::string gpu_schedule_tuning() {
 
 void schedule_gpu(const Graph& g, const Region& r, LoweredRegion& lowered) {
   KILN_CHECK(lowered.gemms.empty(), "kiln GPU schedule: a GEMM was lowered into a CUDA pipeline");
-  std::vector<ScheduleRoot> roots = schedule_roots(r, lowered);
+  std::vector<ScheduleRoot> roots = schedule_roots(lowered);
   std::set<std::string> shared = shared_funcs(roots);
   for (const ScheduleRoot& root : roots) schedule_root(g, r, root, lowered, shared);
 }

@@ -642,13 +642,17 @@ std::vector<int> region_symbols(const Graph& g, const Region& r) {
 
 LoweredRegion lower_region(const Graph& g, const Region& r) { return Lowering(g, r).run(); }
 
-void set_dense_shape(OutputImageParam buffer, const std::vector<Expr>& shape) {
+void set_dense_strides(OutputImageParam buffer, const std::vector<Expr>& shape) {
   Expr stride = 1;
   for (int d = 0; d < buffer.dimensions(); ++d) {
-    Expr extent = shape[shape.size() - 1 - size_t(d)];
-    buffer.dim(d).set_bounds(0, extent).set_stride(stride);
-    stride = simplify(stride * extent);
+    buffer.dim(d).set_stride(stride);
+    stride = simplify(stride * shape[shape.size() - 1 - size_t(d)]);
   }
+}
+
+void set_dense_shape(OutputImageParam buffer, const std::vector<Expr>& shape) {
+  for (int d = 0; d < buffer.dimensions(); ++d) buffer.dim(d).set_bounds(0, shape[shape.size() - 1 - size_t(d)]);
+  set_dense_strides(buffer, shape);
 }
 
 std::vector<Argument> pipeline_arguments(const Region& r, const LoweredRegion& lowered) {

@@ -79,8 +79,10 @@ std::vector<int> region_symbols(const Graph& g, const Region& r);
 LoweredRegion lower_region(const Graph& g, const Region& r);
 
 // Constrains an output buffer to a dense tensor of `shape` (outermost dim first): the extents and
-// strides Halide then knows, constants where the shape is static.
+// strides Halide then knows, constants where the shape is static. set_dense_strides: the strides
+// only (a Tuple's buffers after the first take the first one's mins and extents).
 void set_dense_shape(Halide::OutputImageParam buffer, const std::vector<Halide::Expr>& shape);
+void set_dense_strides(Halide::OutputImageParam buffer, const std::vector<Halide::Expr>& shape);
 
 // The pipeline's arguments in calling order: the inputs, then the symbols in Region::symbols order.
 std::vector<Halide::Argument> pipeline_arguments(const Region& r, const LoweredRegion& lowered);

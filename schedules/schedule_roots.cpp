@@ -102,7 +102,7 @@ int reducing_value(const ScheduleRoot& root) {
   return root.reduction >= 0 ? root.reduction : root.value;
 }
 
-std::vector<ScheduleRoot> schedule_roots(const Region& r, const LoweredRegion& lowered) {
+std::vector<ScheduleRoot> schedule_roots(const LoweredRegion& lowered) {
   std::vector<ScheduleRoot> roots;
   for (size_t k = 0; k < lowered.outputs.size(); ++k)
     roots.push_back({lowered.outputs[k], lowered.output_values[k], {}, {}, -1, {}, -1, -1});

@@ -27,7 +27,7 @@ struct ScheduleRoot {
   int reduction = -1;
 };
 
-std::vector<ScheduleRoot> schedule_roots(const Region& r, const LoweredRegion& lowered);
+std::vector<ScheduleRoot> schedule_roots(const LoweredRegion& lowered);
 
 // How the reductions inside the op that produces `value` walk memory: along its rows (the last
 // dim, or everything), across them (a reduced dim other than the last), or not at all.

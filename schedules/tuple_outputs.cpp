@@ -60,12 +60,8 @@ void compute_outputs_together(const Graph& g, const Region& r, LoweredRegion& l)
     both(vars) = Tuple(fa(vars), fb(vars));
     drop_materialized(l, fa);  // both are inlined into the pair: the row op's reductions and the
     drop_materialized(l, fb);  // pair read the pointwise value from the same loads of its inputs
-    set_dense_shape(both.output_buffers()[0], l.values.at(a).shape);  // the second: its strides
-    Expr stride = 1;  // (Halide gives every buffer of a Tuple the first one's mins and extents)
-    for (int d = 0; d < both.dimensions(); ++d) {
-      both.output_buffers()[1].dim(d).set_stride(stride);
-      stride = simplify(stride * l.values.at(b).shape[l.values.at(b).shape.size() - 1 - size_t(d)]);
-    }
+    set_dense_shape(both.output_buffers()[0], l.values.at(a).shape);
+    set_dense_strides(both.output_buffers()[1], l.values.at(b).shape);
     l.outputs[k] = both;
     l.outputs.erase(l.outputs.begin() + std::ptrdiff_t(k) + 1);
     l.output_values[k] = b;

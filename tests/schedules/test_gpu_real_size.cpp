@@ -104,18 +104,11 @@ zoo::ZooModel real_model(const std::string& name) {
 // The region's ops with their values and shapes, and what it reads and writes.
 void print_region(const Graph& g, const Region& r, int index) {
   std::cout << "region " << index << "\n";
-  for (int n : r.nodes) {
-    const GraphNode& node = g.nodes[size_t(n)];
-    std::cout << "  " << node.op->name << " (";
-    for (int i : node.inputs) std::cout << " v" << i;
-    std::cout << " ) " << node.attrs.str() << " ->";
-    for (int o : node.outputs) std::cout << " v" << o << " " << to_string(g.values[size_t(o)].meta.shape);
-    std::cout << "\n";
-  }
+  for (int n : r.nodes) std::cout << "  " << node_text(g, g.nodes[size_t(n)]) << "\n";
   std::cout << "  reads";
-  for (int v : r.inputs) std::cout << " v" << v;
+  for (int v : r.inputs) std::cout << " %" << v;
   std::cout << ", writes";
-  for (int v : r.outputs) std::cout << " v" << v;
+  for (int v : r.outputs) std::cout << " %" << v;
   std::cout << "\n";
 }
 
