@@ -46,6 +46,7 @@ struct RowTuning {
   int warp = -1;  // 1: a warp per row always, 0: never, -1: by the rows' count and length
   int unroll = kRowUnroll;  // a row reduction's serial steps unrolled by this: loads of several steps in flight
   int warp_rows = kWarpRows;  // rows per block (a warp each) of a warp-row op
+  warp_rows::LaneCombine combine = warp_rows::LaneCombine::vector;  // how a warp row's lanes are summed
 };
 
 const RowTuning& row_tuning() {
@@ -62,6 +63,7 @@ const RowTuning& row_tuning() {
     r.warp = std::clamp(env("KILN_GPU_ROW_WARP", -1), -1, 1);
     r.unroll = std::clamp(env("KILN_GPU_ROW_UNROLL", kRowUnroll), 1, 16);
     r.warp_rows = std::clamp(env("KILN_GPU_WARP_ROWS", kWarpRows), 1, 32);
+    r.combine = env("KILN_GPU_WARP_COMBINE_SERIAL", 0) ? warp_rows::LaneCombine::serial : warp_rows::LaneCombine::vector;
     return r;
   }();
   return t;
@@ -359,7 +361,7 @@ void warp_rows(const Graph& g, const Region& r, const ScheduleRoot& root, const 
   }
   if (outer.empty()) f.gpu_blocks(rb);
   else f.gpu_blocks(rb, fuse_all(f, outer));
-  for (Func inner : root.inner) warp_rows::warp_reduction(inner, f, rb, lanes, unroll);
+  for (Func inner : root.inner) warp_rows::warp_reduction(inner, f, rb, lanes, unroll, row_tuning().combine);
 }
 
 // Whether a row op runs a warp per row (rows of at most kWarpRowMax, or many long rows) rather than a block.
@@ -467,7 +469,8 @@ std::string gpu_schedule_tuning() {
   return "row_threads=" + std::to_string(t.threads) + ",row_stage=" + std::to_string(t.stage) +
          ",row_vector=" + std::to_string(t.vector) + ",row_warp=" + std::to_string(t.warp) +
          ",row_unroll=" + std::to_string(t.unroll) + ",warp_rows=" + std::to_string(t.warp_rows) +
-         ",row_registers=" + std::to_string(t.registers);
+         ",row_registers=" + std::to_string(t.registers) +
+         ",warp_combine=" + (t.combine == warp_rows::LaneCombine::vector ? "vector" : "serial");
 }
 
 void schedule_gpu(const Graph& g, const Region& r, LoweredRegion& lowered) {

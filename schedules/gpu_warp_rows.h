@@ -6,7 +6,9 @@
 //   block:  rows_per_block rows, a warp each (threadIdx.y picks the row, threadIdx.x the lane);
 //   a row's reduction g: each lane sums `lanes` consecutive elements of every 32 * lanes in
 //           registers (coalesced reads, no shared memory), then its vector; lane 0 combines the
-//           32 lanes' sums through warp shuffles into g, which lives in shared memory for the block;
+//           32 lanes' sums through warp shuffles into g, which lives in shared memory for the block:
+//           one at a time (LaneCombine::serial), or all 32 shuffled at once and summed as a
+//           vector, in a tree (LaneCombine::vector);
 //   a row-wise output: each lane writes `lanes` consecutive elements of every 32 * lanes.
 #pragma once
 #include <Halide.h>
@@ -44,11 +46,18 @@ inline void unroll_steps(Halide::Stage s, Halide::RVar r, int unroll) {
   s.split(r, ro, ri, unroll, Halide::TailStrategy::GuardWithIf).unroll(ri);
 }
 
+// How lane 0 combines the 32 lanes' partial sums of a row. serial: a loop of 32 steps, each a
+// shuffle from one lane and an update of g in shared memory. vector: the 32 shuffles issued
+// together and reduced as one 32-wide vector (a tree of depth 5), g updated once (Halide's
+// atomic() vectorized reduction; the update is lane 0's alone, so the atomic never waits).
+enum class LaneCombine { serial, vector };
+
 // Reduction g of a row, computed at loop `block` of f by the row's warp (see above). g's rows run
 // on threadIdx.y and a one-wide threadIdx.x, so that the partials' lane loop (threadIdx.x) nests
 // inside them. `unroll` > 1 unrolls each lane's steps (loads of several steps in flight).
 // Reductions Halide cannot split (not provably associative) run serially in lane 0.
-inline void warp_reduction(Halide::Func g, Halide::Func f, Halide::Var block, int lanes, int unroll = 1) {
+inline void warp_reduction(Halide::Func g, Halide::Func f, Halide::Var block, int lanes, int unroll = 1,
+                           LaneCombine combine = LaneCombine::serial) {
   using namespace Halide;
   const TailStrategy guard = TailStrategy::GuardWithIf;
   g.compute_at(f, block);
@@ -87,6 +96,8 @@ inline void warp_reduction(Halide::Func g, Halide::Func f, Halide::Var block, in
       lane_sums.compute_at(g, gy).gpu_lanes(ls);
       lane_sums.update().gpu_lanes(ls);
     }
+    // g's update now reduces over rl, the lanes (rfactor proved it associative).
+    if (combine == LaneCombine::vector) g.update().atomic().vectorize(rl);
   }
 }
 

@@ -1,6 +1,7 @@
 #include "schedules/tuple_outputs.h"
 
 #include <algorithm>
+#include <set>
 
 #include "schedules/schedule_roots.h"
 
@@ -46,26 +47,84 @@ bool pairs(const Graph& g, const Region& r, const LoweredRegion& l, int a, int b
   return materialized(l, fb) && !l.fused_row_ops.count(fb.name());
 }
 
+// Whether output value v can be an element of a Tuple of pointwise outputs: an f32 pointwise value
+// on CUDA (not a copy, which may read through a view), stored by its own Func as the pipeline's
+// output k, not a GEMM's result nor a reduction's epilogue.
+bool stored_pointwise(const Graph& g, const LoweredRegion& l, size_t k) {
+  int v = l.output_values[k];
+  const Value& val = g.values[size_t(v)];
+  if (!val.meta.device.is_cuda() || val.meta.dtype != DType::f32 || val.sym.empty() || val.producer < 0) return false;
+  const GraphNode& n = g.nodes[size_t(val.producer)];
+  if (!is_pointwise(n) || n.op->family == KernelFamily::copy || l.reduction_epilogues.count(v)) return false;
+  for (const LoweredGemm& gemm : l.gemms)
+    if (gemm.root == v) return false;
+  return l.outputs[k].name() == l.values.at(v).func.name();
+}
+
+// Whether every reader of v in region r leads only into `members`: it makes a member, or it is a
+// pointwise op (inlined, not stored) whose value does so in turn. Then no other kernel of the
+// pipeline reads a member, which, once inlined into the Tuple, would be computed again from the
+// inputs, some of which the Tuple may have overwritten (in_place.h).
+bool feeds_only(const Graph& g, const Region& r, const LoweredRegion& l, int v, const std::set<int>& members) {
+  for (int n : r.nodes) {
+    const GraphNode& node = g.nodes[size_t(n)];
+    if (!std::count(node.inputs.begin(), node.inputs.end(), v)) continue;
+    int out = node.outputs[0];
+    if (members.count(out)) continue;
+    if (!is_pointwise(node) || node.op->family == KernelFamily::copy || std::count(r.outputs.begin(), r.outputs.end(), out) ||
+        (l.values.count(out) && materialized(l, l.values.at(out).func)) || !feeds_only(g, r, l, out, members))
+      return false;
+  }
+  return true;
+}
+
+// Replaces outputs [k, k + count) with one Tuple-valued Func of them, scheduled as `value`.
+void make_tuple(LoweredRegion& l, size_t k, size_t count, int value) {
+  std::vector<Func> fs(l.outputs.begin() + std::ptrdiff_t(k), l.outputs.begin() + std::ptrdiff_t(k + count));
+  std::vector<Var> vars = pure_vars(fs.back());
+  std::string name = fs.back().name();
+  std::vector<Expr> elements;
+  for (size_t i = 0; i + 1 < fs.size(); ++i) name += "_with_" + fs[i].name();
+  for (const Func& f : fs) {
+    elements.push_back(f(vars));
+    drop_materialized(l, f);  // inlined into the Tuple: its elements read the inputs' same loads
+  }
+  Func tuple(name);
+  tuple(vars) = Tuple(elements);
+  for (size_t i = 0; i < fs.size(); ++i) {
+    const auto& shape = l.values.at(l.output_values[k + i]).shape;
+    if (i == 0) set_dense_shape(tuple.output_buffers()[0], shape);
+    else set_dense_strides(tuple.output_buffers()[i], shape);
+  }
+  l.outputs[k] = tuple;
+  l.outputs.erase(l.outputs.begin() + std::ptrdiff_t(k) + 1, l.outputs.begin() + std::ptrdiff_t(k + count));
+  l.output_values[k] = value;
+  l.output_values.erase(l.output_values.begin() + std::ptrdiff_t(k) + 1,
+                        l.output_values.begin() + std::ptrdiff_t(k + count));
+}
+
 }  // namespace
 
 void compute_outputs_together(const Graph& g, const Region& r, LoweredRegion& l) {
+  // A pointwise value and the row op that reads it.
   for (size_t k = 0; k + 1 < l.outputs.size(); ++k) {
     int a = l.output_values[k], b = l.output_values[k + 1];
     if (l.outputs[k].name() != l.values.at(a).func.name() || l.outputs[k + 1].name() != l.values.at(b).func.name() ||
         !pairs(g, r, l, a, b))
       continue;
-    Func fa = l.outputs[k], fb = l.outputs[k + 1];
-    std::vector<Var> vars = pure_vars(fb);
-    Func both(fb.name() + "_with_" + fa.name());
-    both(vars) = Tuple(fa(vars), fb(vars));
-    drop_materialized(l, fa);  // both are inlined into the pair: the row op's reductions and the
-    drop_materialized(l, fb);  // pair read the pointwise value from the same loads of its inputs
-    set_dense_shape(both.output_buffers()[0], l.values.at(a).shape);
-    set_dense_strides(both.output_buffers()[1], l.values.at(b).shape);
-    l.outputs[k] = both;
-    l.outputs.erase(l.outputs.begin() + std::ptrdiff_t(k) + 1);
-    l.output_values[k] = b;
-    l.output_values.erase(l.output_values.begin() + std::ptrdiff_t(k) + 1);
+    make_tuple(l, k, 2, b);
+  }
+  // Runs of pointwise values of one shape (an optimizer's new parameter and state).
+  for (size_t k = 0; k < l.outputs.size(); ++k) {
+    if (!stored_pointwise(g, l, k)) continue;
+    size_t end = k + 1;
+    while (end < l.outputs.size() && stored_pointwise(g, l, end) &&
+           g.values[size_t(l.output_values[end])].sym == g.values[size_t(l.output_values[k])].sym)
+      ++end;
+    std::set<int> members(l.output_values.begin() + std::ptrdiff_t(k), l.output_values.begin() + std::ptrdiff_t(end));
+    if (members.size() < 2 || !std::all_of(members.begin(), members.end(), [&](int v) { return feeds_only(g, r, l, v, members); }))
+      continue;
+    make_tuple(l, k, end - k, l.output_values[end - 1]);
   }
 }
 

@@ -394,6 +394,30 @@ BOOST_AUTO_TEST_CASE(a_residual_sum_and_its_layer_norm_are_one_kernel) {
   BOOST_TEST(count(stmt, "ld.local") + count(stmt, "st.local") == 0);
 }
 
+// AdamW's update of one parameter writes three tensors of its shape (the new moments and the
+// parameter, which reads both). Each output Func was a kernel of its own, and the parameter's
+// recomputed the moments from their inputs: 11 tensor passes where 7 (4 read, 3 written) do, 2898
+// GB/s on one H200 against torch.compile's 4208 for [50304, 768]. As one Tuple they are one kernel
+// that loads each input once.
+BOOST_AUTO_TEST_CASE(an_optimizer_update_is_one_kernel_that_reads_each_input_once) {
+  Builder b;
+  int p = b.input({50304, 768}), grad = b.input({50304, 768}), m = b.input({50304, 768}), v = b.input({50304, 768});
+  int m2 = b.op("add", {b.op("mul", {m, b.scalar(0.9)}), b.op("mul", {grad, b.scalar(0.1)})});
+  int v2 = b.op("add", {b.op("mul", {v, b.scalar(0.999)}), b.op("mul", {b.op("mul", {grad, grad}), b.scalar(0.001)})});
+  int denom = b.op("add", {b.op("sqrt", {b.op("div", {v2, b.scalar(0.5)})}), b.scalar(1e-8)});
+  int step = b.op("mul", {b.op("div", {b.op("div", {m2, b.scalar(0.3)}), denom}), b.scalar(1e-3)});
+  int p2 = b.op("sub", {b.op("mul", {p, b.scalar(0.99)}), step});
+  b.g.outputs = {m2, v2, p2};
+  auto [launches, stmt] = launches_of(b.g);
+  BOOST_TEST(launches.size() == 1u);
+  // A thread's 4 elements of each input loaded once, and of each output stored once.
+  int loads = count(stmt, "ld.global.nc.f32") + count(stmt, "ld.global.f32") + 4 * count(stmt, "ld.global.nc.v4.f32") +
+              4 * count(stmt, "ld.global.v4.f32");
+  int stores = count(stmt, "st.global.f32") + 2 * count(stmt, "st.global.u64") + 4 * count(stmt, "st.global.v4.f32");
+  BOOST_TEST(loads == 16);
+  BOOST_TEST(stores == 12);
+}
+
 // GPT-2's heads merged back ([8, 12, 1024, 64] -> [8, 1024, 12, 64]): the copy's fused loop
 // walks the output, whose extents and strides the pipeline knows (set_dense_shape), so a thread
 // finds its element with constant multiplies and shifts. With the extents read from the buffer
@@ -408,4 +432,13 @@ BOOST_AUTO_TEST_CASE(a_head_copy_divides_by_no_runtime_extent) {
   BOOST_TEST(count(ptx, "div.s32") + count(ptx, "rem.s32") + count(ptx, "div.u32") + count(ptx, "rem.u32") == 0, ptx);
   BOOST_TEST(count(ptx, "ld.global") == 4);  // its 4 floats, each loaded once, unguarded
   BOOST_TEST(launches.size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(scratch_softmax_64) {
+  Builder b;
+  int x = b.input({1 << 20, 64});
+  b.g.outputs = {b.op("softmax", {x}, {{"dim", int64_t(-1)}})};
+  auto [launches, stmt] = launches_of(b.g);
+  for (const GpuLaunch& k : launches) std::cerr << k.loop << " blocks " << k.blocks << " threads " << k.threads << "\n";
+  std::cerr << stmt;
 }
