@@ -433,12 +433,3 @@ BOOST_AUTO_TEST_CASE(a_head_copy_divides_by_no_runtime_extent) {
   BOOST_TEST(count(ptx, "ld.global") == 4);  // its 4 floats, each loaded once, unguarded
   BOOST_TEST(launches.size() == 1u);
 }
-
-BOOST_AUTO_TEST_CASE(scratch_softmax_64) {
-  Builder b;
-  int x = b.input({1 << 20, 64});
-  b.g.outputs = {b.op("softmax", {x}, {{"dim", int64_t(-1)}})};
-  auto [launches, stmt] = launches_of(b.g);
-  for (const GpuLaunch& k : launches) std::cerr << k.loop << " blocks " << k.blocks << " threads " << k.threads << "\n";
-  std::cerr << stmt;
-}
