@@ -8,6 +8,7 @@
 
 #include "dsl/error.h"
 #include "schedules/gpu_row_staging.h"
+#include "schedules/gpu_transpose.h"
 #include "schedules/gpu_warp_rows.h"
 #include "schedules/schedule_roots.h"
 
@@ -400,6 +401,10 @@ void schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, co
   const int reducing = reducing_value(root);
   Reduces kind = root.inner.empty() ? Reduces::nothing : reduction_kind(g, reducing);
   if (kind == Reduces::nothing) {
+    if (std::optional<AcrossRead> read = across_read(g, r, lowered, root)) {
+      transposed_tiles(root, *read);
+      return;
+    }
     pointwise(f, vector_lanes(g, r, root.value));
     for (Func inner : root.inner) on_one_thread(inner);  // no such op lowers on CUDA; kept off the host
     return;
