@@ -7,6 +7,7 @@
 #include "dsl/error.h"
 #include "schedules/schedule_roots.h"
 #include "schedules/tuple_outputs.h"
+#include "schedules/view_index.h"
 #include "schedules/weight_packing.h"
 
 namespace kiln {
@@ -154,7 +155,6 @@ class Lowering {
     return s;
   }
 
-  bool is_one(int v, size_t d) const { return g_.values[v].sym[d] == SymDim::constant(1); }
 
   void lower_input(int v, int k) {
     if (std::find(r_.packed.begin(), r_.packed.end(), v) != r_.packed.end()) {
@@ -277,7 +277,7 @@ class Lowering {
         std::vector<Expr> where;
         for (int h = 0; h < r; ++h) {
           size_t d = size_t(r - 1 - h), od = size_t(R - 1 - h);
-          where.push_back(is_one(iv, d) && !is_one(v, od) ? Expr(0) : args[h]);
+          where.push_back(dim_is_one(g_, iv, d) && !dim_is_one(g_, v, od) ? Expr(0) : args[h]);
         }
         Expr stored = at(iv, where);
         bool cond = op.family == KernelFamily::where && i == 0;
@@ -350,115 +350,9 @@ class Lowering {
                 [this, &n](const std::vector<Expr>& args) { return view_at(n, args); });
   }
 
-  // A reshape's dims matched in blocks of equal size products, {input begin, end, output begin,
-  // end} (flatten(0, 1) of [4, 256, 2048]: [4, 256] <-> [1024] and [2048] <-> [2048]), so each
-  // index is unravelled within its block only: a dim that passes through is read as it is, and
-  // the innermost index stays the innermost var (dense vector loads). The traced sizes pick the
-  // blocks and the symbolic sizes must agree; false when they do not split so (one block then).
-  bool view_blocks(int in, int v, std::vector<std::array<int, 4>>& blocks) const {
-    const Shape &is = g_.values[size_t(in)].meta.shape, &os = g_.values[size_t(v)].meta.shape;
-    int r = int(is.size()), R = int(os.size()), a = 0, b = 0;
-    if (numel(is) == 0) return false;
-    auto product = [this](const SymShape& s, int begin, int end) {
-      SymDim p = SymDim::constant(1);
-      for (int d = begin; d < end; ++d) {
-        SymDim c = g_.shape_env->canonical(s[size_t(d)]);
-        if (c.opaque) p.opaque = true;
-        p.coeff *= c.coeff;
-        p.syms.insert(p.syms.end(), c.syms.begin(), c.syms.end());
-      }
-      std::sort(p.syms.begin(), p.syms.end());
-      return p;
-    };
-    while (a < r && b < R) {
-      int a0 = a, b0 = b;
-      int64_t pi = is[size_t(a++)], po = os[size_t(b++)];
-      while (pi != po) {
-        if (pi < po && a < r) pi *= is[size_t(a++)];
-        else if (po < pi && b < R) po *= os[size_t(b++)];
-        else return false;
-      }
-      SymDim si = product(g_.values[size_t(in)].sym, a0, a), so = product(g_.values[size_t(v)].sym, b0, b);
-      if (si.opaque || !(si == so)) return false;
-      blocks.push_back({a0, a, b0, b});
-    }
-    for (; a < r; ++a)
-      if (is[size_t(a)] != 1) return false;
-    for (; b < R; ++b)
-      if (os[size_t(b)] != 1) return false;
-    return true;
-  }
-
   Expr view_at(const GraphNode& n, const std::vector<Expr>& args) {
     int in = n.inputs[0], v = n.outputs[0];
-    const Value& iv = g_.values[in];
-    const Value& ov = g_.values[v];
-    int r = int(iv.meta.shape.size()), R = int(ov.meta.shape.size());
-    std::vector<Expr> o(R);  // output index of kiln dim d
-    for (int d = 0; d < R; ++d) o[d] = args[R - 1 - d];
-    std::vector<Expr> i(r);  // input index of kiln dim d
-    std::vector<Expr> in_shape = shape_of(in), out_shape = shape_of(v);
-    const std::string& op = n.op->name;
-    const Attrs& a = n.attrs;
-    if (op == "detach") {
-      i = o;
-    } else if (op == "transpose" || op == "permute") {
-      std::vector<int> perm(r);
-      for (int d = 0; d < r; ++d) perm[d] = d;
-      if (op == "transpose" && r > 0)
-        std::swap(perm[wrap_dim("transpose", a.get<int64_t>("dim0"), r)], perm[wrap_dim("transpose", a.get<int64_t>("dim1"), r)]);
-      if (op == "permute")
-        for (int d = 0; d < r; ++d) perm[d] = wrap_dim("permute", a.get<std::vector<int64_t>>("dims")[d], r);
-      for (int d = 0; d < R; ++d) i[perm[d]] = o[d];
-    } else if (op == "unsqueeze") {
-      int64_t dim = a.get<int64_t>("dim");
-      int u = int(dim < 0 ? dim + r + 1 : dim);
-      for (int d = 0, k = 0; d < R; ++d)
-        if (d != u) i[k++] = o[d];
-    } else if (op == "squeeze") {
-      int only = a.has("dim") ? wrap_dim("squeeze", a.get<int64_t>("dim"), r) : -1;
-      for (int d = 0, k = 0; d < r; ++d) {
-        bool dropped = iv.meta.shape[d] == 1 && (only < 0 || only == d);
-        i[d] = dropped ? Expr(0) : o[k++];
-      }
-    } else if (op == "expand") {
-      int off = R - r;
-      for (int d = 0; d < r; ++d) i[d] = is_one(in, size_t(d)) && !is_one(v, size_t(d + off)) ? Expr(0) : o[d + off];
-    } else if (op == "slice") {
-      int d = wrap_dim("slice", a.get<int64_t>("dim"), r);
-      Expr n_ = in_shape[d];
-      Expr start = Expr(int32_t(a.get<int64_t>("start")));
-      start = clamp(select(start < 0, start + n_, start), 0, n_);
-      for (int k = 0; k < r; ++k) i[k] = o[k];
-      i[d] = start + o[d] * int32_t(a.get<int64_t>("step"));
-    } else {  // view, flatten, unflatten: the same elements in row-major order
-      std::vector<std::array<int, 4>> blocks;
-      if (!view_blocks(in, v, blocks)) blocks = {{0, r, 0, R}};
-      for (int d = 0; d < r; ++d) i[d] = Expr(0);  // size-1 dims outside every block
-      for (const auto& [a0, a1, b0, b1] : blocks) {
-        // Dims of size 1 for every call take no part: a block of one such dim each side (a
-        // [1, 1, 768] sum kept as [768]) maps the index as it is, no division or modulo, so that
-        // bounds inference of one output point gives one input point.
-        std::vector<int> ins, outs;
-        for (int d = a0; d < a1; ++d)
-          if (!is_one(in, size_t(d))) ins.push_back(d);
-        for (int d = b0; d < b1; ++d)
-          if (!is_one(v, size_t(d))) outs.push_back(d);
-        if (ins.size() <= 1 && outs.size() <= 1) {
-          if (!ins.empty()) i[ins[0]] = outs.empty() ? Expr(0) : o[outs[0]];
-          continue;
-        }
-        Expr linear = o[b0];
-        for (int d = b0 + 1; d < b1; ++d) linear = linear * out_shape[d] + o[d];
-        for (int d = a1 - 1; d >= a0; --d) {
-          i[d] = d == a0 ? linear : linear % in_shape[d];
-          if (d > a0) linear = linear / in_shape[d];
-        }
-      }
-    }
-    std::vector<Expr> where(r);
-    for (int d = 0; d < r; ++d) where[r - 1 - d] = i[d];
-    return at(in, where);
+    return at(in, view_source_index(g_, n, args, shape_of(in), shape_of(v)));
   }
 
   const Graph& g_;
