@@ -21,32 +21,6 @@ void drop_materialized(LoweredRegion& l, const Func& f) {
                        l.materialized.end());
 }
 
-// Whether region outputs a and b (consecutive) are computed together: see the header.
-bool pairs(const Graph& g, const Region& r, const LoweredRegion& l, int a, int b) {
-  const Value& va = g.values[size_t(a)];
-  const Value& vb = g.values[size_t(b)];
-  if (!va.meta.device.is_cuda() || va.meta.dtype != DType::f32 || vb.meta.dtype != DType::f32 || va.sym != vb.sym ||
-      va.sym.empty() || va.producer < 0 || vb.producer < 0)
-    return false;
-  const GraphNode& na = g.nodes[size_t(va.producer)];
-  const GraphNode& nb = g.nodes[size_t(vb.producer)];
-  if (!is_pointwise(na) || na.op->family == KernelFamily::copy) return false;
-  if (nb.op->schedule_class != ScheduleClass::normalization || reduction_kind(g, b) != Reduces::rows) return false;
-  for (int n : r.nodes)  // b's op is a's one reader in the region
-    if (n != vb.producer && std::count(g.nodes[size_t(n)].inputs.begin(), g.nodes[size_t(n)].inputs.end(), a)) return false;
-  if (std::find(nb.inputs.begin(), nb.inputs.end(), a) == nb.inputs.end()) return false;
-  // An output computed over an input's memory (in_place.h) is still safe: each element of the
-  // pair reads the inputs at its own position only, and a row's reductions read the row before
-  // the row is written.
-  for (int v : {a, b})
-    if (l.reduction_epilogues.count(v)) return false;
-  for (const LoweredGemm& gemm : l.gemms)
-    if (gemm.root == a || gemm.root == b) return false;
-  // The row op is stored (not fused into a reader of its row).
-  const Func& fb = l.values.at(b).func;
-  return materialized(l, fb) && !l.fused_row_ops.count(fb.name());
-}
-
 // Whether output value v can be an element of a Tuple of pointwise outputs: an f32 pointwise value
 // on CUDA (not a copy, which may read through a view), stored by its own Func as the pipeline's
 // output k, not a GEMM's result nor a reduction's epilogue.
@@ -59,6 +33,28 @@ bool stored_pointwise(const Graph& g, const LoweredRegion& l, size_t k) {
   for (const LoweredGemm& gemm : l.gemms)
     if (gemm.root == v) return false;
   return l.outputs[k].name() == l.values.at(v).func.name();
+}
+
+// Whether region outputs k and k + 1, a and b, are computed together: see the header.
+bool pairs(const Graph& g, const Region& r, const LoweredRegion& l, size_t k) {
+  int a = l.output_values[k], b = l.output_values[k + 1];
+  const Value& vb = g.values[size_t(b)];
+  if (!stored_pointwise(g, l, k) || vb.meta.dtype != DType::f32 || vb.sym != g.values[size_t(a)].sym || vb.producer < 0 ||
+      l.outputs[k + 1].name() != l.values.at(b).func.name() || l.reduction_epilogues.count(b))
+    return false;
+  const GraphNode& nb = g.nodes[size_t(vb.producer)];
+  if (nb.op->schedule_class != ScheduleClass::normalization || reduction_kind(g, b) != Reduces::rows) return false;
+  for (int n : r.nodes)  // b's op is a's one reader in the region
+    if (n != vb.producer && std::count(g.nodes[size_t(n)].inputs.begin(), g.nodes[size_t(n)].inputs.end(), a)) return false;
+  if (std::find(nb.inputs.begin(), nb.inputs.end(), a) == nb.inputs.end()) return false;
+  // An output computed over an input's memory (in_place.h) is still safe: each element of the
+  // pair reads the inputs at its own position only, and a row's reductions read the row before
+  // the row is written.
+  for (const LoweredGemm& gemm : l.gemms)
+    if (gemm.root == b) return false;
+  // The row op is stored (not fused into a reader of its row).
+  const Func& fb = l.values.at(b).func;
+  return materialized(l, fb) && !l.fused_row_ops.count(fb.name());
 }
 
 // Whether every reader of v in region r leads only into `members`: it makes a member, or it is a
@@ -107,13 +103,8 @@ void make_tuple(LoweredRegion& l, size_t k, size_t count, int value) {
 
 void compute_outputs_together(const Graph& g, const Region& r, LoweredRegion& l) {
   // A pointwise value and the row op that reads it.
-  for (size_t k = 0; k + 1 < l.outputs.size(); ++k) {
-    int a = l.output_values[k], b = l.output_values[k + 1];
-    if (l.outputs[k].name() != l.values.at(a).func.name() || l.outputs[k + 1].name() != l.values.at(b).func.name() ||
-        !pairs(g, r, l, a, b))
-      continue;
-    make_tuple(l, k, 2, b);
-  }
+  for (size_t k = 0; k + 1 < l.outputs.size(); ++k)
+    if (pairs(g, r, l, k)) make_tuple(l, k, 2, l.output_values[k + 1]);
   // Runs of pointwise values of one shape (an optimizer's new parameter and state).
   for (size_t k = 0; k < l.outputs.size(); ++k) {
     if (!stored_pointwise(g, l, k)) continue;
