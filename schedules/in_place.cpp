@@ -10,9 +10,6 @@ namespace {
 
 std::atomic<int64_t> run_count{0};
 
-// Pointwise at the element it writes: a copy may read through a view, so it does not count.
-bool elementwise(const GraphNode& n) { return is_pointwise(n) && n.op->family != KernelFamily::copy; }
-
 struct Uses {
   std::vector<std::vector<int>> readers;  // per value: the nodes that read it
   std::vector<int> step_of;               // per node: its step
@@ -30,7 +27,7 @@ std::set<int> inlined_cone(const Graph& g, const Uses& u, int v) {
   while (!todo.empty()) {
     int n = todo.back();
     todo.pop_back();
-    if (!elementwise(g.nodes[size_t(n)]) || !cone.insert(n).second) continue;
+    if (!is_elementwise(g.nodes[size_t(n)]) || !cone.insert(n).second) continue;
     for (int w : g.nodes[size_t(n)].inputs) {
       int p = g.values[size_t(w)].producer;
       if (p >= 0 && u.step_of[size_t(p)] == step && g.values[size_t(w)].meta.shape == shape &&
@@ -116,7 +113,7 @@ std::map<int, int> reused_intermediates(const Graph& g, const std::vector<Planne
     if (steps[si].node >= 0) continue;
     for (int v : r.outputs) {
       const Value& out = g.values[size_t(v)];
-      if (in_place.count(v) || out.meta.shape.empty() || !elementwise(g.nodes[size_t(out.producer)])) continue;
+      if (in_place.count(v) || out.meta.shape.empty() || !is_elementwise(g.nodes[size_t(out.producer)])) continue;
       std::set<int> cone = inlined_cone(g, u, v);
       for (int x : r.inputs) {
         const Value& in = g.values[size_t(x)];

@@ -62,7 +62,7 @@ class Lowering {
       int v = node.outputs[0];
       bool in_place = std::find(r_.in_place.begin(), r_.in_place.end(), v) != r_.in_place.end();
       bool scalar = g_.values[size_t(v)].meta.shape.empty() && uses_[v] > 0;
-      bool shared = is_pointwise(node) && node.op->family != KernelFamily::copy &&
+      bool shared = is_elementwise(node) &&
                     (uses_[v] + (in_place ? 1 : 0) > 1 || scalar) && (scalar || !recomputed(node));
       if (int end = fused_chain_end(node); end >= 0) {
         out_.fused_row_ops[out_.values.at(v).func.name()] = v;
@@ -200,7 +200,7 @@ class Lowering {
     while (!is_output(v) && uses_[v] == 1) {
       const GraphNode& reader = g_.nodes[size_t(reader_.at(v))];
       int out = reader.outputs[0];
-      if (!is_pointwise(reader) || reader.op->family == KernelFamily::copy || g_.values[size_t(out)].sym != g_.values[size_t(v)].sym)
+      if (!is_elementwise(reader) || g_.values[size_t(out)].sym != g_.values[size_t(v)].sym)
         break;
       v = out;
     }
@@ -394,7 +394,7 @@ class Lowering {
       return -1;
     const Shape& row_shape = g_.values[size_t(node.inputs[0])].meta.shape;
     const GraphNode& reader = g_.nodes[size_t(reader_.at(v))];
-    if (row_shape.empty() || !is_pointwise(reader) || reader.op->family == KernelFamily::copy ||
+    if (row_shape.empty() || !is_elementwise(reader) ||
         g_.values[size_t(reader.outputs[0])].meta.shape != row_shape ||
         g_.values[size_t(v)].meta.shape.size() != row_shape.size())
       return -1;
@@ -466,6 +466,8 @@ bool is_pointwise(const GraphNode& n) {
                              n.op->family == KernelFamily::where || n.op->family == KernelFamily::cast ||
                              n.op->family == KernelFamily::copy);
 }
+
+bool is_elementwise(const GraphNode& n) { return is_pointwise(n) && n.op->family != KernelFamily::copy; }
 
 bool is_cheap_pointwise(const GraphNode& n) { return is_pointwise(n) && n.op->cheap; }
 

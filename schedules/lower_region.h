@@ -59,6 +59,10 @@ struct LoweredRegion {
 // copy, which may read through a view).
 bool is_pointwise(const GraphNode& n);
 
+// Whether the node is pointwise at the element it writes: is_pointwise, but not a copy (which may
+// read its input through a view, elsewhere than the element it writes).
+bool is_elementwise(const GraphNode& n);
+
 // Whether the node is one pointwise op cheap enough to compute again wherever it is read rather
 // than store (a comparison, a select, an add, a multiply, ...).
 bool is_cheap_pointwise(const GraphNode& n);

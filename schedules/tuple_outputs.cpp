@@ -29,7 +29,7 @@ bool stored_pointwise(const Graph& g, const LoweredRegion& l, size_t k) {
   const Value& val = g.values[size_t(v)];
   if (!val.meta.device.is_cuda() || val.meta.dtype != DType::f32 || val.sym.empty() || val.producer < 0) return false;
   const GraphNode& n = g.nodes[size_t(val.producer)];
-  if (!is_pointwise(n) || n.op->family == KernelFamily::copy || l.reduction_epilogues.count(v)) return false;
+  if (!is_elementwise(n) || l.reduction_epilogues.count(v)) return false;
   for (const LoweredGemm& gemm : l.gemms)
     if (gemm.root == v) return false;
   return l.outputs[k].name() == l.values.at(v).func.name();
@@ -67,7 +67,7 @@ bool feeds_only(const Graph& g, const Region& r, const LoweredRegion& l, int v, 
     if (!std::count(node.inputs.begin(), node.inputs.end(), v)) continue;
     int out = node.outputs[0];
     if (members.count(out)) continue;
-    if (!is_pointwise(node) || node.op->family == KernelFamily::copy || std::count(r.outputs.begin(), r.outputs.end(), out) ||
+    if (!is_elementwise(node) || std::count(r.outputs.begin(), r.outputs.end(), out) ||
         (l.values.count(out) && materialized(l, l.values.at(out).func)) || !feeds_only(g, r, l, out, members))
       return false;
   }
