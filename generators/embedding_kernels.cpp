@@ -13,6 +13,9 @@ namespace {
 using namespace Halide;
 
 constexpr int kParallelMinElements = 1 << 15;
+constexpr int kGpuLanes = 4;     // consecutive elements per CUDA thread
+constexpr int kGpuThreads = 64;  // threads along a row
+constexpr int kGpuRows = 4;      // rows per block
 
 class EmbeddingKernel : public Generator<EmbeddingKernel> {
  public:
@@ -49,8 +52,21 @@ class EmbeddingKernel : public Generator<EmbeddingKernel> {
     Expr big = depth * out.output_buffer().dim(1).extent() >= kParallelMinElements;
     Expr dense = w.dim(0).stride() == 1 && depth >= vec;
     if (get_target().has_gpu_feature()) {
-      Var f("f"), bx("bx"), tx("tx");
-      out.fuse(d, i, f).gpu_tile(f, bx, tx, 256, TailStrategy::GuardWithIf);
+      // Blocks of kGpuRows rows, their threads along a row, each moving kGpuLanes consecutive
+      // elements: one index load per kGpuLanes elements and no division of a fused (d, i). A
+      // thread per element of the fused index moved GPT-2's [8192, 768] rows at 1.45 TB/s on an
+      // H200 (34.9 us). Rows narrower than kGpuLanes take one element per thread.
+      auto rows = [&](Stage s, int lanes) {
+        Var dq("dq"), dv("dv"), bx("bx"), by("by"), tx("tx"), ty("ty");
+        Var across = d;
+        if (lanes > 1) {
+          s.split(d, dq, dv, lanes, TailStrategy::ShiftInwards).vectorize(dv);
+          across = dq;
+        }
+        s.gpu_tile(across, i, bx, by, tx, ty, kGpuThreads, kGpuRows, TailStrategy::GuardWithIf);
+      };
+      rows(out.specialize(depth >= kGpuLanes), kGpuLanes);
+      rows(out, 1);
       return;
     }
     out.specialize(dense && big).vectorize(d, vec, TailStrategy::ShiftInwards).parallel(i, 16, TailStrategy::GuardWithIf);

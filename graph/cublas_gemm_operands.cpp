@@ -1,5 +1,5 @@
 // cublas_gemm_operands (graph/passes.h): on CUDA, the matmul operands that the eager matmul would
-// copy before its cuBLAS call (cublas_dense_copies: batch dims no one stride walks) become
+// copy before its cuBLAS call (cublas_dense_copies: matrices neither row- nor column-major) become
 // `contiguous` nodes of the graph, so that a pipeline makes the copies; a matrix stored by
 // columns (K^T) is copied as its transpose and viewed back.
 #include "dsl/eager/matmul.h"

@@ -36,13 +36,13 @@ int fold_views(Graph& g);
 // the matmuls rewritten.
 int transpose_matmuls(Graph& g);
 
-// On CUDA, a matmul operand that cuBLAS cannot read in place (batch dims that do not merge into
-// one stride: attention's heads viewed out of one projection) gets an explicit `contiguous` node,
+// On CUDA, a matmul operand that cuBLAS cannot read in place (a matrix neither row- nor
+// column-major, such as a slice with a step along both dims) gets an explicit `contiguous` node,
 // which a pipeline computes (fused with its neighbours where it can) instead of the eager matmul
 // copying it with a kernel of its own: the rule is the eager matmul's (cublas_dense_copies in
-// dsl/eager/matmul.h). GPT-2 small's 96 head copies a training step took 31 us each as eager
-// copies on an H200, 17-21 us in pipelines. (The CPU's GEMM layouts: schedules/gemm_layout.h.)
-// Returns the copies inserted.
+// dsl/eager/matmul.h). Heads viewed out of one projection need no copy: their batch dims go to
+// cuBLAS as pointer arrays. (The CPU's GEMM layouts: schedules/gemm_layout.h.) Returns the copies
+// inserted.
 int cublas_gemm_operands(Graph& g);
 
 // softmax(scale * q k^T, causally masked) v, spelled with matmul, mul, where and softmax on CPU

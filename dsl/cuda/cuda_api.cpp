@@ -49,6 +49,7 @@ void load_driver(Loaded& l) {
   resolve(lib, "cuMemAlloc_v2", a.cuMemAlloc, missing);
   resolve(lib, "cuMemFree_v2", a.cuMemFree, missing);
   resolve(lib, "cuMemGetInfo_v2", a.cuMemGetInfo, missing);
+  resolve(lib, "cuMemAllocHost_v2", a.cuMemAllocHost, missing);
   resolve(lib, "cuMemcpyHtoDAsync_v2", a.cuMemcpyHtoDAsync, missing);
   resolve(lib, "cuMemcpyDtoHAsync_v2", a.cuMemcpyDtoHAsync, missing);
   resolve(lib, "cuMemcpyDtoDAsync_v2", a.cuMemcpyDtoDAsync, missing);
@@ -89,6 +90,7 @@ void load_cublas(Loaded& l) {
   resolve(lib, "cublasSetStream_v2", l.api.cublasSetStream, missing);
   resolve(lib, "cublasSetWorkspace_v2", l.api.cublasSetWorkspace, missing);
   resolve(lib, "cublasGemmStridedBatchedEx", l.api.cublasGemmStridedBatchedEx, missing);
+  resolve(lib, "cublasGemmBatchedEx", l.api.cublasGemmBatchedEx, missing);
   if (!missing.empty()) l.cublas_reason = "libcublas lacks " + missing;
   l.cublas_loaded = missing.empty();
 }

@@ -48,6 +48,7 @@ struct CudaApi {
   CUresult (*cuMemAlloc)(CUdeviceptr*, size_t);              // cuMemAlloc_v2
   CUresult (*cuMemFree)(CUdeviceptr);                        // cuMemFree_v2
   CUresult (*cuMemGetInfo)(size_t*, size_t*);                // cuMemGetInfo_v2
+  CUresult (*cuMemAllocHost)(void**, size_t);                // cuMemAllocHost_v2 (pinned)
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, CUstream);  // _v2
   CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, size_t, CUstream);        // _v2
   CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);  // _v2
@@ -72,6 +73,9 @@ struct CudaApi {
                                                const void*, int, int, long long, const void*, int, int,
                                                long long, const void*, void*, int, int, long long, int,
                                                int, int);
+  cublasStatus_t (*cublasGemmBatchedEx)(cublasHandle_t, int, int, int, int, int, const void*, const void* const*,
+                                        int, int, const void* const*, int, int, const void*, void* const*, int,
+                                        int, int, int, int);
 };
 
 // True when libcuda loads and reports at least one device. Never throws; the first call loads.

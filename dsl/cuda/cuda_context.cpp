@@ -17,7 +17,7 @@ namespace kiln {
 
 namespace {
 
-std::atomic<uint64_t> h2d{0}, d2h{0}, d2d{0}, waits{0};
+std::atomic<uint64_t> h2d{0}, d2h{0}, d2d{0}, waits{0}, uploads{0};
 
 std::mutex contexts_mu;
 std::vector<std::unique_ptr<CudaContext>>& contexts() {
@@ -129,7 +129,52 @@ void cuda_synchronize(int index) {
   check_cuda(cuda_api().cuStreamSynchronize(c.stream), "cuda: waiting for the stream");
 }
 
-CudaCounters cuda_counters() { return {h2d.load(), d2h.load(), d2d.load(), waits.load()}; }
+CudaCounters cuda_counters() { return {h2d.load(), d2h.load(), d2d.load(), waits.load(), uploads.load()}; }
+
+namespace {
+
+// The rings of cuda_upload_arguments for one device: pinned host slots, device slots, and the
+// event recorded after each slot's last copy.
+struct ArgumentRing {
+  char* host = nullptr;
+  CUdeviceptr device = 0;
+  std::vector<CUevent> copied;
+  size_t next = 0;
+};
+
+}  // namespace
+
+CUdeviceptr cuda_upload_arguments(const void* src, size_t nbytes, int index) {
+  KILN_CHECK(nbytes <= kArgumentSlotBytes, "cuda: internal: ", nbytes, " bytes of launch arguments exceed a slot of ",
+             kArgumentSlotBytes);
+  static std::mutex mu;
+  static std::vector<std::unique_ptr<ArgumentRing>> rings;
+  CudaContext& c = cuda_context(index);
+  const CudaApi& api = cuda_api();
+  std::lock_guard<std::mutex> lock(mu);
+  if (rings.size() <= size_t(index)) rings.resize(size_t(index) + 1);
+  std::unique_ptr<ArgumentRing>& ring = rings[size_t(index)];
+  if (!ring) {
+    auto r = std::make_unique<ArgumentRing>();
+    void* host = nullptr;
+    check_cuda(api.cuMemAllocHost(&host, kArgumentSlots * kArgumentSlotBytes), "cuda: pinned memory for launch arguments");
+    r->host = static_cast<char*>(host);
+    check_cuda(api.cuMemAlloc(&r->device, kArgumentSlots * kArgumentSlotBytes), "cuda: device memory for launch arguments");
+    r->copied.assign(kArgumentSlots, nullptr);
+    for (CUevent& e : r->copied) check_cuda(api.cuEventCreate(&e, 0x2 /* CU_EVENT_DISABLE_TIMING */), "cuda: cuEventCreate");
+    ring = std::move(r);
+  }
+  size_t slot = ring->next++ % kArgumentSlots;
+  if (ring->next > kArgumentSlots)  // the slot's previous copy must have read the host bytes
+    check_cuda(api.cuEventSynchronize(ring->copied[slot]), "cuda: waiting for a launch-argument slot");
+  char* host = ring->host + slot * kArgumentSlotBytes;
+  CUdeviceptr device = ring->device + slot * kArgumentSlotBytes;
+  std::memcpy(host, src, nbytes);
+  check_cuda(api.cuMemcpyHtoDAsync(device, host, nbytes, c.stream), "cuda: uploading launch arguments");
+  check_cuda(api.cuEventRecord(ring->copied[slot], c.stream), "cuda: cuEventRecord");
+  uploads++;
+  return device;
+}
 
 void cuda_copy_to_device(CUdeviceptr dst, const void* src, size_t nbytes, int index) {
   CudaContext& c = cuda_context(index);

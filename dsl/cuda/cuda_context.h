@@ -43,6 +43,7 @@ struct CudaCounters {
   uint64_t device_to_host = 0;
   uint64_t device_to_device = 0;
   uint64_t synchronizations = 0;  // host waits on the stream
+  uint64_t argument_uploads = 0;  // cuda_upload_arguments calls (no tensor data, no wait)
 };
 CudaCounters cuda_counters();
 
@@ -50,6 +51,14 @@ CudaCounters cuda_counters();
 void cuda_copy_to_device(CUdeviceptr dst, const void* src, size_t nbytes, int index = 0);
 void cuda_copy_to_host(void* dst, CUdeviceptr src, size_t nbytes, int index = 0);
 void cuda_copy_on_device(CUdeviceptr dst, CUdeviceptr src, size_t nbytes, int index = 0);
+// Launch arguments too large for a kernel's parameters (cuBLAS's pointer arrays), copied to the
+// device on the stream without a host wait: staged through a ring of kArgumentSlots pinned host
+// slots, one reused only after the copy that last read it has run (the host waits only when it is
+// that many uploads ahead of the device). The device copy lives in the same slot of a device ring,
+// so work queued right after the upload reads it before a later upload overwrites it.
+// kiln::Error when nbytes exceeds kArgumentSlotBytes.
+inline constexpr size_t kArgumentSlots = 64, kArgumentSlotBytes = 16 << 10;
+CUdeviceptr cuda_upload_arguments(const void* src, size_t nbytes, int index = 0);
 // Fills n elements of `element_size` bytes (1, 2, 4 or 8) with the bytes at `value`, on the
 // stream (no host copy, no wait).
 void cuda_fill(CUdeviceptr dst, const void* value, size_t element_size, size_t n, int index = 0);

@@ -5,7 +5,9 @@
 //
 //   set_float32_matmul_precision(Float32MatmulPrecision::high);   // TF32 from here on
 #pragma once
+#include <array>
 #include <cstdint>
+#include <vector>
 
 #include "dsl/eager/eigen_gemm.h"
 
@@ -22,6 +24,12 @@ Float32MatmulPrecision float32_matmul_precision();
 // be made contiguous by the caller (cublas_operand_ok tells).
 void cublas_gemm(const Tensor& a, const Tensor& b, const Tensor& out, const GemmProblem& p, int64_t oa,
                  int64_t ob, int64_t oc);
+// c = a @ b for every problem of a host loop (offsets: each iteration's element offsets into a, b
+// and out) and every batch index of p inside it, in pointer-array batched cuBLAS calls: batch dims
+// that no one stride walks (attention's heads split out of one projection) run without copying
+// their operands. The pointer arrays go up with cuda_upload_arguments (no host wait).
+void cublas_gemm_each(const Tensor& a, const Tensor& b, const Tensor& out, const GemmProblem& p,
+                      const std::vector<std::array<int64_t, 3>>& offsets);
 bool cublas_operand_ok(const GemmStrides& s, int64_t rows, int64_t cols);
 
 }  // namespace kiln

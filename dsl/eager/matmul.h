@@ -16,15 +16,16 @@ enum class MatmulBackend { automatic, halide, eigen };
 void set_matmul_backend(MatmulBackend b);
 MatmulBackend matmul_backend();
 
-// Which operands (a, b) the CUDA matmul copies dense before its cuBLAS call: those whose batch
-// dims do not merge into one stride, and matrices neither row- nor column-major. The compiled
+// Which operands (a, b) the CUDA matmul copies dense before its cuBLAS call: matrices neither row-
+// nor column-major (batch dims that do not merge into one stride need no copy: the matmul passes
+// cuBLAS an array of pointers, dsl/eager/cublas_gemm.h). The compiled
 // path inserts the copies into its graph instead (graph/cublas_gemm_operands.cpp), where a
 // pipeline makes them.
 std::array<bool, 2> cublas_dense_copies(const Shape& a_shape, const Strides& a_strides, const Shape& b_shape,
                                         const Strides& b_strides, const Shape& out_shape);
-// The dense copy of such an operand: contiguous, except that a matrix stored by columns (the
-// transposed view of K in Q K^T: stored_by_columns) stays so, the copy reading and writing along
-// the same dim, and cuBLAS reads it transposed.
+// The dense copy of an operand: contiguous, except that a matrix stored by columns
+// (stored_by_columns: a transposed view) stays so, the copy reading and writing along the same
+// dim, and cuBLAS reads it transposed.
 Tensor dense_copy(const Tensor& t);
 bool stored_by_columns(const Shape& shape, const Strides& strides);
 

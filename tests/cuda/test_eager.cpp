@@ -175,6 +175,38 @@ BOOST_AUTO_TEST_CASE(cublas_matmul_matches_a_double_reference, *needs_cuda()) {
   check_close(tf32.to(Device::cpu()), want, {128, 64}, {5e-3, 5e-2}, "tf32 matmul");
 }
 
+// Heads viewed out of one projection ([B, T, H, D] as [B, H, T, D]: batch dims no one stride
+// walks) go to cuBLAS as pointer arrays, with no copy of q, k or v and no host wait; a batch of
+// more problems than one upload holds (cuda_upload_arguments) is split over several calls. Against
+// the f64 product on the CPU.
+BOOST_AUTO_TEST_CASE(matmul_on_head_views_passes_pointers_and_copies_nothing, *needs_cuda()) {
+  struct Case {
+    int64_t B, T, H, D;
+  };
+  for (const Case& c : {Case{2, 24, 3, 16}, Case{4, 8, 200, 8}}) {  // 6 and 800 problems
+    Tensor qkv = random_tensor({c.B, c.T, 3 * c.H * c.D}, DType::f32, 45);
+    auto heads = [&](const Tensor& x, int64_t i) {
+      return x.slice(2, i * c.H * c.D, (i + 1) * c.H * c.D).view({c.B, c.T, c.H, c.D}).transpose(1, 2);
+    };
+    auto attend = [&](const Tensor& x) {  // (q k^T) v, without the softmax
+      return matmul(matmul(heads(x, 0), heads(x, 1).transpose(-1, -2)), heads(x, 2));
+    };
+    Tensor want = attend(qkv.to(DType::f64));
+    Tensor on_device = qkv.to(kCuda);
+    (void)attend(on_device);  // first use: cuBLAS handle, upload rings
+    CudaCounters before = cuda_counters();
+    Tensor got = attend(on_device);
+    CudaCounters after = cuda_counters();
+    BOOST_TEST_CONTEXT("B, T, H, D = " << c.B << ", " << c.T << ", " << c.H << ", " << c.D) {
+      BOOST_TEST(after.host_to_device == before.host_to_device);
+      BOOST_TEST(after.synchronizations == before.synchronizations);
+      size_t problems = size_t(c.B * c.H), per_upload = kArgumentSlotBytes / (3 * sizeof(void*));
+      BOOST_TEST(after.argument_uploads - before.argument_uploads == 2 * ((problems + per_upload - 1) / per_upload));
+      check_close(got.to(Device::cpu()), host_values(want), want.shape(), {1e-4, 1e-4}, "q k^T v on head views");
+    }
+  }
+}
+
 // scaled_dot_product_attention: the fused op on CUDA (cuBLAS products around the probabilities
 // kernel) against the CPU's fused kernel, forward and gradients, causal and not, with q, k, v as
 // the strided head views of one qkv projection and at GPT-2 small's head size and length. The CPU
