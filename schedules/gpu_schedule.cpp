@@ -30,8 +30,15 @@ constexpr int kRowUnroll = 8;                // a thread's steps along a row, un
 constexpr int64_t kRowCacheMax = 6144;       // rows this long (24 KiB of f32) are staged in shared memory
 constexpr int64_t kRegisterRowMax = 1024;    // warp rows this long are staged in registers (32 a lane)
 // Rows per block when a warp reduces each row. One H200, 2026-12-02, GB/s with 8 / 4 / 2 / 1:
-// softmax [65536, 1024] 2461 / 2501 / 2532 / 2528, layer_norm [65536, 768] 2176 / 2212 / 2202 / 2525.
+// softmax [65536, 1024] 2461 / 2501 / 2532 / 2528, layer_norm [65536, 768] 2176 / 2212 / 2202 / 2525
+// (2026-12-03, rows in registers: layer_norm 3834 with 8, 3839 with 1).
 constexpr int kWarpRows = 1;
+// Rows of at most kShortWarpRow elements: kShortWarpRows a block. A block of one 32-thread warp
+// holds too little work to hide the latency of its loads and shuffles (at most 32 blocks an SM):
+// softmax [1M, 64] on one H200, 2026-12-03, GB/s with 1 / 2 / 4 / 8 / 16 rows a block:
+// 840 / 1317 / 1367 / 1337 / 1219.
+constexpr int64_t kShortWarpRow = 64;
+constexpr int kShortWarpRows = 4;
 // A warp per row for rows this short (a block of 256 threads would idle), and for rows this long
 // when there are many; a block per row between (one H200, 2026-12-02, softmax GB/s block -> warp:
 // [1M, 64] 154 -> 570, [65536, 1024] 2035 -> 2496, [8192, 50304] 1202 -> 1856, [8192, 4096]
@@ -46,7 +53,7 @@ struct RowTuning {
   bool vector = false;
   int warp = -1;  // 1: a warp per row always, 0: never, -1: by the rows' count and length
   int unroll = kRowUnroll;  // a row reduction's serial steps unrolled by this: loads of several steps in flight
-  int warp_rows = kWarpRows;  // rows per block (a warp each) of a warp-row op
+  int warp_rows = 0;  // rows per block (a warp each) of a warp-row op; 0: by the row length (warp_rows_per_block)
   warp_rows::LaneCombine combine = warp_rows::LaneCombine::vector;  // how a warp row's lanes are summed
 };
 
@@ -63,11 +70,17 @@ const RowTuning& row_tuning() {
     r.vector = env("KILN_GPU_ROW_VECTOR", 0) != 0;
     r.warp = std::clamp(env("KILN_GPU_ROW_WARP", -1), -1, 1);
     r.unroll = std::clamp(env("KILN_GPU_ROW_UNROLL", kRowUnroll), 1, 16);
-    r.warp_rows = std::clamp(env("KILN_GPU_WARP_ROWS", kWarpRows), 1, 32);
+    r.warp_rows = std::clamp(env("KILN_GPU_WARP_ROWS", 0), 0, 32);
     r.combine = env("KILN_GPU_WARP_COMBINE_SERIAL", 0) ? warp_rows::LaneCombine::serial : warp_rows::LaneCombine::vector;
     return r;
   }();
   return t;
+}
+
+// Rows per block of a warp-row op whose rows have `length` elements.
+int warp_rows_per_block(int64_t length) {
+  if (row_tuning().warp_rows > 0) return row_tuning().warp_rows;
+  return length <= kShortWarpRow ? kShortWarpRows : kWarpRows;
 }
 
 using warp_rows::fuse_all;
@@ -293,7 +306,7 @@ bool static_row(const Graph& g, int value) {
 bool stage_warp_rows(const ScheduleRoot& root, const std::vector<ImageParam>& inputs,
                      const std::set<std::string>& shared, Var block, int64_t length) {
   if (root.func.dimensions() < 2) return false;
-  return stage_inputs(root, inputs, shared, int64_t(row_tuning().warp_rows) * length, kStageBytes, [&](Func cached, int) {
+  return stage_inputs(root, inputs, shared, int64_t(warp_rows_per_block(length)) * length, kStageBytes, [&](Func cached, int) {
     std::vector<Var> cv = cached.args();
     Var co("co"), lane("lane");
     cached.compute_at(root.func, block).split(cv[0], co, lane, kWarp, kGuard).reorder(co, lane, cv[1]);
@@ -312,7 +325,7 @@ int stage_warp_row_in_registers(const Graph& g, const ScheduleRoot& root, const 
   // Not a row op written with the pointwise value it reads (tuple_outputs.h): GPT-2's residual sum
   // and layer norm, [8192, 768] on one H200, took 36.9 us with the sum's row held in registers
   // (and 37 with its inputs' rows there) against 28.9 us reading the rows in each pass.
-  if (!row_tuning().registers || root.func.dimensions() < 2 || row_tuning().warp_rows != 1 || root.func.outputs() > 1 ||
+  if (!row_tuning().registers || root.func.dimensions() < 2 || warp_rows_per_block(length) != 1 || root.func.outputs() > 1 ||
       !static_row(g, root.value) || length % kWarp != 0 || length > kRegisterRowMax)
     return 0;
   const int steps = int(length / kWarp);
@@ -344,7 +357,7 @@ void warp_rows(const Graph& g, const Region& r, const ScheduleRoot& root, const 
   size_t first = 0;
   while (first + 1 < rows.size() && always_one(first)) ++first;
   Var rb("rb"), ry("ry");
-  f.split(rows[first], rb, ry, row_tuning().warp_rows, kGuard);
+  f.split(rows[first], rb, ry, warp_rows_per_block(length), kGuard);
   std::vector<Var> outer(rows.begin() + long(first) + 1, rows.end());  // the size-1 dims inside stay loops of one
   // The row in registers (every step of a lane unrolled: a register has a constant index), else
   // optionally in shared memory, else read from memory by each pass.
