@@ -61,6 +61,10 @@ std::shared_ptr<CompiledGraph> compile_graph(const Graph& captured, Backend& cho
   for (const std::string& a : attentions) log_line(LogChannel::graph, label + ": fused attention: " + a);
   after(label, "padded cat sums", merge_padded_cat_sums(*g), *g);
   after(label, "decompositions", decompose(*g, backend.decompositions()), *g);
+  // Not where autograd records the graph's ops (inputs require grad, no backward of its own):
+  // matmul_bias has no derivative rule.
+  bool recorded = captured.needs_autograd() && !captured.joint;
+  after(label, "cuBLAS bias epilogues", recorded ? 0 : cublas_bias_epilogue(*g), *g);
   after(label, "common subexpressions", eliminate_common_subexpressions(*g), *g);
   after(label, "dead code", eliminate_dead_code(*g), *g);
 

@@ -45,6 +45,13 @@ int transpose_matmuls(Graph& g);
 // inserted.
 int cublas_gemm_operands(Graph& g);
 
+// On CUDA, add(matmul(a, b), bias) with bias [N] along the product's last dim, the product read
+// by nothing else, becomes matmul_bias(a, b, bias): cuBLASLt adds the bias in its GEMM's epilogue
+// (where cublas_bias_epilogue_applies, dsl/eager/matmul.h). GPT-2's q, k, v projection otherwise
+// wrote its [8192, 2304] product and read it back to add the bias, 36 us a layer on an H200.
+// Runs after differentiation: matmul_bias has no derivative rule. Returns the matmuls folded.
+int cublas_bias_epilogue(Graph& g);
+
 // softmax(scale * q k^T, causally masked) v, spelled with matmul, mul, where and softmax on CPU
 // values of rank 4, becomes one `attention` node, and the backward the derivative rules traced for
 // it (when the graph has it) one `attention_backward` node (graph/fuse_attention.cpp lists the

@@ -91,7 +91,24 @@ void load_cublas(Loaded& l) {
   resolve(lib, "cublasSetWorkspace_v2", l.api.cublasSetWorkspace, missing);
   resolve(lib, "cublasGemmStridedBatchedEx", l.api.cublasGemmStridedBatchedEx, missing);
   resolve(lib, "cublasGemmBatchedEx", l.api.cublasGemmBatchedEx, missing);
-  if (!missing.empty()) l.cublas_reason = "libcublas lacks " + missing;
+  if (!missing.empty()) {
+    l.cublas_reason = "libcublas lacks " + missing;
+    return;
+  }
+  void* lt = open_first({"libcublasLt.so.13", "libcublasLt.so", "/usr/local/cuda/lib64/libcublasLt.so.13"});
+  if (!lt) {
+    l.cublas_reason = "cuBLASLt (libcublasLt.so.13) is not on the library path (add /usr/local/cuda/lib64 to LD_LIBRARY_PATH)";
+    return;
+  }
+  resolve(lt, "cublasLtCreate", l.api.cublasLtCreate, missing);
+  resolve(lt, "cublasLtMatmulDescCreate", l.api.cublasLtMatmulDescCreate, missing);
+  resolve(lt, "cublasLtMatmulDescSetAttribute", l.api.cublasLtMatmulDescSetAttribute, missing);
+  resolve(lt, "cublasLtMatrixLayoutCreate", l.api.cublasLtMatrixLayoutCreate, missing);
+  resolve(lt, "cublasLtMatmulPreferenceCreate", l.api.cublasLtMatmulPreferenceCreate, missing);
+  resolve(lt, "cublasLtMatmulPreferenceSetAttribute", l.api.cublasLtMatmulPreferenceSetAttribute, missing);
+  resolve(lt, "cublasLtMatmulAlgoGetHeuristic", l.api.cublasLtMatmulAlgoGetHeuristic, missing);
+  resolve(lt, "cublasLtMatmul", l.api.cublasLtMatmul, missing);
+  if (!missing.empty()) l.cublas_reason = "libcublasLt lacks " + missing;
   l.cublas_loaded = missing.empty();
 }
 

@@ -20,6 +20,18 @@ using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
 using cublasHandle_t = struct cublasContext*;
 using cublasStatus_t = int;
+using cublasLtHandle_t = struct cublasLtContext*;
+using cublasLtMatmulDesc_t = struct cublasLtMatmulDescOpaque_t*;
+using cublasLtMatrixLayout_t = struct cublasLtMatrixLayoutOpaque_t*;
+using cublasLtMatmulPreference_t = struct cublasLtMatmulPreferenceOpaque_t*;
+// cublasLtMatmulHeuristicResult_t: the algorithm (an opaque 64 bytes), its workspace, its status.
+struct CublasLtHeuristic {
+  uint64_t algo[8];
+  size_t workspace_size;
+  cublasStatus_t state;
+  float waves;
+  int reserved[4];
+};
 
 // cuBLAS enum values used by kiln (library_types.h, cublas_api.h).
 enum CublasValue : int {
@@ -33,6 +45,13 @@ enum CublasValue : int {
   kCublasCompute32FFastTf32 = 77,
   kCublasCompute64F = 70,
   kCublasGemmDefault = -1,
+  // cublasLt.h
+  kCublasLtDescTransA = 3,
+  kCublasLtDescTransB = 4,
+  kCublasLtDescEpilogue = 7,
+  kCublasLtDescBiasPointer = 8,
+  kCublasLtEpilogueBias = 4,
+  kCublasLtPrefMaxWorkspaceBytes = 1,
 };
 
 struct CudaApi {
@@ -76,6 +95,21 @@ struct CudaApi {
   cublasStatus_t (*cublasGemmBatchedEx)(cublasHandle_t, int, int, int, int, int, const void*, const void* const*,
                                         int, int, const void* const*, int, int, const void*, void* const*, int,
                                         int, int, int, int);
+  // cuBLASLt (libcublasLt.so.13), loaded with cuBLAS: GEMMs with a bias epilogue.
+  cublasStatus_t (*cublasLtCreate)(cublasLtHandle_t*);
+  cublasStatus_t (*cublasLtMatmulDescCreate)(cublasLtMatmulDesc_t*, int, int);
+  cublasStatus_t (*cublasLtMatmulDescSetAttribute)(cublasLtMatmulDesc_t, int, const void*, size_t);
+  cublasStatus_t (*cublasLtMatrixLayoutCreate)(cublasLtMatrixLayout_t*, int, uint64_t, uint64_t, int64_t);
+  cublasStatus_t (*cublasLtMatmulPreferenceCreate)(cublasLtMatmulPreference_t*);
+  cublasStatus_t (*cublasLtMatmulPreferenceSetAttribute)(cublasLtMatmulPreference_t, int, const void*, size_t);
+  cublasStatus_t (*cublasLtMatmulAlgoGetHeuristic)(cublasLtHandle_t, cublasLtMatmulDesc_t, cublasLtMatrixLayout_t,
+                                                   cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
+                                                   cublasLtMatrixLayout_t, cublasLtMatmulPreference_t, int,
+                                                   CublasLtHeuristic*, int*);
+  cublasStatus_t (*cublasLtMatmul)(cublasLtHandle_t, cublasLtMatmulDesc_t, const void*, const void*,
+                                   cublasLtMatrixLayout_t, const void*, cublasLtMatrixLayout_t, const void*,
+                                   const void*, cublasLtMatrixLayout_t, void*, cublasLtMatrixLayout_t,
+                                   const void*, void*, size_t, CUstream);
 };
 
 // True when libcuda loads and reports at least one device. Never throws; the first call loads.

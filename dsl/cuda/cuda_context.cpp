@@ -97,7 +97,17 @@ cublasHandle_t CudaContext::cublas() {
   check_cuda(api.cuMemAlloc(&block, workspace), "cuda: allocating cuBLAS's 32 MiB workspace");
   check_cublas(api.cublasSetWorkspace(cublas_, reinterpret_cast<void*>(block), workspace),
                "cuda: giving cuBLAS its workspace");
+  workspace_ = reinterpret_cast<void*>(block);
+  workspace_bytes_ = workspace;
   return cublas_;
+}
+
+cublasLtHandle_t CudaContext::cublaslt() {
+  if (cublaslt_) return cublaslt_;
+  const CudaApi& api = cuda_api_with_cublas();
+  make_current(*this);
+  check_cublas(api.cublasLtCreate(&cublaslt_), "cuda: creating the cuBLASLt handle");
+  return cublaslt_;
 }
 
 CudaContext& cuda_context(int index) {

@@ -24,11 +24,19 @@ struct CudaContext {
   CUstream stream = nullptr;
   std::string name;  // "NVIDIA H200"
 
-  // cuBLAS bound to the stream, created on first use.
+  // cuBLAS bound to the stream, created on first use, with its workspace.
   cublasHandle_t cublas();
+  // cuBLASLt (GEMMs with epilogues), created on first use; its calls take the stream and
+  // cuBLAS's workspace (work on the one stream never overlaps).
+  cublasLtHandle_t cublaslt();
+  void* gemm_workspace() { return cublas(), workspace_; }
+  size_t gemm_workspace_bytes() const { return workspace_bytes_; }
 
  private:
   cublasHandle_t cublas_ = nullptr;
+  cublasLtHandle_t cublaslt_ = nullptr;
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
 };
 
 // The context of CUDA device `index`, created on first use; kiln::Error when CUDA is unavailable

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "dsl/cuda/cuda_context.h"
 #include "dsl/error.h"
@@ -133,6 +136,79 @@ void cublas_gemm_each(const Tensor& a, const Tensor& b, const Tensor& out, const
                                          array(2), c.type, int(p.c.row), int(count), c.compute, kCublasGemmDefault),
                  "matmul (cuBLAS, batched by pointers)");
   }
+}
+
+namespace {
+
+// A cuBLASLt GEMM with a bias epilogue, set up once per problem form: descriptors and the
+// algorithm the heuristic picked (the bias pointer is set per call).
+struct LtPlan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  CublasLtHeuristic algo{};
+};
+
+using LtKey = std::tuple<int64_t, int64_t, int64_t, int, int, int64_t, int64_t, int64_t, int, int>;
+
+const LtPlan& lt_plan(CudaContext& ctx, const GemmProblem& p, const CublasCall& c) {
+  static std::mutex mu;
+  static std::map<LtKey, LtPlan> plans;  // descriptors live as long as the process
+  LtKey key{p.m, p.n, p.k, c.a.op, c.b.op, c.a.ld, c.b.ld, p.c.row, c.type, c.compute};
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = plans.find(key);
+  if (it != plans.end()) return it->second;
+  const CudaApi& api = cuda_api_with_cublas();
+  LtPlan plan;
+  const int scale = c.element == 8 ? kCudaR64F : kCudaR32F;
+  check_cublas(api.cublasLtMatmulDescCreate(&plan.desc, c.compute, scale), "matmul_bias (cuBLASLt descriptor)");
+  const int32_t epilogue = kCublasLtEpilogueBias;
+  // cuBLAS computes D^T (n x m, column-major) = op(b)^T op(a)^T; the bias runs along D^T's rows (n).
+  check_cublas(api.cublasLtMatmulDescSetAttribute(plan.desc, kCublasLtDescTransA, &c.b.op, sizeof(int32_t)),
+               "matmul_bias (cuBLASLt transa)");
+  check_cublas(api.cublasLtMatmulDescSetAttribute(plan.desc, kCublasLtDescTransB, &c.a.op, sizeof(int32_t)),
+               "matmul_bias (cuBLASLt transb)");
+  check_cublas(api.cublasLtMatmulDescSetAttribute(plan.desc, kCublasLtDescEpilogue, &epilogue, sizeof(epilogue)),
+               "matmul_bias (cuBLASLt epilogue)");
+  auto layout = [&](cublasLtMatrixLayout_t& l, int op, int64_t rows, int64_t cols, int64_t ld) {
+    if (op == kCublasOpT) std::swap(rows, cols);  // the stored matrix, before the op
+    check_cublas(api.cublasLtMatrixLayoutCreate(&l, c.type, uint64_t(rows), uint64_t(cols), ld),
+                 "matmul_bias (cuBLASLt layout)");
+  };
+  layout(plan.a, c.b.op, p.n, p.k, c.b.ld);
+  layout(plan.b, c.a.op, p.k, p.m, c.a.ld);
+  layout(plan.c, kCublasOpN, p.n, p.m, p.c.row);
+  cublasLtMatmulPreference_t pref = nullptr;
+  check_cublas(api.cublasLtMatmulPreferenceCreate(&pref), "matmul_bias (cuBLASLt preference)");
+  const uint64_t workspace = ctx.gemm_workspace_bytes();
+  check_cublas(api.cublasLtMatmulPreferenceSetAttribute(pref, kCublasLtPrefMaxWorkspaceBytes, &workspace,
+                                                        sizeof(workspace)),
+               "matmul_bias (cuBLASLt workspace)");
+  int found = 0;
+  check_cublas(api.cublasLtMatmulAlgoGetHeuristic(ctx.cublaslt(), plan.desc, plan.a, plan.b, plan.c, plan.c, pref, 1,
+                                                  &plan.algo, &found),
+               "matmul_bias (cuBLASLt heuristic)");
+  KILN_CHECK(found > 0, "matmul_bias: cuBLASLt has no algorithm for m=", p.m, " n=", p.n, " k=", p.k);
+  return plans.emplace(key, plan).first->second;
+}
+
+}  // namespace
+
+void cublas_gemm_bias(const Tensor& a, const Tensor& b, const Tensor& bias, const Tensor& out, const GemmProblem& p) {
+  KILN_CHECK(p.batch == 1, "matmul_bias: internal: cuBLASLt's bias epilogue takes one matrix (batch ", p.batch, ")");
+  CublasCall c = prepare(out, p);
+  CudaContext& ctx = cuda_context(out.device().index);
+  ctx.gemm_workspace();  // cuBLAS's handle owns the workspace
+  const LtPlan& plan = lt_plan(ctx, p, c);
+  const CudaApi& api = cuda_api_with_cublas();
+  static std::mutex call_mu;  // the plan's descriptor carries this call's bias pointer
+  std::lock_guard<std::mutex> lock(call_mu);
+  const void* bias_ptr = bias.data_ptr();
+  check_cublas(api.cublasLtMatmulDescSetAttribute(plan.desc, kCublasLtDescBiasPointer, &bias_ptr, sizeof(bias_ptr)),
+               "matmul_bias (cuBLASLt bias)");
+  check_cublas(api.cublasLtMatmul(ctx.cublaslt(), plan.desc, c.alpha(), b.data_ptr(), plan.a, a.data_ptr(), plan.b,
+                                  c.beta(), out.data_ptr(), plan.c, out.data_ptr(), plan.c, plan.algo.algo,
+                                  ctx.gemm_workspace(), ctx.gemm_workspace_bytes(), ctx.stream),
+               "matmul_bias (cuBLASLt)");
 }
 
 }  // namespace kiln

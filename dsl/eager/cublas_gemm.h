@@ -30,6 +30,10 @@ void cublas_gemm(const Tensor& a, const Tensor& b, const Tensor& out, const Gemm
 // their operands. The pointer arrays go up with cuda_upload_arguments (no host wait).
 void cublas_gemm_each(const Tensor& a, const Tensor& b, const Tensor& out, const GemmProblem& p,
                       const std::vector<std::array<int64_t, 3>>& offsets);
+// out = a @ b + bias (bias [n], added to every row) for one matrix (p.batch == 1), through cuBLASLt
+// with its bias epilogue: the GEMM writes its output once, bias added. Descriptors and the
+// algorithm are chosen once per problem form.
+void cublas_gemm_bias(const Tensor& a, const Tensor& b, const Tensor& bias, const Tensor& out, const GemmProblem& p);
 bool cublas_operand_ok(const GemmStrides& s, int64_t rows, int64_t cols);
 
 }  // namespace kiln

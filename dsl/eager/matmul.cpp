@@ -31,6 +31,7 @@
 #include "dsl/eager/kernel_call.h"
 #include "dsl/eager/runners.h"
 #include "dsl/error.h"
+#include "dsl/functions.h"
 
 namespace kiln {
 
@@ -202,6 +203,14 @@ std::array<bool, 2> cublas_dense_copies(const Shape& a_shape, const Strides& a_s
   return {!cublas_operand_ok(plan.p.a, plan.p.m, plan.p.k), !cublas_operand_ok(plan.p.b, plan.p.k, plan.p.n)};
 }
 
+bool cublas_bias_epilogue_applies(const Shape& a_shape, const Strides& a_strides, const Shape& b_shape,
+                                  const Strides& b_strides, const Shape& out_shape) {
+  std::array<bool, 2> copy = cublas_dense_copies(a_shape, a_strides, b_shape, b_strides, out_shape);
+  Plan plan = plan_gemm(matrix_view(a_shape, a_strides, true), matrix_view(b_shape, b_strides, false),
+                        batch_of(out_shape, a_shape.size(), b_shape.size()));
+  return !copy[0] && !copy[1] && plan.outer_extent.empty() && plan.p.batch == 1;
+}
+
 bool stored_by_columns(const Shape& shape, const Strides& strides) {
   size_t r = shape.size();
   return r >= 2 && strides[r - 2] == 1 && strides[r - 1] != 1 && shape[r - 2] > 1;
@@ -214,19 +223,23 @@ Tensor dense_copy(const Tensor& t) {
 
 namespace {
 
-Tensor run_cublas(Tensor a, Tensor b, const Tensor& out) {
+// out = a @ b (+ bias along the rows, when given, in cuBLASLt's epilogue where the product is one
+// matrix; returns false when the bias is still to be added).
+bool run_cublas(Tensor a, Tensor b, const Tensor& bias, const Tensor& out) {
   std::array<bool, 2> copy = cublas_dense_copies(a.shape(), a.strides(), b.shape(), b.strides(), out.shape());
   if (copy[0]) a = dense_copy(a);
   if (copy[1]) b = dense_copy(b);
   Plan plan = plan_gemm(a, b, batch_of(out.shape(), a.dim(), b.dim()));
   if (plan.outer_extent.empty()) {
-    cublas_gemm(a, b, out, plan.p, 0, 0, 0);
-    return out;
+    bool epilogue = bias.defined() && plan.p.batch == 1 && bias.dtype() == out.dtype() && bias.stride(0) == 1;
+    if (epilogue) cublas_gemm_bias(a, b, bias, out, plan.p);
+    else cublas_gemm(a, b, out, plan.p, 0, 0, 0);
+    return epilogue || !bias.defined();
   }
   std::vector<std::array<int64_t, 3>> offsets;
   for_each_gemm(plan, [&](int64_t oa, int64_t ob, int64_t oc) { offsets.push_back({oa, ob, oc}); });
   cublas_gemm_each(a, b, out, plan.p, offsets);
-  return out;
+  return !bias.defined();
 }
 
 }  // namespace
@@ -234,24 +247,32 @@ Tensor run_cublas(Tensor a, Tensor b, const Tensor& out) {
 void set_matmul_backend(MatmulBackend b) { backend.store(b); }
 MatmulBackend matmul_backend() { return backend.load(); }
 
+// matmul, and matmul_bias (a third input, bias [N], added to every row of the product).
 TensorList run_matmul(const OpDef& def, const TensorList& in, const Attrs& attrs) {
-  TensorMeta om = def.infer({{in[0].shape(), in[0].dtype(), in[0].device()},
-                             {in[1].shape(), in[1].dtype(), in[1].device()}}, attrs)[0];
+  std::vector<TensorMeta> metas;
+  for (const Tensor& t : in) metas.push_back({t.shape(), t.dtype(), t.device()});
+  TensorMeta om = def.infer(metas, attrs)[0];
   const bool cuda = om.device.is_cuda();
+  const Tensor bias = in.size() > 2 ? in[2] : Tensor();
   DType kt = om.dtype == DType::f64 || (cuda && (om.dtype == DType::f16 || om.dtype == DType::bf16))
                  ? om.dtype
                  : DType::f32;
   Tensor a = convert(in[0], kt), b = convert(in[1], kt);
   Tensor out = Tensor::empty(om.shape, {kt, om.device});
   if (out.numel() == 0) return {convert(out, om.dtype)};
+  auto with_bias = [&](const Tensor& y) { return bias.defined() ? add(y, bias) : y; };
   if (a.shape().back() == 0) {  // K == 0: empty sums
     size_t nbytes = size_t(out.numel()) * itemsize(kt);
     uint8_t zero = 0;
     if (cuda) cuda_fill(reinterpret_cast<CUdeviceptr>(out.data_ptr()), &zero, 1, nbytes, om.device.index);
     else std::memset(out.data_ptr(), 0, nbytes);
-    return {convert(out, om.dtype)};
+    return {with_bias(convert(out, om.dtype))};
   }
-  if (cuda) return {convert(run_cublas(a, b, out), om.dtype)};
+  if (cuda) {
+    bool added = run_cublas(a, b, kt == om.dtype ? bias : Tensor(), out);
+    Tensor y = convert(out, om.dtype);
+    return {added && kt == om.dtype ? y : with_bias(y)};
+  }
 
   Plan plan = plan_gemm(a, b, batch_of(om.shape, a.dim(), b.dim()));
   bool eigen = use_eigen(plan.p);
@@ -260,7 +281,7 @@ TensorList run_matmul(const OpDef& def, const TensorList& in, const Attrs& attrs
     else if (kt == DType::f32) run_eigen<float>(a, b, out, plan.p, oa, ob, oc);
     else run_eigen<double>(a, b, out, plan.p, oa, ob, oc);
   });
-  return {convert(out, om.dtype)};
+  return {with_bias(convert(out, om.dtype))};
 }
 
 }  // namespace kiln

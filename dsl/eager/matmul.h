@@ -23,6 +23,11 @@ MatmulBackend matmul_backend();
 // pipeline makes them.
 std::array<bool, 2> cublas_dense_copies(const Shape& a_shape, const Strides& a_strides, const Shape& b_shape,
                                         const Strides& b_strides, const Shape& out_shape);
+// Whether the CUDA matmul_bias adds its bias in cuBLASLt's epilogue for these operands: one
+// matrix product once batch dims fold into rows (a Linear on [B, T, C]), both operands read in
+// place. Otherwise it runs the GEMM and then adds the bias with a kernel of its own.
+bool cublas_bias_epilogue_applies(const Shape& a_shape, const Strides& a_strides, const Shape& b_shape,
+                                  const Strides& b_strides, const Shape& out_shape);
 // The dense copy of an operand: contiguous, except that a matrix stored by columns
 // (stored_by_columns: a transposed view) stays so, the copy reading and writing along the same
 // dim, and cuBLAS reads it transposed.

@@ -96,6 +96,29 @@ std::vector<HalideTensor> define_matmul(const std::vector<HalideTensor>& in, con
   return {{out, shape, t}};
 }
 
+// matmul_bias(a, b, bias) = matmul(a, b) + bias, bias 1-D along the product's last dim (N).
+std::vector<TensorMeta> infer_matmul_bias(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  std::vector<TensorMeta> out = infer_matmul({in[0], in[1]}, attrs);
+  const Shape& n = out[0].shape;
+  KILN_CHECK(!n.empty() && in[2].shape == Shape{n.back()}, "matmul_bias: bias must have shape [", n.empty() ? 0 : n.back(),
+             "] (the product's last dim), got ", to_string(in[2].shape), " (product ", to_string(n), ")");
+  KILN_CHECK(in[2].dtype == in[0].dtype, "matmul_bias: bias dtype ", in[2].dtype, " differs from the operands' ",
+             in[0].dtype);
+  common_device("matmul_bias", in);
+  return out;
+}
+
+std::vector<HalideTensor> define_matmul_bias(const std::vector<HalideTensor>& in, const Attrs& attrs) {
+  HalideTensor product = define_matmul({in[0], in[1]}, attrs)[0];
+  const HalideTensor& bias = in[2];
+  std::vector<Var> v = halide_vars(int(product.shape.size()));
+  DType t = product.dtype;
+  Type acc_t = t == DType::f64 ? Float(64) : Float(32);
+  Func out("matmul_bias");
+  out(v) = store_value(cast(acc_t, load_value(product.func(v), t)) + cast(acc_t, load_value(bias.func(v[0]), t)), t);
+  return {{out, product.shape, t}};
+}
+
 }  // namespace
 
 void add_matmul_ops(std::vector<OpDef>& defs) {
@@ -106,6 +129,14 @@ void add_matmul_ops(std::vector<OpDef>& defs) {
   d.num_inputs = 2;
   d.infer = infer_matmul;
   d.define = define_matmul;
+  defs.push_back(d);
+  // The product with its bias added in cuBLASLt's epilogue: made on CUDA by a compile pass
+  // (graph/passes.h: cublas_bias_epilogue) after differentiation, so it needs no derivative.
+  d.name = "matmul_bias";
+  d.num_inputs = 3;
+  d.infer = infer_matmul_bias;
+  d.define = define_matmul_bias;
+  d.differentiable = false;
   defs.push_back(std::move(d));
 }
 

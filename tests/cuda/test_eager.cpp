@@ -207,6 +207,31 @@ BOOST_AUTO_TEST_CASE(matmul_on_head_views_passes_pointers_and_copies_nothing, *n
   }
 }
 
+// matmul_bias (made by the compile pass cublas_bias_epilogue): a Linear's product with its bias
+// added in cuBLASLt's epilogue, with the weight read transposed as a Linear does, in f32, f16 and
+// bf16; a batch of products, where the epilogue does not apply, adds the bias afterwards. Against
+// the f64 product plus bias on the CPU.
+BOOST_AUTO_TEST_CASE(matmul_bias_adds_the_bias_in_the_gemm, *needs_cuda()) {
+  struct Case {
+    Shape x, w;  // w: [N, K] read transposed, or a batch [.., K, N] read as is
+    bool linear;
+  };
+  for (const Case& c : {Case{{64, 96}, {80, 96}, true}, Case{{3, 17, 33}, {9, 33}, true},
+                        Case{{2, 3, 5, 16}, {2, 3, 16, 7}, false}}) {
+    Tensor x = random_tensor(c.x, DType::f32, 46), w = random_tensor(c.w, DType::f32, 47);
+    Tensor bias = random_tensor({c.linear ? c.w[0] : c.w.back()}, DType::f32, 48);
+    auto weight = [&](const Tensor& t) { return c.linear ? t.t() : t; };
+    Tensor want = add(matmul(x.to(DType::f64), weight(w.to(DType::f64))), bias.to(DType::f64));
+    for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+      Tensor got = dispatch(op_def("matmul_bias"), {x.to(t).to(kCuda), weight(w.to(t).to(kCuda)), bias.to(t).to(kCuda)})[0];
+      BOOST_TEST(got.dtype() == t);
+      Tolerance tol = t == DType::f32 ? Tolerance{1e-5, 1e-5} : Tolerance{2e-2, 0.25};
+      check_close(got.to(Device::cpu()).to(DType::f64), host_values(want), want.shape(), tol,
+                  "matmul_bias " + to_string(c.x) + " x " + to_string(c.w) + " in " + std::string(name(t)));
+    }
+  }
+}
+
 // scaled_dot_product_attention: the fused op on CUDA (cuBLAS products around the probabilities
 // kernel) against the CPU's fused kernel, forward and gradients, causal and not, with q, k, v as
 // the strided head views of one qkv projection and at GPT-2 small's head size and length. The CPU

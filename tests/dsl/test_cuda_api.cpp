@@ -3,9 +3,12 @@
 // installed, and the errors a user gets for a CUDA tensor where no device is usable.
 #include <boost/test/unit_test.hpp>
 
+#include <cstddef>
+
 #include "kiln.h"
 
 #if KILN_HAVE_CUDA_HEADERS
+#include <cublasLt.h>
 #include <cublas_api.h>
 #include <cuda.h>
 #include <library_types.h>
@@ -20,6 +23,14 @@ static_assert(kCudaR32F == CUDA_R_32F && kCudaR16F == CUDA_R_16F && kCudaR16BF =
               kCudaR64F == CUDA_R_64F);
 static_assert(kCublasCompute32F == CUBLAS_COMPUTE_32F && kCublasCompute32FFastTf32 == CUBLAS_COMPUTE_32F_FAST_TF32 &&
               kCublasCompute64F == CUBLAS_COMPUTE_64F && kCublasGemmDefault == CUBLAS_GEMM_DEFAULT);
+static_assert(kCublasLtDescTransA == CUBLASLT_MATMUL_DESC_TRANSA && kCublasLtDescTransB == CUBLASLT_MATMUL_DESC_TRANSB &&
+              kCublasLtDescEpilogue == CUBLASLT_MATMUL_DESC_EPILOGUE &&
+              kCublasLtDescBiasPointer == CUBLASLT_MATMUL_DESC_BIAS_POINTER &&
+              kCublasLtEpilogueBias == CUBLASLT_EPILOGUE_BIAS &&
+              kCublasLtPrefMaxWorkspaceBytes == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES);
+static_assert(sizeof(kiln::CublasLtHeuristic) == sizeof(cublasLtMatmulHeuristicResult_t) &&
+              offsetof(kiln::CublasLtHeuristic, workspace_size) == offsetof(cublasLtMatmulHeuristicResult_t, workspaceSize) &&
+              offsetof(kiln::CublasLtHeuristic, state) == offsetof(cublasLtMatmulHeuristicResult_t, state));
 #endif
 
 BOOST_AUTO_TEST_CASE(constants_match_the_toolkit_headers) {

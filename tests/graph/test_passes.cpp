@@ -281,6 +281,44 @@ BOOST_AUTO_TEST_CASE(cublas_gemm_operands_copies_what_cublas_cannot_read_on_cuda
   }
 }
 
+// A Linear's product plus its bias, on CUDA, becomes matmul_bias (cuBLASLt adds the bias in its
+// epilogue), also with the bias first and the weight read transposed; not on the CPU, not when the
+// product is read elsewhere or returned, not for a per-head batched product (no one matrix for
+// the epilogue), and not for a bias of another shape. The folded graph, run on the CPU, gives the
+// same values.
+BOOST_AUTO_TEST_CASE(cublas_bias_epilogue_folds_a_linears_bias_on_cuda_only) {
+  for (bool cuda : {false, true}) {
+    Builder b;
+    if (cuda) b.device = Device::cuda(0);
+    const int64_t B = 2, T = 5, C = 6, N = 7;
+    int x = b.input({B, T, C}), w = b.input({N, C}), bias = b.input({N});
+    auto wt = b.op("transpose", {w}, {{"dim0", int64_t(0)}, {"dim1", int64_t(1)}});
+    int y1 = b.op("add", {b.op("matmul", {x, wt}), bias});      // folded
+    int y2 = b.op("add", {bias, b.op("matmul", {x, wt})});      // folded: the bias first
+    int shared = b.op("matmul", {x, wt});
+    int y3 = b.op("add", {shared, bias});                       // kept: the product is returned too
+    int heads = b.input({B, 3, T, C}), hw = b.input({B, 3, C, N});
+    int y4 = b.op("add", {b.op("matmul", {heads, hw}), bias});  // kept: a batch of products
+    int y5 = b.op("add", {b.op("matmul", {x, wt}), b.input({T, N})});  // kept: not a bias along N
+    b.g.outputs = {y1, y2, y3, shared, y4, y5};
+    Graph g = b.g;
+    BOOST_TEST_CONTEXT((cuda ? "cuda" : "cpu")) {
+      BOOST_TEST(cublas_bias_epilogue(g) == (cuda ? 2 : 0));
+      check_valid(g);
+      BOOST_TEST(count_op(g, "matmul_bias") == (cuda ? 2 : 0));
+      BOOST_TEST(count_op(g, "matmul") == (cuda ? 3 : 5));
+      if (!cuda) continue;
+      Graph on_cpu = g, before = b.g;
+      for (Graph* x : {&on_cpu, &before})
+        for (Value& v : x->values) v.meta.device = Device::cpu();
+      std::vector<Tensor> args = random_args(before, 33);
+      std::vector<Tensor> want = run(before, args), got = run(on_cpu, args);
+      for (size_t o = 0; o < want.size(); ++o)
+        check_close(got[o], host_values(want[o]), want[o].shape(), "cublas_bias_epilogue output " + std::to_string(o));
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(fold_views_keeps_symbolic_shapes_exact) {
   Builder b;
   int s0 = b.g.shape_env->new_symbol(5, "arg 0 dim 0");
