@@ -30,7 +30,7 @@ struct CudaContext {
   // cuBLAS's workspace (work on the one stream never overlaps).
   cublasLtHandle_t cublaslt();
   void* gemm_workspace() { return cublas(), workspace_; }
-  size_t gemm_workspace_bytes() const { return workspace_bytes_; }
+  size_t gemm_workspace_bytes() { return cublas(), workspace_bytes_; }
 
  private:
   cublasHandle_t cublas_ = nullptr;

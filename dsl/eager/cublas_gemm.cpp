@@ -197,7 +197,6 @@ void cublas_gemm_bias(const Tensor& a, const Tensor& b, const Tensor& bias, cons
   KILN_CHECK(p.batch == 1, "matmul_bias: internal: cuBLASLt's bias epilogue takes one matrix (batch ", p.batch, ")");
   CublasCall c = prepare(out, p);
   CudaContext& ctx = cuda_context(out.device().index);
-  ctx.gemm_workspace();  // cuBLAS's handle owns the workspace
   const LtPlan& plan = lt_plan(ctx, p, c);
   const CudaApi& api = cuda_api_with_cublas();
   static std::mutex call_mu;  // the plan's descriptor carries this call's bias pointer

@@ -196,19 +196,33 @@ Plan plan_gemm(const Tensor& a, const Tensor& b, const Shape& out_batch) {
 // GPT-2 small's Q K^T ([96, 1024, 64] x [96, 64, 1024], TF32) took 128.8 us that way against
 // 127.3 us strided-batched plus two 14 us copies to make q and k dense; one strided-batched call
 // per batch element took 167 us. Only matrices neither row- nor column-major are copied.
+namespace {
+
+Plan plan_gemm(const Shape& a_shape, const Strides& a_strides, const Shape& b_shape, const Strides& b_strides,
+               const Shape& out_shape) {
+  return plan_gemm(matrix_view(a_shape, a_strides, true), matrix_view(b_shape, b_strides, false),
+                   batch_of(out_shape, a_shape.size(), b_shape.size()));
+}
+
+std::array<bool, 2> dense_copies(const Plan& plan) {
+  return {!cublas_operand_ok(plan.p.a, plan.p.m, plan.p.k), !cublas_operand_ok(plan.p.b, plan.p.k, plan.p.n)};
+}
+
+// One matrix product (batch dims folded into rows): what cuBLASLt's bias epilogue takes.
+bool one_matrix(const Plan& plan) { return plan.outer_extent.empty() && plan.p.batch == 1; }
+
+}  // namespace
+
 std::array<bool, 2> cublas_dense_copies(const Shape& a_shape, const Strides& a_strides, const Shape& b_shape,
                                         const Strides& b_strides, const Shape& out_shape) {
-  Shape out_batch = batch_of(out_shape, a_shape.size(), b_shape.size());
-  Plan plan = plan_gemm(matrix_view(a_shape, a_strides, true), matrix_view(b_shape, b_strides, false), out_batch);
-  return {!cublas_operand_ok(plan.p.a, plan.p.m, plan.p.k), !cublas_operand_ok(plan.p.b, plan.p.k, plan.p.n)};
+  return dense_copies(plan_gemm(a_shape, a_strides, b_shape, b_strides, out_shape));
 }
 
 bool cublas_bias_epilogue_applies(const Shape& a_shape, const Strides& a_strides, const Shape& b_shape,
                                   const Strides& b_strides, const Shape& out_shape) {
-  std::array<bool, 2> copy = cublas_dense_copies(a_shape, a_strides, b_shape, b_strides, out_shape);
-  Plan plan = plan_gemm(matrix_view(a_shape, a_strides, true), matrix_view(b_shape, b_strides, false),
-                        batch_of(out_shape, a_shape.size(), b_shape.size()));
-  return !copy[0] && !copy[1] && plan.outer_extent.empty() && plan.p.batch == 1;
+  Plan plan = plan_gemm(a_shape, a_strides, b_shape, b_strides, out_shape);
+  std::array<bool, 2> copy = dense_copies(plan);
+  return !copy[0] && !copy[1] && one_matrix(plan);
 }
 
 bool stored_by_columns(const Shape& shape, const Strides& strides) {
@@ -223,23 +237,25 @@ Tensor dense_copy(const Tensor& t) {
 
 namespace {
 
-// out = a @ b (+ bias along the rows, when given, in cuBLASLt's epilogue where the product is one
-// matrix; returns false when the bias is still to be added).
+// out = a @ b, and + bias along the rows in cuBLASLt's epilogue where the product is one matrix
+// with a dense bias (a defined bias on [N]); returns whether the bias was added.
 bool run_cublas(Tensor a, Tensor b, const Tensor& bias, const Tensor& out) {
   std::array<bool, 2> copy = cublas_dense_copies(a.shape(), a.strides(), b.shape(), b.strides(), out.shape());
   if (copy[0]) a = dense_copy(a);
   if (copy[1]) b = dense_copy(b);
   Plan plan = plan_gemm(a, b, batch_of(out.shape(), a.dim(), b.dim()));
+  if (bias.defined() && bias.stride(0) == 1 && one_matrix(plan)) {
+    cublas_gemm_bias(a, b, bias, out, plan.p);
+    return true;
+  }
   if (plan.outer_extent.empty()) {
-    bool epilogue = bias.defined() && plan.p.batch == 1 && bias.dtype() == out.dtype() && bias.stride(0) == 1;
-    if (epilogue) cublas_gemm_bias(a, b, bias, out, plan.p);
-    else cublas_gemm(a, b, out, plan.p, 0, 0, 0);
-    return epilogue || !bias.defined();
+    cublas_gemm(a, b, out, plan.p, 0, 0, 0);
+    return false;
   }
   std::vector<std::array<int64_t, 3>> offsets;
   for_each_gemm(plan, [&](int64_t oa, int64_t ob, int64_t oc) { offsets.push_back({oa, ob, oc}); });
   cublas_gemm_each(a, b, out, plan.p, offsets);
-  return !bias.defined();
+  return false;
 }
 
 }  // namespace
@@ -268,10 +284,9 @@ TensorList run_matmul(const OpDef& def, const TensorList& in, const Attrs& attrs
     else std::memset(out.data_ptr(), 0, nbytes);
     return {with_bias(convert(out, om.dtype))};
   }
-  if (cuda) {
-    bool added = run_cublas(a, b, kt == om.dtype ? bias : Tensor(), out);
-    Tensor y = convert(out, om.dtype);
-    return {added && kt == om.dtype ? y : with_bias(y)};
+  if (cuda) {  // every dtype computes in itself here (kt == om.dtype)
+    bool added = run_cublas(a, b, bias, out);
+    return {added ? out : with_bias(out)};
   }
 
   Plan plan = plan_gemm(a, b, batch_of(om.shape, a.dim(), b.dim()));
