@@ -83,6 +83,18 @@ std::vector<Tensor> random_args(const Graph& g, uint64_t seed) {
   return args;
 }
 
+// A CUDA graph before and after a CUDA-only pass, both run on the CPU (metadata moved there): the
+// pass may change layouts and ops, never the values, on fresh random inputs.
+void check_same_on_cpu(const Graph& before, const Graph& after, uint64_t seed, const std::string& what) {
+  Graph b = before, a = after;
+  for (Graph* x : {&a, &b})
+    for (Value& v : x->values) v.meta.device = Device::cpu();
+  std::vector<Tensor> args = random_args(b, seed);
+  std::vector<Tensor> want = run(b, args), got = run(a, args);
+  for (size_t o = 0; o < want.size(); ++o)
+    check_close(got[o], host_values(want[o]), want[o].shape(), what + " output " + std::to_string(o));
+}
+
 // Decomposes a copy of g with every known rule; checks only primitive ops remain and that the
 // outputs match the original graph's on fresh random inputs. Returns the decomposed graph.
 Graph decompose_and_compare(const Graph& g, uint64_t seed, const std::string& what) {
@@ -269,14 +281,7 @@ BOOST_AUTO_TEST_CASE(cublas_gemm_operands_copies_what_cublas_cannot_read_on_cuda
         BOOST_TEST((!after[0] && !after[1]));  // the eager matmul copies nothing more
       }
       if (!cuda) continue;
-      // The same values, run on the CPU: the copies change layouts, never results.
-      Graph on_cpu = g, before = b.g;
-      for (Graph* x : {&on_cpu, &before})
-        for (Value& v : x->values) v.meta.device = Device::cpu();
-      std::vector<Tensor> args = random_args(before, 31);
-      std::vector<Tensor> want = run(before, args), got = run(on_cpu, args);
-      for (size_t o = 0; o < want.size(); ++o)
-        check_close(got[o], host_values(want[o]), want[o].shape(), "cublas_gemm_operands output " + std::to_string(o));
+      check_same_on_cpu(b.g, g, 31, "cublas_gemm_operands");  // the copies change layouts only
     }
   }
 }
@@ -308,13 +313,7 @@ BOOST_AUTO_TEST_CASE(cublas_bias_epilogue_folds_a_linears_bias_on_cuda_only) {
       BOOST_TEST(count_op(g, "matmul_bias") == (cuda ? 2 : 0));
       BOOST_TEST(count_op(g, "matmul") == (cuda ? 3 : 5));
       if (!cuda) continue;
-      Graph on_cpu = g, before = b.g;
-      for (Graph* x : {&on_cpu, &before})
-        for (Value& v : x->values) v.meta.device = Device::cpu();
-      std::vector<Tensor> args = random_args(before, 33);
-      std::vector<Tensor> want = run(before, args), got = run(on_cpu, args);
-      for (size_t o = 0; o < want.size(); ++o)
-        check_close(got[o], host_values(want[o]), want[o].shape(), "cublas_bias_epilogue output " + std::to_string(o));
+      check_same_on_cpu(b.g, g, 33, "cublas_bias_epilogue");
     }
   }
 }
