@@ -2,33 +2,15 @@
 #include <map>
 
 #include "dsl/error.h"
+#include "graph/emitter.h"
 #include "graph/passes.h"
 
 namespace kiln {
 
 namespace {
 
-// Appends primitive ops to the graph being rebuilt. The rules compute in f32 (f64 for f64
-// inputs), like the fused kernels, and cast the result back to the composite's output dtype.
-struct Emitter {
-  Graph& g;
-  Device device;
-  DType compute = DType::f32;
-
-  int op(const char* name, const std::vector<int>& ins, const Attrs& a = {}) {
-    return g.add_inferred_node(op_def(name), a, ins)[0];
-  }
-  int constant(double v) {
-    Attrs a{{"shape", Shape{}}, {"value", v}, {"dtype", std::string(name(compute))}, {"device", device.str()}};
-    return op("full", {}, a);
-  }
-  int cast(int x, DType t) {
-    return g.values[x].meta.dtype == t ? x : op("cast", {x}, {{"dtype", std::string(name(t))}});
-  }
-  int reduce(const char* name, int x, const std::vector<int64_t>& dims) {
-    return op(name, {x}, {{"dims", dims}, {"keepdim", true}});
-  }
-};
+// The rules compute in f32 (f64 for f64 inputs), like the fused kernels, and cast the result back
+// to the composite's output dtype (Emitter: graph/emitter.h).
 
 // A rule returns the value that replaces the node's output, or -1 to keep the node as it is.
 using Rule = std::function<int(Emitter&, const GraphNode&, const std::vector<int>& ins)>;

@@ -52,6 +52,13 @@ int cublas_gemm_operands(Graph& g);
 // Runs after differentiation: matmul_bias has no derivative rule. Returns the matmuls folded.
 int cublas_bias_epilogue(Graph& g);
 
+// On CUDA, softmax, log_softmax and logsumexp of a contiguous static f32 input along its last dim,
+// rows of at least 16384 elements that a chunk of 128 to 1024 (a multiple of 32) divides, become a
+// split reduction (graph/split_long_rows.cpp): each chunk's max and sum of exps in one pass over
+// the rows, the chunks combined per row, the output in a second pass. A [8192, 50304] softmax
+// read its logits three times and writes once; split, twice. Returns the nodes split.
+int split_long_rows(Graph& g);
+
 // softmax(scale * q k^T, causally masked) v, spelled with matmul, mul, where and softmax on CPU
 // values of rank 4, becomes one `attention` node, and the backward the derivative rules traced for
 // it (when the graph has it) one `attention_backward` node (graph/fuse_attention.cpp lists the

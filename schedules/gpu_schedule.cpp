@@ -39,6 +39,8 @@ constexpr int kWarpRows = 1;
 // 840 / 1317 / 1367 / 1337 / 1219.
 constexpr int64_t kShortWarpRow = 64;
 constexpr int kShortWarpRows = 4;
+// Lanes of a row of at most kShortWarpRow elements (32: a warp a row).
+constexpr int kShortRowWidth = 32;
 // A warp per row for rows this short (a block of 256 threads would idle), and for rows this long
 // when there are many; a block per row between (one H200, 2026-12-02, softmax GB/s block -> warp:
 // [1M, 64] 154 -> 570, [65536, 1024] 2035 -> 2496, [8192, 50304] 1202 -> 1856, [8192, 4096]
@@ -54,6 +56,7 @@ struct RowTuning {
   int warp = -1;  // 1: a warp per row always, 0: never, -1: by the rows' count and length
   int unroll = kRowUnroll;  // a row reduction's serial steps unrolled by this: loads of several steps in flight
   int warp_rows = 0;  // rows per block (a warp each) of a warp-row op; 0: by the row length (warp_rows_per_block)
+  int row_width = 0;  // lanes per row of a short warp-row op; 0: by the row length (row_width)
   warp_rows::LaneCombine combine = warp_rows::LaneCombine::vector;  // how a warp row's lanes are summed
 };
 
@@ -71,6 +74,9 @@ const RowTuning& row_tuning() {
     r.warp = std::clamp(env("KILN_GPU_ROW_WARP", -1), -1, 1);
     r.unroll = std::clamp(env("KILN_GPU_ROW_UNROLL", kRowUnroll), 1, 16);
     r.warp_rows = std::clamp(env("KILN_GPU_WARP_ROWS", 0), 0, 32);
+    r.row_width = env("KILN_GPU_ROW_WIDTH", 0);
+    if (r.row_width != 0 && (r.row_width < 1 || r.row_width > kWarp || (r.row_width & (r.row_width - 1)) != 0))
+      throw_error("KILN_GPU_ROW_WIDTH: lanes per row must be a power of two from 1 to 32, got ", r.row_width);
     r.combine = env("KILN_GPU_WARP_COMBINE_SERIAL", 0) ? warp_rows::LaneCombine::serial : warp_rows::LaneCombine::vector;
     return r;
   }();
@@ -81,6 +87,13 @@ const RowTuning& row_tuning() {
 int warp_rows_per_block(int64_t length) {
   if (row_tuning().warp_rows > 0) return row_tuning().warp_rows;
   return length <= kShortWarpRow ? kShortWarpRows : kWarpRows;
+}
+
+// Lanes of each row of a warp-row op whose rows have `length` elements: a warp's 32, or fewer for
+// short rows, which then share a warp (32 / width rows a warp).
+int row_width(int64_t length) {
+  if (length > kShortWarpRow) return kWarp;
+  return row_tuning().row_width > 0 ? row_tuning().row_width : kShortRowWidth;
 }
 
 using warp_rows::fuse_all;
@@ -286,10 +299,10 @@ void stage_block_row(const ScheduleRoot& root, const std::vector<ImageParam>& in
 }
 
 // Consecutive elements a lane reads per step of a warp's row: up to 4 (16 bytes), fewer when the
-// row is shorter than a warp's step; 1 for 8-byte values (see vector_lanes).
+// row is shorter than a step of its lanes (row_width); 1 for 8-byte values (see vector_lanes).
 int warp_row_lanes(const Graph& g, const Region& r, int64_t length) {
   int lanes = access_lanes(g, r, length);
-  while (lanes > 1 && length < int64_t(kWarp) * lanes) lanes /= 2;
+  while (lanes > 1 && length < int64_t(row_width(length)) * lanes) lanes /= 2;
   return lanes;
 }
 
@@ -325,7 +338,8 @@ int stage_warp_row_in_registers(const Graph& g, const ScheduleRoot& root, const 
   // Not a row op written with the pointwise value it reads (tuple_outputs.h): GPT-2's residual sum
   // and layer norm, [8192, 768] on one H200, took 36.9 us with the sum's row held in registers
   // (and 37 with its inputs' rows there) against 28.9 us reading the rows in each pass.
-  if (!row_tuning().registers || root.func.dimensions() < 2 || warp_rows_per_block(length) != 1 || root.func.outputs() > 1 ||
+  if (!row_tuning().registers || root.func.dimensions() < 2 || warp_rows_per_block(length) != 1 ||
+      row_width(length) != kWarp || root.func.outputs() > 1 ||
       !static_row(g, root.value) || length % kWarp != 0 || length > kRegisterRowMax)
     return 0;
   const int steps = int(length / kWarp);
@@ -368,14 +382,15 @@ void warp_rows(const Graph& g, const Region& r, const ScheduleRoot& root, const 
   int unroll = register_steps > 0 ? register_steps : row_tuning().unroll;
   if (register_steps > 0) f.bound(v[0], 0, int(length));  // constant loops: registers have constant indices
   if (row_wise) {
-    warp_rows::row_wise_lanes(f, v[0], ry, rb, lanes, unroll);
+    warp_rows::row_wise_lanes(f, v[0], ry, rb, lanes, unroll, row_width(length));
   } else {
     Var fl("fl");
     f.split(ry, ry, fl, 1, TailStrategy::RoundUp).gpu_threads(fl, ry);
   }
   if (outer.empty()) f.gpu_blocks(rb);
   else f.gpu_blocks(rb, fuse_all(f, outer));
-  for (Func inner : root.inner) warp_rows::warp_reduction(inner, f, rb, lanes, unroll, row_tuning().combine);
+  for (Func inner : root.inner)
+    warp_rows::warp_reduction(inner, f, rb, lanes, unroll, row_tuning().combine, row_width(length));
 }
 
 // Whether a row op runs a warp per row (rows of at most kWarpRowMax, or many long rows) rather than a block.
@@ -486,7 +501,7 @@ std::string gpu_schedule_tuning() {
   const RowTuning& t = row_tuning();
   return "row_threads=" + std::to_string(t.threads) + ",row_stage=" + std::to_string(t.stage) +
          ",row_vector=" + std::to_string(t.vector) + ",row_warp=" + std::to_string(t.warp) +
-         ",row_unroll=" + std::to_string(t.unroll) + ",warp_rows=" + std::to_string(t.warp_rows) +
+         ",row_unroll=" + std::to_string(t.unroll) + ",warp_rows=" + std::to_string(t.warp_rows) + ",row_width=" + std::to_string(t.row_width) +
          ",row_registers=" + std::to_string(t.registers) +
          ",warp_combine=" + (t.combine == warp_rows::LaneCombine::vector ? "vector" : "serial");
 }

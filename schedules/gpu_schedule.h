@@ -38,7 +38,8 @@ void schedule_gpu(const Graph& g, const Region& r, LoweredRegion& lowered);
 // thread, default 0), KILN_GPU_ROW_WARP (1: a warp per row always, 0: never; default by the
 // rows' length and count), KILN_GPU_ROW_UNROLL (a row reduction's serial steps unrolled, block and warp rows, 1-16, default 8),
 // KILN_GPU_WARP_ROWS (rows per block of a warp-row op, a warp each, 1-32; default 4 for rows of
-// at most 64 elements, else 1),
+// at most 64 elements, else 1), KILN_GPU_ROW_WIDTH (lanes per row of rows of at most 64
+// elements, a power of two up to 32; fewer than 32 put several rows in a warp; default 32),
 // KILN_GPU_ROW_REGISTERS (0: no warp row staged in registers; default 1),
 // KILN_GPU_WARP_COMBINE_SERIAL (1: a warp row's 32 lane sums combined one at a time, as the
 // eager kernels do; default 0: shuffled together and summed as a vector, gpu_warp_rows.h).

@@ -3,13 +3,15 @@
 // eager kernels that generators/ build (generators/row_schedule.h). Header-only and Halide-only,
 // so that the generator programs need no more than kiln_defs.
 //
-//   block:  rows_per_block rows, a warp each (threadIdx.y picks the row, threadIdx.x the lane);
-//   a row's reduction g: each lane sums `lanes` consecutive elements of every 32 * lanes in
+//   block:  rows_per_block rows, `width` lanes each (threadIdx.y picks the row, threadIdx.x the
+//           lane): a warp per row with the default width of 32; a short row takes fewer lanes,
+//           and 32 / width rows share a warp (Halide shuffles within each row's lanes);
+//   a row's reduction g: each lane sums `lanes` consecutive elements of every width * lanes in
 //           registers (coalesced reads, no shared memory), then its vector; lane 0 combines the
-//           32 lanes' sums through warp shuffles into g, which lives in shared memory for the block:
-//           one at a time (LaneCombine::serial), or all 32 shuffled at once and summed as a
+//           row's lane sums through warp shuffles into g, which lives in shared memory for the
+//           block: one at a time (LaneCombine::serial), or all shuffled at once and summed as a
 //           vector, in a tree (LaneCombine::vector);
-//   a row-wise output: each lane writes `lanes` consecutive elements of every 32 * lanes.
+//   a row-wise output: each lane writes `lanes` consecutive elements of every width * lanes.
 #pragma once
 #include <Halide.h>
 
@@ -46,18 +48,18 @@ inline void unroll_steps(Halide::Stage s, Halide::RVar r, int unroll) {
   s.split(r, ro, ri, unroll, Halide::TailStrategy::GuardWithIf).unroll(ri);
 }
 
-// How lane 0 combines the 32 lanes' partial sums of a row. serial: a loop of 32 steps, each a
-// shuffle from one lane and an update of g in shared memory. vector: the 32 shuffles issued
-// together and reduced as one 32-wide vector (a tree of depth 5), g updated once (Halide's
-// atomic() vectorized reduction; the update is lane 0's alone, so the atomic never waits).
+// How lane 0 combines the lanes' partial sums of a row. serial: a loop of `width` steps, each a
+// shuffle from one lane and an update of g in shared memory. vector: the shuffles issued together
+// and reduced as one vector (a tree of depth 5 for 32 lanes), g updated once (Halide's atomic()
+// vectorized reduction; the update is lane 0's alone, so the atomic never waits).
 enum class LaneCombine { serial, vector };
 
-// Reduction g of a row, computed at loop `block` of f by the row's warp (see above). g's rows run
-// on threadIdx.y and a one-wide threadIdx.x, so that the partials' lane loop (threadIdx.x) nests
-// inside them. `unroll` > 1 unrolls each lane's steps (loads of several steps in flight).
-// Reductions Halide cannot split (not provably associative) run serially in lane 0.
+// Reduction g of a row, computed at loop `block` of f by the row's `width` lanes (see above). g's
+// rows run on threadIdx.y and a one-wide threadIdx.x, so that the partials' lane loop
+// (threadIdx.x) nests inside them. `unroll` > 1 unrolls each lane's steps (loads of several steps
+// in flight). Reductions Halide cannot split (not provably associative) run serially in lane 0.
 inline void warp_reduction(Halide::Func g, Halide::Func f, Halide::Var block, int lanes, int unroll = 1,
-                           LaneCombine combine = LaneCombine::serial) {
+                           LaneCombine combine = LaneCombine::serial, int width = kWarp) {
   using namespace Halide;
   const TailStrategy guard = TailStrategy::GuardWithIf;
   g.compute_at(f, block);
@@ -72,14 +74,14 @@ inline void warp_reduction(Halide::Func g, Halide::Func f, Halide::Var block, in
       rows_on_warps(g.update(u));
       continue;
     }
-    // partials(lane, lv) sums the row's elements lane * lanes + lv of every kWarp * lanes; each
-    // lane's vector is summed in the lane (lane_sums) before lane 0 reads the 32 lanes' sums.
+    // partials(lane, lv) sums the row's elements lane * lanes + lv of every width * lanes; each
+    // lane's vector is summed in the lane (lane_sums) before lane 0 reads the lanes' sums.
     Func partials, lane_sums;
     Var lane("lane"), lv("lv"), ls("ls");
     RVar ro("ro"), ri("ri"), rl("rl"), rv("rv");
     try {
       RVar r = fuse_all(g.update(), g.rvars());
-      partials = g.update().split(r, ro, ri, kWarp * lanes, guard).split(ri, rl, rv, lanes, guard).rfactor({{rl, lane}, {rv, lv}});
+      partials = g.update().split(r, ro, ri, width * lanes, guard).split(ri, rl, rv, lanes, guard).rfactor({{rl, lane}, {rv, lv}});
       if (lanes > 1) lane_sums = g.update().rfactor(rl, ls);
     } catch (const CompileError&) {
     }
@@ -102,13 +104,14 @@ inline void warp_reduction(Halide::Func g, Halide::Func f, Halide::Var block, in
 }
 
 // The loops of a row-wise output f along its row var `along` (rows already split, the row within
-// the block `ry`, the block `rb`): lane l writes `lanes` consecutive elements of every
-// kWarp * lanes, threadIdx.y picks the row.
-inline void row_wise_lanes(Halide::Func f, Halide::Var along, Halide::Var ry, Halide::Var rb, int lanes, int unroll = 1) {
+// the block `ry`, the block `rb`): lane l of `width` writes `lanes` consecutive elements of every
+// width * lanes, threadIdx.y picks the row.
+inline void row_wise_lanes(Halide::Func f, Halide::Var along, Halide::Var ry, Halide::Var rb, int lanes, int unroll = 1,
+                           int width = kWarp) {
   using namespace Halide;
   const TailStrategy guard = TailStrategy::GuardWithIf;
   Var co("co"), ci("ci"), lane("lane"), cv("cv");
-  f.split(along, co, ci, kWarp * lanes, guard).split(ci, lane, cv, lanes, guard).reorder(cv, co, lane, ry, rb);
+  f.split(along, co, ci, width * lanes, guard).split(ci, lane, cv, lanes, guard).reorder(cv, co, lane, ry, rb);
   if (lanes > 1) f.vectorize(cv);
   if (unroll > 1) {
     Var coo("coo"), coi("coi");

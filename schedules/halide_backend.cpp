@@ -522,6 +522,7 @@ std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, const std::string& 
 class HalideBackend final : public Backend {
  public:
   std::string_view name() const override { return "halide"; }
+  bool fuses_ops() const override { return true; }
 
   void check(const BackendOptions& options) const override {
     auto names = halide_autoscheduler_names();

@@ -17,6 +17,7 @@
 #include "dsl/ops/math_functions.h"
 #include "graph/backend.h"
 #include "graph/graph.h"
+#include "graph/passes.h"
 #include "schedules/fusion.h"
 #include "schedules/gpu_launch_check.h"
 #include "schedules/gpu_schedule.h"
@@ -459,4 +460,26 @@ BOOST_AUTO_TEST_CASE(a_transposed_copy_goes_through_a_tile_in_shared_memory) {
   b.g.outputs = {b.op("add", {x, b.op("transpose", {x}, {{"dim0", int64_t(0)}, {"dim1", int64_t(1)}})})};
   auto [launches, stmt] = launches_of(b.g);
   BOOST_TEST(count(stmt, "st.shared") == 0);
+}
+
+// GPT-2's logits are [8192, 50304]: a softmax over rows that long, split by split_long_rows into
+// chunks of 384 (graph/passes.h), is three kernels: the chunks' log-sum-exps (a warp a chunk, one
+// block per chunk of each row), the rows' (a warp a row over its 131 chunks), and the output, 4
+// elements a thread. The logits are read once by the first and once by the last.
+BOOST_AUTO_TEST_CASE(a_long_row_softmax_runs_as_chunks_then_rows) {
+  const int64_t rows = 64, C = 50304, K = 131;
+  Builder b;
+  int x = b.input({rows, C});
+  b.g.outputs = {b.op("softmax", {x}, {{"dim", int64_t(-1)}})};
+  BOOST_TEST_REQUIRE(split_long_rows(b.g) == 1);
+  auto [launches, stmt] = launches_of(b.g);
+  BOOST_TEST_REQUIRE(launches.size() == 3u);
+  BOOST_TEST(launches[0].blocks == rows * K);
+  BOOST_TEST(launches[0].threads == 32);
+  BOOST_TEST(launches[1].blocks == rows);
+  BOOST_TEST(launches[2].blocks * launches[2].threads * 4 == rows * C);
+  auto loads = [](const std::string& ptx) { return count(ptx, "ld.global.nc.f32") + count(ptx, "ld.global.f32"); };
+  // A lane's 12 elements of its chunk (3 steps of 4), loaded once for the max and the sum of exps.
+  BOOST_TEST(loads(kernel_ptx(stmt, "logsumexp")) == 12);
+  BOOST_TEST(loads(kernel_ptx(stmt, "_kernel_exp")) == 5);  // a thread's 4 logits and its row's log-sum-exp
 }

@@ -1,0 +1,94 @@
+// split_long_rows (graph/passes.h): a softmax, log_softmax or logsumexp over rows too long for a
+// block to hold on chip becomes a split reduction, as Inductor splits long reductions. The row
+// [C] is viewed as K chunks of J elements; one pass over the rows gives each chunk's log-sum-exp
+// (its max, then its sum of exps: a chunk is short enough that its second read hits the cache),
+// the row's log-sum-exp is that of its K chunks' (log sum_k exp(lse_k)), and the outputs read the
+// row once more: exp(x - lse), x - lse. Unsplit, the schedule read a row three times (max, sum,
+// output) from memory: 196 KiB a row for GPT-2's [8192, 50304] logits. The logsumexp op keeps
+// infinite rows and chunks exact (a chunk of -inf alone is -inf, not NaN).
+#include "graph/emitter.h"
+#include "graph/passes.h"
+
+namespace kiln {
+
+namespace {
+
+// Rows at least this long are split (64 KiB of f32; the GPU schedule streams rows this long
+// through one warp, gpu_schedule.cpp).
+constexpr int64_t kLongRow = 16384;
+// A chunk is the longest multiple of 32 in [kChunkMin, kChunkMax] that divides the row: a warp's
+// row of the GPU schedule (gpu_schedule.cpp keeps rows up to 1024 with a warp each).
+constexpr int64_t kChunkMin = 128, kChunkMax = 1024, kChunkStep = 32;
+
+int64_t chunk_of(int64_t row) {
+  for (int64_t j = kChunkMax; j >= kChunkMin; j -= kChunkStep)
+    if (row % j == 0) return j;
+  return 0;
+}
+
+// The chunk length when node n reduces along its input's last dim, a long static f32 row on CUDA
+// of a contiguous input; 0 when it is not split.
+int64_t split_chunk(const Graph& g, const GraphNode& n) {
+  const std::string& op = n.op->name;
+  if (op != "softmax" && op != "log_softmax" && op != "logsumexp") return 0;
+  const Value& x = g.values[size_t(n.inputs[0])];
+  const int64_t rank = int64_t(x.meta.shape.size());
+  if (rank == 0 || !x.meta.device.is_cuda() || x.meta.dtype != DType::f32) return 0;
+  if (g.values[size_t(n.outputs[0])].meta.dtype != DType::f32) return 0;
+  if (op == "logsumexp") {
+    auto dims = n.attrs.get<std::vector<int64_t>>("dims");
+    if (dims.size() != 1 || wrap_dim(op, dims[0], rank) != rank - 1) return 0;
+  } else if (wrap_dim(op, n.attrs.get<int64_t>("dim"), rank) != rank - 1) {
+    return 0;
+  }
+  for (const SymDim& d : x.sym)
+    if (!g.shape_env->canonical(d).is_static()) return 0;
+  if (x.strides != contiguous_strides(x.meta.shape)) return 0;
+  int64_t row = x.meta.shape.back();
+  return row >= kLongRow ? chunk_of(row) : 0;
+}
+
+// The split form of node n (see the top of the file); returns the value that replaces its output.
+int split(Emitter& e, const GraphNode& n, int x, int64_t chunk) {
+  const Shape& shape = e.g.values[size_t(x)].meta.shape;
+  Shape lead(shape.begin(), shape.end() - 1), chunks = lead;
+  chunks.insert(chunks.end(), {shape.back() / chunk, chunk});
+  // Both along the last dim (row reductions): the chunks' [..., K] of x viewed [..., K, J], then
+  // the rows' [..., 1] of the chunks'.
+  auto logsumexp = [&](int v, bool keepdim) {
+    return e.op("logsumexp", {v}, {{"dims", std::vector<int64_t>{-1}}, {"keepdim", keepdim}});
+  };
+  int lse = logsumexp(logsumexp(e.view(x, chunks), false), true);
+  const std::string& op = n.op->name;
+  if (op == "softmax") return e.op("exp", {e.op("sub", {x, lse})});
+  if (op == "log_softmax") return e.op("sub", {x, lse});
+  return n.attrs.get_or<bool>("keepdim", false) ? lse : e.view(lse, lead);
+}
+
+}  // namespace
+
+int split_long_rows(Graph& g) {
+  GraphRewrite r(g);
+  int count = 0;
+  for (const GraphNode& node : g.nodes) {
+    int64_t chunk = split_chunk(g, node);
+    if (chunk == 0) {
+      r.copy(node);
+      continue;
+    }
+    const TensorMeta& want = g.values[size_t(node.outputs[0])].meta;
+    Emitter e{r.out, want.device, DType::f32};
+    size_t mark = r.out.nodes.size();
+    int y = split(e, node, r.id(node.inputs[0]), chunk);
+    for (size_t k = mark; k < r.out.nodes.size(); ++k) r.out.nodes[k].grad_enabled = node.grad_enabled;
+    KILN_CHECK(r.out.values[size_t(y)].meta.shape == want.shape, "split_long_rows: ", node.op->name, " gave shape ",
+               to_string(r.out.values[size_t(y)].meta.shape), ", expected ", to_string(want.shape));
+    r.set(node.outputs[0], y);
+    ++count;
+  }
+  if (count == 0) return 0;
+  g = std::move(r).finish();
+  return count;
+}
+
+}  // namespace kiln

@@ -1,0 +1,128 @@
+// split_long_rows (graph/split_long_rows.cpp) on hand-built graphs: which softmax, log_softmax and
+// logsumexp nodes it splits (long static f32 rows along the last dim, on CUDA only), and that the
+// split graphs, run op by op on the CPU, give the unsplit ops' values and plain double loops',
+// infinities included.
+#include <cmath>
+#include <limits>
+
+#include "graph/passes.h"
+#include "support/graph_builder.h"
+#include "support/reference.h"
+
+using namespace kiln;
+using namespace kiln::test;
+
+namespace {
+
+using Values = std::vector<double>;
+const double kInf = std::numeric_limits<double>::infinity();
+
+// Each row of x [rows, n] through f, in double.
+Values per_row(const Values& x, int64_t n, const std::function<Values(const Values&)>& f) {
+  Values out;
+  for (size_t o = 0; o < x.size(); o += size_t(n)) {
+    Values r = f(Values(x.begin() + long(o), x.begin() + long(o) + n));
+    out.insert(out.end(), r.begin(), r.end());
+  }
+  return out;
+}
+
+double logsumexp_of(const Values& r) {
+  double m = -kInf, s = 0;
+  for (double e : r) m = std::max(m, e);
+  if (std::isinf(m)) return m;
+  for (double e : r) s += std::exp(e - m);
+  return m + std::log(s);
+}
+
+}  // namespace
+
+// Long rows on CUDA are split: softmax and log_softmax along the last dim, logsumexp over it with
+// and without keepdim ([3, 50304]: chunks of 384, GPT-2's logits). Kept: rows of a length no chunk
+// of 128 to 1024 divides (16411 is prime), short rows (4096), a softmax along dim 0, f64, and every
+// node on the CPU. The split graph matches the original and double loops on fresh random inputs.
+BOOST_AUTO_TEST_CASE(split_long_rows_splits_long_cuda_rows_only) {
+  const int64_t N = 3, C = 50304;
+  for (bool cuda : {false, true}) {
+    Builder b;
+    if (cuda) b.device = Device::cuda(0);
+    int x = b.input({N, C});
+    int y1 = b.op("softmax", {x}, {{"dim", int64_t(-1)}});
+    int y2 = b.op("log_softmax", {x}, {{"dim", int64_t(1)}});
+    int y3 = b.op("logsumexp", {x}, {{"dims", std::vector<int64_t>{-1}}, {"keepdim", false}});
+    int y4 = b.op("logsumexp", {x}, {{"dims", std::vector<int64_t>{1}}, {"keepdim", true}});
+    int k1 = b.op("softmax", {b.input({2, 16411})}, {{"dim", int64_t(-1)}});
+    int k2 = b.op("softmax", {b.input({4, 4096})}, {{"dim", int64_t(-1)}});
+    int k3 = b.op("softmax", {x}, {{"dim", int64_t(0)}});
+    int k4 = b.op("logsumexp", {b.input({2, C}, f64)}, {{"dims", std::vector<int64_t>{-1}}, {"keepdim", false}});
+    b.g.outputs = {y1, y2, y3, y4, k1, k2, k3, k4};
+    Graph g = b.g;
+    BOOST_TEST_CONTEXT((cuda ? "cuda" : "cpu")) {
+      BOOST_TEST(split_long_rows(g) == (cuda ? 4 : 0));
+      check_valid(g);
+      BOOST_TEST(count_op(g, "softmax") == (cuda ? 3 : 4));
+      BOOST_TEST(count_op(g, "log_softmax") == (cuda ? 0 : 1));
+      BOOST_TEST(count_op(g, "logsumexp") == (cuda ? 1 + 2 * 4 : 3));  // the chunks' and the rows' of each split
+      if (!cuda) continue;
+      Graph before = on_cpu(b.g), after = on_cpu(g);
+      std::vector<Tensor> args = random_args(before, 51);
+      std::vector<Tensor> want = run(before, args), got = run(after, args);
+      for (size_t o = 0; o < want.size(); ++o)
+        check_close(got[o], host_values(want[o]), want[o].shape(), {1e-5, 1e-7}, "output " + std::to_string(o));
+      Values in = host_values(args[0]);
+      Values lse = per_row(in, C, [](const Values& r) { return Values{logsumexp_of(r)}; });
+      Values soft = per_row(in, C, [](const Values& r) {
+        Values out;
+        for (double e : r) out.push_back(std::exp(e - logsumexp_of(r)));
+        return out;
+      });
+      Values log_soft = per_row(in, C, [](const Values& r) {
+        Values out;
+        for (double e : r) out.push_back(e - logsumexp_of(r));
+        return out;
+      });
+      check_close(got[0], soft, {N, C}, {1e-5, 1e-9}, "softmax vs double loops");
+      check_close(got[1], log_soft, {N, C}, {1e-5, 1e-5}, "log_softmax vs double loops");
+      check_close(got[2], lse, {N}, {1e-6, 1e-6}, "logsumexp vs double loops");
+      check_close(got[3], lse, {N, 1}, {1e-6, 1e-6}, "logsumexp keepdim vs double loops");
+    }
+  }
+}
+
+// A chunk of -inf alone, a row of -inf alone and a row with +inf: the -inf chunk adds nothing (no
+// NaN from exp(-inf - -inf)), and logsumexp is -inf and +inf for the other two rows, as unsplit.
+BOOST_AUTO_TEST_CASE(split_long_rows_keeps_infinities_as_the_unsplit_ops) {
+  const int64_t N = 3, C = 16384;  // chunks of 1024
+  Values in = host_values(random_tensor({N, C}, f32, 52, -4, 4));
+  for (int64_t c = 3 * 1024; c < 4 * 1024; ++c) in[size_t(c)] = -kInf;  // row 0: chunk 3
+  in[5] = -kInf;
+  for (int64_t c = 0; c < C; ++c) in[size_t(C + c)] = -kInf;  // row 1
+  in[size_t(2 * C + 77)] = kInf;                              // row 2
+  std::vector<float> f(in.begin(), in.end());
+  Tensor x = from_vector(f, {N, C});
+  Builder b;
+  b.device = Device::cuda(0);
+  int v = b.input({N, C});
+  b.g.outputs = {b.op("softmax", {v}, {{"dim", int64_t(-1)}}), b.op("log_softmax", {v}, {{"dim", int64_t(-1)}}),
+                 b.op("logsumexp", {v}, {{"dims", std::vector<int64_t>{-1}}, {"keepdim", false}})};
+  Graph g = b.g;
+  BOOST_TEST_REQUIRE(split_long_rows(g) == 3);
+  std::vector<Tensor> want = run(on_cpu(b.g), {x}), got = run(on_cpu(g), {x});
+  // Row 0 (a chunk of -inf) as unsplit in all three; row 1 (all -inf) too in log_softmax (NaN) and
+  // logsumexp (-inf). Softmax's all -inf row and the +inf row differ in their NaNs: unsplit,
+  // exp(x - max) - log(sum) with an infinite max; split, exp(x - lse).
+  auto same_rows = [&](size_t o, int64_t n, const std::string& what) {  // output o's first n rows
+    Values a = host_values(got[o]), w = host_values(want[o]);
+    for (size_t i = 0; i < size_t(n * C); ++i)
+      if (!(std::isnan(a[i]) && std::isnan(w[i])) && a[i] != w[i] && !(std::abs(a[i] - w[i]) <= 1e-5 * std::abs(w[i]) + 1e-7))
+        BOOST_ERROR(what << " element " << i << ": " << a[i] << " split, " << w[i] << " unsplit");
+    return a;
+  };
+  same_rows(0, 1, "softmax");
+  BOOST_TEST(std::isnan(same_rows(1, 2, "log_softmax")[size_t(C)]));
+  Values lse = host_values(got[2]);
+  Values row0(in.begin(), in.begin() + C);
+  BOOST_TEST(std::abs(lse[0] - logsumexp_of(row0)) < 1e-5 * std::abs(lse[0]) + 1e-6);
+  BOOST_TEST(lse[1] == -kInf);
+  BOOST_TEST(lse[2] == kInf);
+}
