@@ -33,14 +33,17 @@ constexpr int64_t kRegisterRowMax = 1024;    // warp rows this long are staged i
 // softmax [65536, 1024] 2461 / 2501 / 2532 / 2528, layer_norm [65536, 768] 2176 / 2212 / 2202 / 2525
 // (2026-12-03, rows in registers: layer_norm 3834 with 8, 3839 with 1).
 constexpr int kWarpRows = 1;
-// Rows of at most kShortWarpRow elements: kShortWarpRows a block. A block of one 32-thread warp
-// holds too little work to hide the latency of its loads and shuffles (at most 32 blocks an SM):
-// softmax [1M, 64] on one H200, 2026-12-03, GB/s with 1 / 2 / 4 / 8 / 16 rows a block:
-// 840 / 1317 / 1367 / 1337 / 1219.
+// Rows of at most kShortWarpRow elements: kShortRowWidth lanes a row (32 / kShortRowWidth rows
+// share a warp, each lane holding 8 of a row's 64 elements), kShortWarpRows rows a block. A warp
+// per row left each lane 2 elements and combined 32 lanes per reduction, 64 shuffles for 64
+// elements; a block of one warp holds too little work to hide its loads' latency (at most 32
+// blocks an SM). softmax [1M, 64] on one H200, GB/s: a warp a row with 1 / 2 / 4 / 8 / 16 rows a
+// block 840 / 1317 / 1367 / 1337 / 1219 (2026-12-03); 4 rows a block with 32 / 16 / 8 / 4 lanes a
+// row 1354 / 2987 / 3184 / 3157, 8 lanes with 4 / 8 / 16 / 32 rows a block 3184 / 3933 / 3983 /
+// 3852, 4 lanes with 8 rows 3846 (2026-12-04, copy 4050).
 constexpr int64_t kShortWarpRow = 64;
-constexpr int kShortWarpRows = 4;
-// Lanes of a row of at most kShortWarpRow elements (32: a warp a row).
-constexpr int kShortRowWidth = 32;
+constexpr int kShortWarpRows = 16;
+constexpr int kShortRowWidth = 8;
 // A warp per row for rows this short (a block of 256 threads would idle), and for rows this long
 // when there are many; a block per row between (one H200, 2026-12-02, softmax GB/s block -> warp:
 // [1M, 64] 154 -> 570, [65536, 1024] 2035 -> 2496, [8192, 50304] 1202 -> 1856, [8192, 4096]

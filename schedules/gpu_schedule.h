@@ -6,7 +6,8 @@
 //               rows of at most 1024 elements (attention's scores, layer norms), and many rows
 //               of 16K or more (a vocabulary's logits): a warp per row, one row per block, each
 //               lane summing 4 consecutive elements of every 128 in registers, the lanes
-//               combined through warp shuffles; a row of static length up to 1024 (a multiple
+//               combined through warp shuffles (rows of at most 64: 8 lanes a row, 4 rows a
+//               warp, 16 rows a block); a row of static length up to 1024 (a multiple
 //               of 32) is first loaded into the warp's registers, every 32nd element a lane, so
 //               each input is read once however many passes the op makes; other rows, and rows
 //               of 8-byte values (Halide 14 has no 64-bit shuffles): one block per row, 256 threads striding the
@@ -37,9 +38,9 @@ void schedule_gpu(const Graph& g, const Region& r, LoweredRegion& lowered);
 // schedules/gpu_row_staging.h), KILN_GPU_ROW_VECTOR (4 consecutive elements per
 // thread, default 0), KILN_GPU_ROW_WARP (1: a warp per row always, 0: never; default by the
 // rows' length and count), KILN_GPU_ROW_UNROLL (a row reduction's serial steps unrolled, block and warp rows, 1-16, default 8),
-// KILN_GPU_WARP_ROWS (rows per block of a warp-row op, a warp each, 1-32; default 4 for rows of
-// at most 64 elements, else 1), KILN_GPU_ROW_WIDTH (lanes per row of rows of at most 64
-// elements, a power of two up to 32; fewer than 32 put several rows in a warp; default 32),
+// KILN_GPU_WARP_ROWS (rows per block of a warp-row op, 1-32; default 16 for rows of at most 64
+// elements, else 1), KILN_GPU_ROW_WIDTH (lanes per row of rows of at most 64 elements, a power
+// of two up to 32; fewer than 32 put several rows in a warp; default 8),
 // KILN_GPU_ROW_REGISTERS (0: no warp row staged in registers; default 1),
 // KILN_GPU_WARP_COMBINE_SERIAL (1: a warp row's 32 lane sums combined one at a time, as the
 // eager kernels do; default 0: shuffled together and summed as a vector, gpu_warp_rows.h).
