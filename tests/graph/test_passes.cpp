@@ -43,16 +43,6 @@ Graph decompose_and_compare(const Graph& g, uint64_t seed, const std::string& wh
   return d;
 }
 
-// f applied to each row of the last `k` dims (row-major order).
-Values along_rows(const Values& x, int64_t row, const std::function<Values(const Values&)>& f) {
-  Values out;
-  for (size_t o = 0; o < x.size(); o += row) {
-    Values r = f(Values(x.begin() + o, x.begin() + o + row));
-    out.insert(out.end(), r.begin(), r.end());
-  }
-  return out;
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(dce_removes_dead_nodes_and_keeps_outputs_and_random_draws) {

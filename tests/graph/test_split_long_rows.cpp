@@ -17,16 +17,6 @@ namespace {
 using Values = std::vector<double>;
 const double kInf = std::numeric_limits<double>::infinity();
 
-// Each row of x [rows, n] through f, in double.
-Values per_row(const Values& x, int64_t n, const std::function<Values(const Values&)>& f) {
-  Values out;
-  for (size_t o = 0; o < x.size(); o += size_t(n)) {
-    Values r = f(Values(x.begin() + long(o), x.begin() + long(o) + n));
-    out.insert(out.end(), r.begin(), r.end());
-  }
-  return out;
-}
-
 double logsumexp_of(const Values& r) {
   double m = -kInf, s = 0;
   for (double e : r) m = std::max(m, e);
@@ -70,13 +60,13 @@ BOOST_AUTO_TEST_CASE(split_long_rows_splits_long_cuda_rows_only) {
       for (size_t o = 0; o < want.size(); ++o)
         check_close(got[o], host_values(want[o]), want[o].shape(), {1e-5, 1e-7}, "output " + std::to_string(o));
       Values in = host_values(args[0]);
-      Values lse = per_row(in, C, [](const Values& r) { return Values{logsumexp_of(r)}; });
-      Values soft = per_row(in, C, [](const Values& r) {
+      Values lse = along_rows(in, C, [](const Values& r) { return Values{logsumexp_of(r)}; });
+      Values soft = along_rows(in, C, [](const Values& r) {
         Values out;
         for (double e : r) out.push_back(std::exp(e - logsumexp_of(r)));
         return out;
       });
-      Values log_soft = per_row(in, C, [](const Values& r) {
+      Values log_soft = along_rows(in, C, [](const Values& r) {
         Values out;
         for (double e : r) out.push_back(e - logsumexp_of(r));
         return out;

@@ -3,6 +3,7 @@
 #pragma once
 #include <boost/test/unit_test.hpp>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,18 @@ inline void check_same_on_cpu(const Graph& before, const Graph& after, uint64_t 
   std::vector<Tensor> want = run(b, args), got = run(a, args);
   for (size_t o = 0; o < want.size(); ++o)
     check_close(got[o], host_values(want[o]), want[o].shape(), what + " output " + std::to_string(o));
+}
+
+// f applied to each row of `row` consecutive values of x (row-major order), in double: the
+// reference loops of the passes' row ops.
+inline std::vector<double> along_rows(const std::vector<double>& x, int64_t row,
+                                      const std::function<std::vector<double>(const std::vector<double>&)>& f) {
+  std::vector<double> out;
+  for (size_t o = 0; o < x.size(); o += size_t(row)) {
+    std::vector<double> r = f(std::vector<double>(x.begin() + long(o), x.begin() + long(o) + row));
+    out.insert(out.end(), r.begin(), r.end());
+  }
+  return out;
 }
 
 }  // namespace kiln::test
