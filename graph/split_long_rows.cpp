@@ -9,6 +9,8 @@
 #include "graph/emitter.h"
 #include "graph/passes.h"
 
+#include <algorithm>
+
 namespace kiln {
 
 namespace {
@@ -16,12 +18,15 @@ namespace {
 // Rows at least this long are split (64 KiB of f32; the GPU schedule streams rows this long
 // through one warp, gpu_schedule.cpp).
 constexpr int64_t kLongRow = 16384;
-// A chunk is the longest multiple of 32 in [kChunkMin, kChunkMax] that divides the row: a warp's
-// row of the GPU schedule (gpu_schedule.cpp keeps rows up to 1024 with a warp each).
-constexpr int64_t kChunkMin = 128, kChunkMax = 1024, kChunkStep = 32;
+// A chunk is the longest divisor of the row in [kChunkMin, kChunkMax]: a row of the GPU
+// schedule's block-per-row reductions, short enough (32 KiB of f32) that its second read (the sum
+// of exps after the max) hits the cache. On one H200, softmax [8192, 50304] with chunks of at most
+// 1024 / 2048 / 4096 / 8192 elements (786 / 1572 / 3144 / 6288) ran at 2602 / 2244 / 2748 / 2847
+// GB/s (bench/RESULTS.md, twelfth session).
+constexpr int64_t kChunkMin = 128, kChunkMax = 8192;
 
 int64_t chunk_of(int64_t row) {
-  for (int64_t j = kChunkMax; j >= kChunkMin; j -= kChunkStep)
+  for (int64_t j = std::min(kChunkMax, row / 2); j >= kChunkMin; --j)
     if (row % j == 0) return j;
   return 0;
 }

@@ -463,11 +463,11 @@ BOOST_AUTO_TEST_CASE(a_transposed_copy_goes_through_a_tile_in_shared_memory) {
 }
 
 // GPT-2's logits are [8192, 50304]: a softmax over rows that long, split by split_long_rows into
-// chunks of 384 (graph/passes.h), is three kernels: the chunks' log-sum-exps (a warp a chunk, one
-// block per chunk of each row), the rows' (a warp a row over its 131 chunks), and the output, 4
-// elements a thread. The logits are read once by the first and once by the last.
+// 8 chunks of 6288 (graph/passes.h), is three kernels: the chunks' log-sum-exps (a block a chunk),
+// the rows' (rows of 8, 8 lanes a row and 16 rows a block), and the output, 4 elements a thread
+// that also reads its row's log-sum-exp.
 BOOST_AUTO_TEST_CASE(a_long_row_softmax_runs_as_chunks_then_rows) {
-  const int64_t rows = 64, C = 50304, K = 131;
+  const int64_t rows = 64, C = 50304, K = 8;
   Builder b;
   int x = b.input({rows, C});
   b.g.outputs = {b.op("softmax", {x}, {{"dim", int64_t(-1)}})};
@@ -475,12 +475,11 @@ BOOST_AUTO_TEST_CASE(a_long_row_softmax_runs_as_chunks_then_rows) {
   auto [launches, stmt] = launches_of(b.g);
   BOOST_TEST_REQUIRE(launches.size() == 3u);
   BOOST_TEST(launches[0].blocks == rows * K);
-  BOOST_TEST(launches[0].threads == 32);
-  BOOST_TEST(launches[1].blocks == rows);
+  BOOST_TEST(launches[0].threads >= 128);
+  BOOST_TEST(launches[1].blocks == rows / 16);
+  BOOST_TEST(launches[1].threads == 8 * 16);
   BOOST_TEST(launches[2].blocks * launches[2].threads * 4 == rows * C);
   auto loads = [](const std::string& ptx) { return count(ptx, "ld.global.nc.f32") + count(ptx, "ld.global.f32"); };
-  // A lane's 12 elements of its chunk (3 steps of 4), loaded once for the max and the sum of exps.
-  BOOST_TEST(loads(kernel_ptx(stmt, "logsumexp")) == 12);
   BOOST_TEST(loads(kernel_ptx(stmt, "_kernel_exp")) == 5);  // a thread's 4 logits and its row's log-sum-exp
 }
 
