@@ -44,7 +44,7 @@ class Backend {
   // The composite ops this backend wants decomposed into primitives before compile().
   virtual std::set<std::string> decompositions() const { return {}; }
   // Whether compile() fuses ops into kernels: rewrites that trade one op for several smaller ones
-  // (split_long_rows) pay off only then.
+  // (split_long_reductions) pay off only then.
   virtual bool fuses_ops() const { return false; }
   // Whether compile() takes graphs as captured, before any pass (a test backend that moves them
   // to another device and sends them through compile_graph itself, as PyTorch's custom backends

@@ -61,7 +61,7 @@ std::shared_ptr<CompiledGraph> compile_graph(const Graph& captured, Backend& cho
   for (const std::string& a : attentions) log_line(LogChannel::graph, label + ": fused attention: " + a);
   after(label, "padded cat sums", merge_padded_cat_sums(*g), *g);
   after(label, "decompositions", decompose(*g, backend.decompositions()), *g);
-  after(label, "split long rows", backend.fuses_ops() ? split_long_rows(*g) : 0, *g);
+  after(label, "split long reductions", backend.fuses_ops() ? split_long_reductions(*g) : 0, *g);
   // Not where autograd records the graph's ops (inputs require grad, no backward of its own):
   // matmul_bias has no derivative rule.
   bool recorded = captured.needs_autograd() && !captured.joint;

@@ -1,5 +1,5 @@
 // Emitter: appends primitive ops to a graph being rebuilt (a GraphRewrite's `out`), for the
-// passes that replace one node by several (graph/decompose.cpp, graph/split_long_rows.cpp).
+// passes that replace one node by several (graph/decompose.cpp, graph/split_long_reductions.cpp).
 // Constants are 0-d `full` nodes in the `compute` dtype, on `device`.
 #pragma once
 #include <string>

@@ -52,12 +52,14 @@ int cublas_gemm_operands(Graph& g);
 // Runs after differentiation: matmul_bias has no derivative rule. Returns the matmuls folded.
 int cublas_bias_epilogue(Graph& g);
 
-// On CUDA, softmax, log_softmax and logsumexp of a contiguous static f32 input along its last dim,
-// rows of at least 16384 elements that a chunk of 128 to 1024 (a multiple of 32) divides, become a
-// split reduction (graph/split_long_rows.cpp): each chunk's max and sum of exps in one pass over
-// the rows, the chunks combined per row, the output in a second pass. A [8192, 50304] softmax
-// read its logits three times and writes once; split, twice. Returns the nodes split.
-int split_long_rows(Graph& g);
+// On CUDA, for a contiguous static f32 input (graph/split_long_reductions.cpp): softmax,
+// log_softmax and logsumexp along its last dim, rows of at least 16384 elements, become a split
+// reduction: each chunk's max and sum of exps in one pass over the rows, the chunks combined per
+// row, the output in a second pass (a [8192, 50304] softmax read its logits three times and wrote
+// once; split, twice). A sum, mean, max or min of all of at least 2^20 elements becomes the same
+// op over chunks, then over the chunks' results. A chunk is the longest divisor of the row (the
+// element count) in [128, 8192]; reductions no such chunk divides are kept. Returns the nodes split.
+int split_long_reductions(Graph& g);
 
 // softmax(scale * q k^T, causally masked) v, spelled with matmul, mul, where and softmax on CPU
 // values of rank 4, becomes one `attention` node, and the backward the derivative rules traced for

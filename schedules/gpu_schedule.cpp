@@ -22,6 +22,9 @@ constexpr int kThreads = 256;
 constexpr int kWarp = warp_rows::kWarp;
 constexpr int64_t kThreadPerRowMax = 64;     // rows this short: one thread per row
 constexpr int64_t kFullPartials = 1 << 16;   // threads of a full reduction's first pass
+// Full reductions at most this long run in one block, as a row (split_long_reductions leaves the
+// chunks' results of a large one: 8192 for 2^26 elements); longer ones over the grid in passes.
+constexpr int64_t kBlockFullMax = 1 << 14;
 constexpr int64_t kFewColumns = 1 << 17;     // column reductions with fewer outputs get split
 constexpr int64_t kColumnChunkMin = 32, kColumnChunkMax = 256;  // rows per chunk of a split column reduction
 constexpr int64_t kColumnThreads = 1 << 17;  // chunks of a split column reduction: about this many threads
@@ -451,7 +454,14 @@ void schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, co
       column_reduction(inner, numel(shape), reduction_length(g, reducing), stores_sums ? f : Func());
     return;
   }
-  if (v.empty()) {  // everything reduced; per-row reductions inside (cross_entropy): a thread per row
+  if (v.empty()) {  // everything reduced
+    bool full = std::all_of(root.inner.begin(), root.inner.end(), [](const Func& g) { return g.dimensions() == 0; });
+    if (full && reduction_length(g, reducing) <= kBlockFullMax) {  // one block, as a row
+      f.gpu_blocks(Var::outermost());
+      for (Func inner : root.inner) block_reduction(inner, f, Var::outermost());
+      return;
+    }
+    // Partial sums over the grid; per-row reductions inside (cross_entropy): a thread per row.
     f.gpu_single_thread();
     for (Func inner : root.inner) {
       if (inner.dimensions() == 0) full_reduction(inner, reduction_length(g, reducing));

@@ -462,7 +462,7 @@ BOOST_AUTO_TEST_CASE(a_transposed_copy_goes_through_a_tile_in_shared_memory) {
   BOOST_TEST(count(stmt, "st.shared") == 0);
 }
 
-// GPT-2's logits are [8192, 50304]: a softmax over rows that long, split by split_long_rows into
+// GPT-2's logits are [8192, 50304]: a softmax over rows that long, split by split_long_reductions into
 // 8 chunks of 6288 (graph/passes.h), is three kernels: the chunks' log-sum-exps (a block a chunk),
 // the rows' (rows of 8, 8 lanes a row and 16 rows a block), and the output, 4 elements a thread
 // that also reads its row's log-sum-exp.
@@ -471,7 +471,7 @@ BOOST_AUTO_TEST_CASE(a_long_row_softmax_runs_as_chunks_then_rows) {
   Builder b;
   int x = b.input({rows, C});
   b.g.outputs = {b.op("softmax", {x}, {{"dim", int64_t(-1)}})};
-  BOOST_TEST_REQUIRE(split_long_rows(b.g) == 1);
+  BOOST_TEST_REQUIRE(split_long_reductions(b.g) == 1);
   auto [launches, stmt] = launches_of(b.g);
   BOOST_TEST_REQUIRE(launches.size() == 3u);
   BOOST_TEST(launches[0].blocks == rows * K);
@@ -481,6 +481,22 @@ BOOST_AUTO_TEST_CASE(a_long_row_softmax_runs_as_chunks_then_rows) {
   BOOST_TEST(launches[2].blocks * launches[2].threads * 4 == rows * C);
   auto loads = [](const std::string& ptx) { return count(ptx, "ld.global.nc.f32") + count(ptx, "ld.global.f32"); };
   BOOST_TEST(loads(kernel_ptx(stmt, "_kernel_exp")) == 5);  // a thread's 4 logits and its row's log-sum-exp
+}
+
+// A sum of 2^26 elements, split by split_long_reductions into 8192 chunks of 8192, is two row
+// reductions: a block a chunk, then one block over the chunks' sums. Unsplit, it was five kernels
+// ending in one thread's serial sum of 256 partials (full_sum on one H200: 2444 GB/s).
+BOOST_AUTO_TEST_CASE(a_large_full_sum_runs_as_chunks_then_one_block) {
+  const int64_t n = int64_t(1) << 26, K = 8192;
+  Builder b;
+  b.g.outputs = {b.op("sum", {b.input({n})}, {{"dims", std::vector<int64_t>{}}, {"keepdim", false}})};
+  BOOST_TEST_REQUIRE(split_long_reductions(b.g) == 1);
+  auto [launches, stmt] = launches_of(b.g);
+  BOOST_TEST_REQUIRE(launches.size() == 2u);
+  BOOST_TEST(launches[0].blocks == K);
+  BOOST_TEST(launches[0].threads >= 128);
+  BOOST_TEST(launches[1].blocks == 1);
+  BOOST_TEST(launches[1].threads >= 128);
 }
 
 // A softmax over rows of 64 runs 8 lanes a row, 4 rows to a warp and 16 to a block: each lane

@@ -1,4 +1,4 @@
-// Helpers of the graph pass tests (tests/graph/test_passes.cpp, tests/graph/test_split_long_rows.cpp): graphs
+// Helpers of the graph pass tests (tests/graph/test_passes.cpp, tests/graph/test_split_long_reductions.cpp): graphs
 // built by hand, checked for validity, and run op by op through dispatch() on fresh random inputs.
 #pragma once
 #include <boost/test/unit_test.hpp>

@@ -1,7 +1,7 @@
-// split_long_rows (graph/split_long_rows.cpp) on hand-built graphs: which softmax, log_softmax and
-// logsumexp nodes it splits (long static f32 rows along the last dim, on CUDA only), and that the
-// split graphs, run op by op on the CPU, give the unsplit ops' values and plain double loops',
-// infinities included.
+// split_long_reductions (graph/split_long_reductions.cpp) on hand-built graphs: which nodes it
+// splits (softmax, log_softmax and logsumexp of long static f32 rows along the last dim; sum, mean,
+// max and min of all elements of large f32 tensors; on CUDA only), and that the split graphs, run
+// op by op on the CPU, give the unsplit ops' values and plain double loops', infinities included.
 #include <cmath>
 #include <limits>
 
@@ -31,7 +31,7 @@ double logsumexp_of(const Values& r) {
 // and without keepdim ([3, 50304]: chunks of 6288, GPT-2's logits). Kept: rows of a length no chunk
 // of 128 to 8192 divides (16411 is prime), short rows (4096), a softmax along dim 0, f64, and every
 // node on the CPU. The split graph matches the original and double loops on fresh random inputs.
-BOOST_AUTO_TEST_CASE(split_long_rows_splits_long_cuda_rows_only) {
+BOOST_AUTO_TEST_CASE(split_long_reductions_splits_long_cuda_rows_only) {
   const int64_t N = 3, C = 50304;
   for (bool cuda : {false, true}) {
     Builder b;
@@ -48,7 +48,7 @@ BOOST_AUTO_TEST_CASE(split_long_rows_splits_long_cuda_rows_only) {
     b.g.outputs = {y1, y2, y3, y4, k1, k2, k3, k4};
     Graph g = b.g;
     BOOST_TEST_CONTEXT((cuda ? "cuda" : "cpu")) {
-      BOOST_TEST(split_long_rows(g) == (cuda ? 4 : 0));
+      BOOST_TEST(split_long_reductions(g) == (cuda ? 4 : 0));
       check_valid(g);
       BOOST_TEST(count_op(g, "softmax") == (cuda ? 3 : 4));
       BOOST_TEST(count_op(g, "log_softmax") == (cuda ? 0 : 1));
@@ -81,7 +81,7 @@ BOOST_AUTO_TEST_CASE(split_long_rows_splits_long_cuda_rows_only) {
 
 // A chunk of -inf alone, a row of -inf alone and a row with +inf: the -inf chunk adds nothing (no
 // NaN from exp(-inf - -inf)), and logsumexp is -inf and +inf for the other two rows, as unsplit.
-BOOST_AUTO_TEST_CASE(split_long_rows_keeps_infinities_as_the_unsplit_ops) {
+BOOST_AUTO_TEST_CASE(split_long_reductions_keeps_infinities_as_the_unsplit_ops) {
   const int64_t N = 3, C = 16384;  // chunks of 8192
   Values in = host_values(random_tensor({N, C}, f32, 52, -4, 4));
   for (int64_t c = 8192; c < C; ++c) in[size_t(c)] = -kInf;  // row 0: chunk 1
@@ -96,7 +96,7 @@ BOOST_AUTO_TEST_CASE(split_long_rows_keeps_infinities_as_the_unsplit_ops) {
   b.g.outputs = {b.op("softmax", {v}, {{"dim", int64_t(-1)}}), b.op("log_softmax", {v}, {{"dim", int64_t(-1)}}),
                  b.op("logsumexp", {v}, {{"dims", std::vector<int64_t>{-1}}, {"keepdim", false}})};
   Graph g = b.g;
-  BOOST_TEST_REQUIRE(split_long_rows(g) == 3);
+  BOOST_TEST_REQUIRE(split_long_reductions(g) == 3);
   std::vector<Tensor> want = run(on_cpu(b.g), {x}), got = run(on_cpu(g), {x});
   // Row 0 (a chunk of -inf) as unsplit in all three; row 1 (all -inf) too in log_softmax (NaN) and
   // logsumexp (-inf). Softmax's all -inf row and the +inf row differ in their NaNs: unsplit,
@@ -115,4 +115,50 @@ BOOST_AUTO_TEST_CASE(split_long_rows_keeps_infinities_as_the_unsplit_ops) {
   BOOST_TEST(std::abs(lse[0] - logsumexp_of(row0)) < 1e-5 * std::abs(lse[0]) + 1e-6);
   BOOST_TEST(lse[1] == -kInf);
   BOOST_TEST(lse[2] == kInf);
+}
+
+// Sum, mean, max and min of all 2M elements of [1024, 2048] (dims empty or listed, with and without
+// keepdim) are split into chunks of 8192 and the chunks' 256 results. Kept: a count no chunk of 128
+// to 8192 divides (1048583 is prime), fewer than 2^20 elements, a reduction over one dim, argmax,
+// and every node on the CPU. Compared with the unsplit graph and double loops on fresh inputs.
+BOOST_AUTO_TEST_CASE(split_long_reductions_splits_large_full_reductions) {
+  const int64_t R = 1024, C = 2048;
+  for (bool cuda : {false, true}) {
+    Builder b;
+    if (cuda) b.device = Device::cuda(0);
+    int x = b.input({R, C});
+    auto reduce = [&](const char* op, int v, std::vector<int64_t> dims, bool keepdim) {
+      return b.op(op, {v}, {{"dims", dims}, {"keepdim", keepdim}});
+    };
+    int y1 = reduce("sum", x, {}, false);
+    int y2 = reduce("mean", x, {0, 1}, false);
+    int y3 = reduce("max", x, {}, true);
+    int y4 = reduce("min", x, {-1, 0}, false);
+    int k1 = reduce("sum", b.input({1048583}), {}, false);
+    int k2 = reduce("sum", b.input({512, 1024}), {}, false);
+    int k3 = reduce("sum", x, {0}, false);
+    int k4 = b.op("argmax", {x}, {{"dims", std::vector<int64_t>{1}}, {"keepdim", false}});
+    b.g.outputs = {y1, y2, y3, y4, k1, k2, k3, k4};
+    Graph g = b.g;
+    BOOST_TEST_CONTEXT((cuda ? "cuda" : "cpu")) {
+      BOOST_TEST(split_long_reductions(g) == (cuda ? 4 : 0));
+      check_valid(g);
+      BOOST_TEST(count_op(g, "sum") == (cuda ? 2 + 3 : 4));
+      BOOST_TEST(count_op(g, "mean") == (cuda ? 2 : 1));
+      BOOST_TEST(count_op(g, "max") == (cuda ? 2 : 1));
+      if (!cuda) continue;
+      Graph before = on_cpu(b.g), after = on_cpu(g);
+      std::vector<Tensor> args = random_args(before, 53);
+      std::vector<Tensor> want = run(before, args), got = run(after, args);
+      for (size_t o = 0; o < want.size(); ++o)
+        check_close(got[o], host_values(want[o]), want[o].shape(), {1e-5, 1e-5}, "output " + std::to_string(o));
+      Values in = host_values(args[0]);
+      double sum = 0, mx = -kInf, mn = kInf;
+      for (double e : in) sum += e, mx = std::max(mx, e), mn = std::min(mn, e);
+      check_close(got[0], {sum}, {}, {1e-5, 1e-3}, "sum vs a double loop");
+      check_close(got[1], {sum / double(R * C)}, {}, {1e-5, 1e-7}, "mean vs a double loop");
+      check_close(got[2], {mx}, {1, 1}, {0, 0}, "max keepdim vs a double loop");
+      check_close(got[3], {mn}, {}, {0, 0}, "min vs a double loop");
+    }
+  }
 }

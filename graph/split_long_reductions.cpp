@@ -1,0 +1,127 @@
+// split_long_reductions (graph/passes.h): reductions too long for one block to run well become
+// split reductions, as Inductor splits long reductions.
+// - A softmax, log_softmax or logsumexp over long rows: the row [C] is viewed as K chunks of J
+//   elements; one pass over the rows gives each chunk's log-sum-exp (its max, then its sum of
+//   exps: a chunk is short enough that its second read hits the cache), the row's log-sum-exp is
+//   that of its K chunks' (log sum_k exp(lse_k)), and the outputs read the row once more:
+//   exp(x - lse), x - lse. Unsplit, the schedule read a row three times (max, sum, output) from
+//   memory: 196 KiB a row for GPT-2's [8192, 50304] logits. The logsumexp op keeps infinite rows
+//   and chunks exact (a chunk of -inf alone is -inf, not NaN).
+// - A sum, mean, max or min over every element of a large tensor: the elements viewed as K chunks
+//   of J, each chunk reduced by a block (the row schedule: loads spread over a block's threads,
+//   combined through shuffles), then the K results by one block. The mean of equal chunks' means is
+//   the mean. Unsplit, the GPU schedule's full reductions end in a serial sum of partials by one
+//   thread.
+#include "graph/emitter.h"
+#include "graph/passes.h"
+
+#include <algorithm>
+
+namespace kiln {
+
+namespace {
+
+// Rows at least this long are split (64 KiB of f32; the GPU schedule streams rows this long
+// through one warp, gpu_schedule.cpp).
+constexpr int64_t kLongRow = 16384;
+// Full reductions of at least this many elements are split.
+constexpr int64_t kLongFull = 1 << 20;
+// A chunk is the longest divisor of the row in [kChunkMin, kChunkMax]: a row of the GPU
+// schedule's block-per-row reductions, short enough (32 KiB of f32) that its second read (the sum
+// of exps after the max) hits the cache. On one H200, softmax [8192, 50304] with chunks of at most
+// 1024 / 2048 / 4096 / 8192 elements (786 / 1572 / 3144 / 6288) ran at 2602 / 2244 / 2748 / 2847
+// GB/s (bench/RESULTS.md, twelfth session).
+constexpr int64_t kChunkMin = 128, kChunkMax = 8192;
+
+int64_t chunk_of(int64_t row) {
+  for (int64_t j = std::min(kChunkMax, row / 2); j >= kChunkMin; --j)
+    if (row % j == 0) return j;
+  return 0;
+}
+
+// Whether n reduces every element of its input with sum, mean, max or min.
+bool full_reduction(const Graph& g, const GraphNode& n) {
+  const std::string& op = n.op->name;
+  if (op != "sum" && op != "mean" && op != "max" && op != "min") return false;
+  const int64_t rank = int64_t(g.values[size_t(n.inputs[0])].meta.shape.size());
+  auto dims = n.attrs.get_or<std::vector<int64_t>>("dims", {});
+  return dims.empty() || int64_t(wrap_dims(op, dims, rank).size()) == rank;
+}
+
+// The chunk length when node n is split (see the top of the file): a row op along the last dim of
+// rows of at least kLongRow, or a full reduction of at least kLongFull elements, of a contiguous
+// static f32 input on CUDA; 0 when it is not split.
+int64_t split_chunk(const Graph& g, const GraphNode& n) {
+  const std::string& op = n.op->name;
+  bool full = full_reduction(g, n);
+  if (!full && op != "softmax" && op != "log_softmax" && op != "logsumexp") return 0;
+  const Value& x = g.values[size_t(n.inputs[0])];
+  const int64_t rank = int64_t(x.meta.shape.size());
+  if (rank == 0 || !x.meta.device.is_cuda() || x.meta.dtype != DType::f32) return 0;
+  if (g.values[size_t(n.outputs[0])].meta.dtype != DType::f32) return 0;
+  for (const SymDim& d : x.sym)
+    if (!g.shape_env->canonical(d).is_static()) return 0;
+  if (x.strides != contiguous_strides(x.meta.shape)) return 0;
+  if (full) return numel(x.meta.shape) >= kLongFull ? chunk_of(numel(x.meta.shape)) : 0;
+  if (op == "logsumexp") {
+    auto dims = n.attrs.get<std::vector<int64_t>>("dims");
+    if (dims.size() != 1 || wrap_dim(op, dims[0], rank) != rank - 1) return 0;
+  } else if (wrap_dim(op, n.attrs.get<int64_t>("dim"), rank) != rank - 1) {
+    return 0;
+  }
+  int64_t row = x.meta.shape.back();
+  return row >= kLongRow ? chunk_of(row) : 0;
+}
+
+// Reduces v along its last dim with reduction op.
+int along_last(Emitter& e, const std::string& op, int v, bool keepdim) {
+  return e.op(op.c_str(), {v}, {{"dims", std::vector<int64_t>{-1}}, {"keepdim", keepdim}});
+}
+
+// The split form of node n (see the top of the file); returns the value that replaces its output.
+int split(Emitter& e, const GraphNode& n, int x, int64_t chunk) {
+  const std::string& op = n.op->name;
+  const Shape& shape = e.g.values[size_t(x)].meta.shape;
+  if (full_reduction(e.g, n)) {
+    // The chunks' [K] of x viewed [K, J], then their 0-d reduction by the same op.
+    int64_t count = numel(shape);
+    int y = along_last(e, op, along_last(e, op, e.view(x, {count / chunk, chunk}), false), false);
+    return n.attrs.get_or<bool>("keepdim", false) ? e.view(y, Shape(shape.size(), 1)) : y;
+  }
+  Shape lead(shape.begin(), shape.end() - 1), chunks = lead;
+  chunks.insert(chunks.end(), {shape.back() / chunk, chunk});
+  // Both along the last dim (row reductions): the chunks' [..., K] of x viewed [..., K, J], then
+  // the rows' [..., 1] of the chunks'.
+  int lse = along_last(e, "logsumexp", along_last(e, "logsumexp", e.view(x, chunks), false), true);
+  if (op == "softmax") return e.op("exp", {e.op("sub", {x, lse})});
+  if (op == "log_softmax") return e.op("sub", {x, lse});
+  return n.attrs.get_or<bool>("keepdim", false) ? lse : e.view(lse, lead);
+}
+
+}  // namespace
+
+int split_long_reductions(Graph& g) {
+  GraphRewrite r(g);
+  int count = 0;
+  for (const GraphNode& node : g.nodes) {
+    int64_t chunk = split_chunk(g, node);
+    if (chunk == 0) {
+      r.copy(node);
+      continue;
+    }
+    const TensorMeta& want = g.values[size_t(node.outputs[0])].meta;
+    Emitter e{r.out, want.device, DType::f32};
+    size_t mark = r.out.nodes.size();
+    int y = split(e, node, r.id(node.inputs[0]), chunk);
+    for (size_t k = mark; k < r.out.nodes.size(); ++k) r.out.nodes[k].grad_enabled = node.grad_enabled;
+    KILN_CHECK(r.out.values[size_t(y)].meta.shape == want.shape, "split_long_reductions: ", node.op->name, " gave shape ",
+               to_string(r.out.values[size_t(y)].meta.shape), ", expected ", to_string(want.shape));
+    r.set(node.outputs[0], y);
+    ++count;
+  }
+  if (count == 0) return 0;
+  g = std::move(r).finish();
+  return count;
+}
+
+}  // namespace kiln
