@@ -452,11 +452,14 @@ void schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, co
     pointwise(f, 1);
     // The root stores a reduction (its own value, or through an epilogue): one thread per
     // element computes its sums. A softmax over columns reads them at every element instead,
-    // so they are computed once, at the root of the pipeline.
+    // so they are computed once, at the root of the pipeline; so are several sums that read one
+    // another (logsumexp's max and sum of exps): split into chunks of rows, a later sum's chunks,
+    // at the root, read the earlier sum.
     int p = g.values[size_t(reducing)].producer;
     bool stores_sums = p >= 0 && g.nodes[size_t(p)].op->schedule_class == ScheduleClass::reduction;
+    bool in_threads = stores_sums && root.inner.size() == 1;
     for (Func inner : root.inner)
-      column_reduction(inner, numel(shape), reduction_length(g, reducing), stores_sums ? f : Func());
+      column_reduction(inner, numel(shape), reduction_length(g, reducing), in_threads ? f : Func());
     return;
   }
   if (v.empty()) {  // everything reduced

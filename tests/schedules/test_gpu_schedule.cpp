@@ -200,7 +200,11 @@ BOOST_AUTO_TEST_CASE(column_and_full_reductions) {
     int m = b.op("max", {x}, {{"dims", std::vector<int64_t>{0}}, {"keepdim", false}});
     int f = b.op("sum", {x}, {{"dims", std::vector<int64_t>{}}, {"keepdim", false}});
     int sm = b.op("softmax", {x}, {{"dim", int64_t(0)}});
-    b.g.outputs = {c, m, f, sm};
+    // Two sums that read one another (the max, then the sum of exps; the mean, then the squares):
+    // split into chunks of rows when the columns are few (4096 rows of 16).
+    int l = b.op("logsumexp", {x}, {{"dims", std::vector<int64_t>{0}}, {"keepdim", false}});
+    int v = b.op("var", {x}, {{"dims", std::vector<int64_t>{0}}, {"correction", int64_t(1)}, {"keepdim", true}});
+    b.g.outputs = {c, m, f, sm, l, v};
     check_on_device(b.g, "columns and all " + to_string(s));
   }
   Builder b;
