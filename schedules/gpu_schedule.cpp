@@ -64,7 +64,6 @@ struct RowTuning {
   int warp_rows = 0;  // rows per block (a warp each) of a warp-row op; 0: by the row length (warp_rows_per_block)
   int row_width = 0;  // lanes per row of a short warp-row op; 0: by the row length (row_width)
   warp_rows::LaneCombine combine = warp_rows::LaneCombine::vector;  // how a warp row's lanes are summed
-  int64_t register_row_max = kRegisterRowMax;  // longest warp row staged in registers
   int64_t column_threads = kColumnThreads;  // threads of a split column reduction's chunk sums, about
 };
 
@@ -85,7 +84,6 @@ const RowTuning& row_tuning() {
     r.row_width = env("KILN_GPU_ROW_WIDTH", 0);
     if (r.row_width != 0 && (r.row_width < 1 || r.row_width > kWarp || (r.row_width & (r.row_width - 1)) != 0))
       throw_error("KILN_GPU_ROW_WIDTH: lanes per row must be a power of two from 1 to 32, got ", r.row_width);
-    r.register_row_max = std::clamp<int64_t>(env("KILN_GPU_REGISTER_ROW_MAX", int(kRegisterRowMax)), kWarp, 8192);
     r.column_threads = std::clamp<int64_t>(env("KILN_GPU_COLUMN_THREADS", int(kColumnThreads)), 1024, 1 << 22);
     r.combine = env("KILN_GPU_WARP_COMBINE_SERIAL", 0) ? warp_rows::LaneCombine::serial : warp_rows::LaneCombine::vector;
     return r;
@@ -350,11 +348,10 @@ int stage_warp_row_in_registers(const Graph& g, const ScheduleRoot& root, const 
   // (and 37 with its inputs' rows there) against 28.9 us reading the rows in each pass.
   if (!row_tuning().registers || root.func.dimensions() < 2 || warp_rows_per_block(length) != 1 ||
       row_width(length) != kWarp || root.func.outputs() > 1 ||
-      !static_row(g, root.value) || length % kWarp != 0 || length > row_tuning().register_row_max)
+      !static_row(g, root.value) || length % kWarp != 0 || length > kRegisterRowMax)
     return 0;
   const int steps = int(length / kWarp);
-  const int64_t bytes = std::max<int64_t>(kRegisterStageBytes, row_tuning().register_row_max * 4);
-  bool staged = stage_inputs(root, inputs, shared, length, bytes, [&](Func cached, int) {
+  bool staged = stage_inputs(root, inputs, shared, length, kRegisterStageBytes, [&](Func cached, int) {
     std::vector<Var> cv = cached.args();
     Var co("co"), lane("lane");
     cached.compute_at(root.func, block).store_in(MemoryType::Register).bound_extent(cv[0], int(length));
@@ -523,7 +520,7 @@ std::string gpu_schedule_tuning() {
   return "row_threads=" + std::to_string(t.threads) + ",row_stage=" + std::to_string(t.stage) +
          ",row_vector=" + std::to_string(t.vector) + ",row_warp=" + std::to_string(t.warp) +
          ",row_unroll=" + std::to_string(t.unroll) + ",warp_rows=" + std::to_string(t.warp_rows) + ",row_width=" + std::to_string(t.row_width) +
-         ",row_registers=" + std::to_string(t.registers) + ",column_threads=" + std::to_string(t.column_threads) + ",register_row_max=" + std::to_string(t.register_row_max) +
+         ",row_registers=" + std::to_string(t.registers) + ",column_threads=" + std::to_string(t.column_threads) +
          ",warp_combine=" + (t.combine == warp_rows::LaneCombine::vector ? "vector" : "serial");
 }
 
