@@ -64,7 +64,6 @@ struct RowTuning {
   int warp_rows = 0;  // rows per block (a warp each) of a warp-row op; 0: by the row length (warp_rows_per_block)
   int row_width = 0;  // lanes per row of a short warp-row op; 0: by the row length (row_width)
   warp_rows::LaneCombine combine = warp_rows::LaneCombine::vector;  // how a warp row's lanes are summed
-  int64_t column_threads = kColumnThreads;  // threads of a split column reduction's chunk sums, about
 };
 
 const RowTuning& row_tuning() {
@@ -84,7 +83,6 @@ const RowTuning& row_tuning() {
     r.row_width = env("KILN_GPU_ROW_WIDTH", 0);
     if (r.row_width != 0 && (r.row_width < 1 || r.row_width > kWarp || (r.row_width & (r.row_width - 1)) != 0))
       throw_error("KILN_GPU_ROW_WIDTH: lanes per row must be a power of two from 1 to 32, got ", r.row_width);
-    r.column_threads = std::clamp<int64_t>(env("KILN_GPU_COLUMN_THREADS", int(kColumnThreads)), 1024, 1 << 22);
     r.combine = env("KILN_GPU_WARP_COMBINE_SERIAL", 0) ? warp_rows::LaneCombine::serial : warp_rows::LaneCombine::vector;
     return r;
   }();
@@ -185,7 +183,7 @@ void column_reduction(Func g, int64_t kept, int64_t length, Func f = Func()) {
     s.split(r, ro, ri, kColumnUnroll, kGuard).unroll(ri);
   };
   int64_t chunk = kColumnChunkMin;
-  while (chunk < kColumnChunkMax && kept * (length / chunk) > row_tuning().column_threads) chunk *= 2;
+  while (chunk < kColumnChunkMax && kept * (length / chunk) > kColumnThreads) chunk *= 2;
   bool split = g.num_update_definitions() == 1 && !g.rvars().empty() && kept < kFewColumns && length >= 4 * chunk;
   if (split) {
     try {
@@ -520,7 +518,7 @@ std::string gpu_schedule_tuning() {
   return "row_threads=" + std::to_string(t.threads) + ",row_stage=" + std::to_string(t.stage) +
          ",row_vector=" + std::to_string(t.vector) + ",row_warp=" + std::to_string(t.warp) +
          ",row_unroll=" + std::to_string(t.unroll) + ",warp_rows=" + std::to_string(t.warp_rows) + ",row_width=" + std::to_string(t.row_width) +
-         ",row_registers=" + std::to_string(t.registers) + ",column_threads=" + std::to_string(t.column_threads) +
+         ",row_registers=" + std::to_string(t.registers) +
          ",warp_combine=" + (t.combine == warp_rows::LaneCombine::vector ? "vector" : "serial");
 }
 

@@ -42,8 +42,6 @@ void schedule_gpu(const Graph& g, const Region& r, LoweredRegion& lowered);
 // elements, else 1), KILN_GPU_ROW_WIDTH (lanes per row of rows of at most 64 elements, a power
 // of two up to 32; fewer than 32 put several rows in a warp; default 8),
 // KILN_GPU_ROW_REGISTERS (0: no warp row staged in registers; default 1),
-// KILN_GPU_COLUMN_THREADS (threads that sum a split column reduction's chunks of rows, about;
-// default 131072),
 // KILN_GPU_WARP_COMBINE_SERIAL (1: a warp row's 32 lane sums combined one at a time, as the
 // eager kernels do; default 0: shuffled together and summed as a vector, gpu_warp_rows.h).
 // Their values as text, part of the disk cache's key of CUDA graphs.
