@@ -56,7 +56,9 @@ int cublas_bias_epilogue(Graph& g);
 // log_softmax and logsumexp along its last dim, rows of at least 16384 elements, become a split
 // reduction: each chunk's max and sum of exps in one pass over the rows, the chunks combined per
 // row, the output in a second pass (a [8192, 50304] softmax read its logits three times and wrote
-// once; split, twice). A sum, mean, max or min of all of at least 2^20 elements becomes the same
+// once; split, twice); cross_entropy of (N, C) logits becomes the split log-sum-exps, the target
+// logits gathered (an embedding of the logits viewed as one column) and their mean difference.
+// A sum, mean, max or min of all of at least 2^20 elements becomes the same
 // op over chunks, then over the chunks' results. A chunk is the longest divisor of the row (the
 // element count) in [128, 8192]; reductions no such chunk divides are kept. Returns the nodes split.
 int split_long_reductions(Graph& g);

@@ -7,6 +7,10 @@
 //   exp(x - lse), x - lse. Unsplit, the schedule read a row three times (max, sum, output) from
 //   memory: 196 KiB a row for GPT-2's [8192, 50304] logits. The logsumexp op keeps infinite rows
 //   and chunks exact (a chunk of -inf alone is -inf, not NaN).
+// - A cross_entropy over long rows: the rows' log-sum-exps as above, each row's target logit
+//   gathered by an embedding of the logits viewed as one column (row * C + target, the target
+//   clamped to [0, C) as the fused op does), and the mean of their differences. The fused op read
+//   each row three times (max, sum, target).
 // - A sum, mean, max or min over every element of a large tensor: the elements viewed as K chunks
 //   of J, each chunk reduced by a block (the row schedule: loads spread over a block's threads,
 //   combined through shuffles), then the K results by one block. The mean of equal chunks' means is
@@ -54,7 +58,7 @@ bool full_reduction(const Graph& g, const GraphNode& n) {
 int64_t split_chunk(const Graph& g, const GraphNode& n) {
   const std::string& op = n.op->name;
   bool full = full_reduction(g, n);
-  if (!full && op != "softmax" && op != "log_softmax" && op != "logsumexp") return 0;
+  if (!full && op != "softmax" && op != "log_softmax" && op != "logsumexp" && op != "cross_entropy") return 0;
   const Value& x = g.values[size_t(n.inputs[0])];
   const int64_t rank = int64_t(x.meta.shape.size());
   if (rank == 0 || !x.meta.device.is_cuda() || x.meta.dtype != DType::f32) return 0;
@@ -63,7 +67,9 @@ int64_t split_chunk(const Graph& g, const GraphNode& n) {
     if (!g.shape_env->canonical(d).is_static()) return 0;
   if (x.strides != contiguous_strides(x.meta.shape)) return 0;
   if (full) return numel(x.meta.shape) >= kLongFull ? chunk_of(numel(x.meta.shape)) : 0;
-  if (op == "logsumexp") {
+  if (op == "cross_entropy") {
+    if (rank != 2) return 0;  // logits (N, C)
+  } else if (op == "logsumexp") {
     auto dims = n.attrs.get<std::vector<int64_t>>("dims");
     if (dims.size() != 1 || wrap_dim(op, dims[0], rank) != rank - 1) return 0;
   } else if (wrap_dim(op, n.attrs.get<int64_t>("dim"), rank) != rank - 1) {
@@ -78,24 +84,40 @@ int along_last(Emitter& e, const std::string& op, int v, bool keepdim) {
   return e.op(op.c_str(), {v}, {{"dims", std::vector<int64_t>{-1}}, {"keepdim", keepdim}});
 }
 
-// The split form of node n (see the top of the file); returns the value that replaces its output.
-int split(Emitter& e, const GraphNode& n, int x, int64_t chunk) {
+// cross_entropy(x, targets) of logits x (N, C) with its rows' log-sum-exps lse (N): the loss and lse.
+std::vector<int> cross_entropy(Emitter& e, int x, int targets, int lse) {
+  const Shape& shape = e.g.values[size_t(x)].meta.shape;
+  const int64_t rows = shape[0], classes = shape[1];
+  Emitter index{e.g, e.device, DType::i64};
+  Attrs offsets{{"start", 0.0}, {"end", double(rows * classes)}, {"step", double(classes)},
+                {"dtype", std::string(name(DType::i64))}, {"device", e.device.str()}};
+  int target = e.op("minimum", {e.op("maximum", {targets, index.constant(0)}), index.constant(double(classes - 1))});
+  int at = e.op("add", {e.op("arange", {}, offsets), target});
+  int picked = e.view(e.op("embedding", {e.view(x, {rows * classes, 1}), at}), {rows});
+  int loss = e.op("mean", {e.op("sub", {lse, picked})}, {{"dims", std::vector<int64_t>{}}, {"keepdim", false}});
+  return {loss, lse};
+}
+
+// The split form of node n (see the top of the file): the values that replace its outputs.
+std::vector<int> split(Emitter& e, const GraphNode& n, const std::vector<int>& ins, int64_t chunk) {
   const std::string& op = n.op->name;
+  const int x = ins[0];
   const Shape& shape = e.g.values[size_t(x)].meta.shape;
   if (full_reduction(e.g, n)) {
     // The chunks' [K] of x viewed [K, J], then their 0-d reduction by the same op.
     int64_t count = numel(shape);
     int y = along_last(e, op, along_last(e, op, e.view(x, {count / chunk, chunk}), false), false);
-    return n.attrs.get_or<bool>("keepdim", false) ? e.view(y, Shape(shape.size(), 1)) : y;
+    return {n.attrs.get_or<bool>("keepdim", false) ? e.view(y, Shape(shape.size(), 1)) : y};
   }
   Shape lead(shape.begin(), shape.end() - 1), chunks = lead;
   chunks.insert(chunks.end(), {shape.back() / chunk, chunk});
   // Both along the last dim (row reductions): the chunks' [..., K] of x viewed [..., K, J], then
   // the rows' [..., 1] of the chunks'.
   int lse = along_last(e, "logsumexp", along_last(e, "logsumexp", e.view(x, chunks), false), true);
-  if (op == "softmax") return e.op("exp", {e.op("sub", {x, lse})});
-  if (op == "log_softmax") return e.op("sub", {x, lse});
-  return n.attrs.get_or<bool>("keepdim", false) ? lse : e.view(lse, lead);
+  if (op == "softmax") return {e.op("exp", {e.op("sub", {x, lse})})};
+  if (op == "log_softmax") return {e.op("sub", {x, lse})};
+  if (op == "cross_entropy") return cross_entropy(e, x, ins[1], e.view(lse, lead));
+  return {n.attrs.get_or<bool>("keepdim", false) ? lse : e.view(lse, lead)};
 }
 
 }  // namespace
@@ -109,14 +131,19 @@ int split_long_reductions(Graph& g) {
       r.copy(node);
       continue;
     }
-    const TensorMeta& want = g.values[size_t(node.outputs[0])].meta;
-    Emitter e{r.out, want.device, DType::f32};
+    Emitter e{r.out, g.values[size_t(node.outputs[0])].meta.device, DType::f32};
     size_t mark = r.out.nodes.size();
-    int y = split(e, node, r.id(node.inputs[0]), chunk);
+    std::vector<int> ys = split(e, node, r.ids(node.inputs), chunk);
     for (size_t k = mark; k < r.out.nodes.size(); ++k) r.out.nodes[k].grad_enabled = node.grad_enabled;
-    KILN_CHECK(r.out.values[size_t(y)].meta.shape == want.shape, "split_long_reductions: ", node.op->name, " gave shape ",
-               to_string(r.out.values[size_t(y)].meta.shape), ", expected ", to_string(want.shape));
-    r.set(node.outputs[0], y);
+    KILN_CHECK(ys.size() == node.outputs.size(), "split_long_reductions: ", node.op->name, " gave ", ys.size(),
+               " outputs, expected ", node.outputs.size());
+    for (size_t o = 0; o < ys.size(); ++o) {
+      const TensorMeta &got = r.out.values[size_t(ys[o])].meta, &want = g.values[size_t(node.outputs[o])].meta;
+      KILN_CHECK(got.shape == want.shape && got.dtype == want.dtype, "split_long_reductions: ", node.op->name,
+                 " output ", o, " gave ", to_string(got.shape), " ", got.dtype, ", expected ", to_string(want.shape),
+                 " ", want.dtype);
+      r.set(node.outputs[o], ys[o]);
+    }
     ++count;
   }
   if (count == 0) return 0;

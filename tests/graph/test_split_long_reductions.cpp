@@ -162,3 +162,37 @@ BOOST_AUTO_TEST_CASE(split_long_reductions_splits_large_full_reductions) {
     }
   }
 }
+
+// GPT-2's loss: cross_entropy of [N, 50304] logits on CUDA becomes the rows' split log-sum-exps,
+// the targets' logits gathered by one embedding, and the mean; both outputs (the loss and the
+// rows' log-sum-exps, which the backward reads) match the fused op and double loops, the first and
+// last class among the targets. Kept: on the CPU.
+BOOST_AUTO_TEST_CASE(split_long_reductions_gathers_cross_entropy_targets) {
+  const int64_t N = 5, C = 50304;
+  for (bool cuda : {false, true}) {
+    Builder b;
+    if (cuda) b.device = Device::cuda(0);
+    int x = b.input({N, C}), t = b.input({N}, DType::i64);
+    b.g.outputs = b.g.add_inferred_node(op_def("cross_entropy"), {}, {x, t});
+    Graph g = b.g;
+    BOOST_TEST_CONTEXT((cuda ? "cuda" : "cpu")) {
+      BOOST_TEST(split_long_reductions(g) == (cuda ? 1 : 0));
+      check_valid(g);
+      BOOST_TEST(count_op(g, "cross_entropy") == (cuda ? 0 : 1));
+      BOOST_TEST(count_op(g, "embedding") == (cuda ? 1 : 0));
+      if (!cuda) continue;
+      Tensor logits = random_tensor({N, C}, f32, 54, -6, 6);
+      std::vector<int64_t> targets{0, C - 1, 777, 31337, 12};
+      Tensor tt = from_vector(targets, {N});
+      std::vector<Tensor> want = run(on_cpu(b.g), {logits, tt}), got = run(on_cpu(g), {logits, tt});
+      check_close(got[0], host_values(want[0]), {}, {1e-6, 1e-6}, "loss vs the fused op");
+      check_close(got[1], host_values(want[1]), {N}, {1e-6, 1e-6}, "log-sum-exps vs the fused op");
+      Values in = host_values(logits);
+      Values lse = along_rows(in, C, [](const Values& r) { return Values{logsumexp_of(r)}; });
+      double loss = 0;
+      for (int64_t i = 0; i < N; ++i) loss += lse[size_t(i)] - in[size_t(i * C + targets[size_t(i)])];
+      check_close(got[0], {loss / double(N)}, {}, {1e-6, 1e-6}, "loss vs double loops");
+      check_close(got[1], lse, {N}, {1e-6, 1e-6}, "log-sum-exps vs double loops");
+    }
+  }
+}

@@ -487,6 +487,16 @@ BOOST_AUTO_TEST_CASE(a_long_row_softmax_runs_as_chunks_then_rows) {
   BOOST_TEST(loads(kernel_ptx(stmt, "_kernel_exp")) == 5);  // a thread's 4 logits and its row's log-sum-exp
 }
 
+// GPT-2's loss, split by split_long_reductions: every region of the rows' log-sum-exps, the
+// gathered targets' indices and the mean compiles for CUDA, none on the host; the gather (an
+// embedding) runs between them.
+BOOST_AUTO_TEST_CASE(a_split_cross_entropy_compiles_for_cuda) {
+  Builder b;
+  b.g.outputs = b.g.add_inferred_node(op_def("cross_entropy"), {}, {b.input({64, 50304}), b.input({64}, DType::i64)});
+  BOOST_TEST_REQUIRE(split_long_reductions(b.g) == 1);
+  check_on_device(b.g, "cross_entropy of [64, 50304], split");
+}
+
 // A sum of 2^26 elements, split by split_long_reductions into 8192 chunks of 8192, is two row
 // reductions: a block a chunk, then one block over the chunks' sums. Unsplit, it was five kernels
 // ending in one thread's serial sum of 256 partials (full_sum on one H200: 2444 GB/s).
