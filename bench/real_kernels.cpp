@@ -58,8 +58,10 @@ Tensors cross_entropy_backward(Tensors x) {
     return fused("cross_entropy_backward", {logits, t, lse, full({}, 1.0, logits.options())}, {});
   Tensor p = exp(logits - lse.unsqueeze(-1));
   Tensor classes = arange(0, double(logits.size(-1)), 1, {.dtype = DType::i32, .device = logits.device()});
-  Tensor onehot = eq(classes.unsqueeze(0), t.to(DType::i32).unsqueeze(1));  // compared in i32, as the rule does
-  return {where(onehot, p - 1.0, p) / double(logits.size(0))};
+  Tensor onehot = eq(t.to(DType::i32).unsqueeze(-1), classes).to(logits.dtype());  // compared in i32, as the rule does
+  // The rule's formula: p read once (where(onehot, p - 1, p) read it twice, and the compiled
+  // kernel stored p to read it back).
+  return {(p - onehot) * (1.0 / double(logits.size(0)))};
 }
 
 Tensors embedding_backward(Tensors x) {
