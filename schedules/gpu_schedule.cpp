@@ -95,10 +95,22 @@ int warp_rows_per_block(int64_t length) {
   return length <= kShortWarpRow ? kShortWarpRows : kWarpRows;
 }
 
-// Lanes of each row of a warp-row op whose rows have `length` elements: a warp's 32, or fewer for
-// short rows, which then share a warp (32 / width rows a warp).
-int row_width(int64_t length) {
-  if (length > kShortWarpRow) return kWarp;
+// Rows per block of a warp-row op whose blocks split a row dim of `extent` rows (0: not static):
+// the most, up to warp_rows_per_block, that divide it. The reductions are computed once per block
+// for all of its rows, so a last block past the end (GuardWithIf guards the output only) would
+// read rows that do not exist: softmax of [1000, 64] with 16 rows a block asked for 1008 rows.
+int block_rows(int64_t length, int64_t extent) {
+  int n = warp_rows_per_block(length);
+  if (extent <= 0) return 1;
+  while (n > 1 && extent % n != 0) --n;
+  return n;
+}
+
+// Lanes of each row of a warp-row op whose rows have `length` elements, `per_block` rows a block
+// (block_rows): a warp's 32, or fewer for short rows, which then share a warp (32 / width rows a
+// warp). A row alone in its block keeps the warp: a block of 8 threads would hide no latency.
+int row_width(int64_t length, int per_block) {
+  if (length > kShortWarpRow || per_block == 1) return kWarp;
   return row_tuning().row_width > 0 ? row_tuning().row_width : kShortRowWidth;
 }
 
@@ -306,9 +318,9 @@ void stage_block_row(const ScheduleRoot& root, const std::vector<ImageParam>& in
 
 // Consecutive elements a lane reads per step of a warp's row: up to 4 (16 bytes), fewer when the
 // row is shorter than a step of its lanes (row_width); 1 for 8-byte values (see vector_lanes).
-int warp_row_lanes(const Graph& g, const Region& r, int64_t length) {
+int warp_row_lanes(const Graph& g, const Region& r, int64_t length, int per_block) {
   int lanes = access_lanes(g, r, length);
-  while (lanes > 1 && length < int64_t(row_width(length)) * lanes) lanes /= 2;
+  while (lanes > 1 && length < int64_t(row_width(length, per_block)) * lanes) lanes /= 2;
   return lanes;
 }
 
@@ -323,9 +335,9 @@ bool static_row(const Graph& g, int value) {
 // copy too. Lane l holds elements l, l + 32, ...: scalar accesses without bank conflicts (4
 // consecutive floats a lane conflicted 4 ways). Returns whether anything was staged.
 bool stage_warp_rows(const ScheduleRoot& root, const std::vector<ImageParam>& inputs,
-                     const std::set<std::string>& shared, Var block, int64_t length) {
+                     const std::set<std::string>& shared, Var block, int64_t length, int per_block) {
   if (root.func.dimensions() < 2) return false;
-  return stage_inputs(root, inputs, shared, int64_t(warp_rows_per_block(length)) * length, kStageBytes, [&](Func cached, int) {
+  return stage_inputs(root, inputs, shared, int64_t(per_block) * length, kStageBytes, [&](Func cached, int) {
     std::vector<Var> cv = cached.args();
     Var co("co"), lane("lane");
     cached.compute_at(root.func, block).split(cv[0], co, lane, kWarp, kGuard).reorder(co, lane, cv[1]);
@@ -340,12 +352,12 @@ bool stage_warp_rows(const ScheduleRoot& root, const std::vector<ImageParam>& in
 // reached about half of the copy bandwidth. Returns the steps of a lane along the row, or 0 when
 // nothing was staged.
 int stage_warp_row_in_registers(const Graph& g, const ScheduleRoot& root, const std::vector<ImageParam>& inputs,
-                                const std::set<std::string>& shared, Var block, int64_t length) {
+                                const std::set<std::string>& shared, Var block, int64_t length, int per_block) {
   // Not a row op written with the pointwise value it reads (tuple_outputs.h): GPT-2's residual sum
   // and layer norm, [8192, 768] on one H200, took 36.9 us with the sum's row held in registers
   // (and 37 with its inputs' rows there) against 28.9 us reading the rows in each pass.
-  if (!row_tuning().registers || root.func.dimensions() < 2 || warp_rows_per_block(length) != 1 ||
-      row_width(length) != kWarp || root.func.outputs() > 1 ||
+  if (!row_tuning().registers || root.func.dimensions() < 2 || per_block != 1 ||
+      row_width(length, per_block) != kWarp || root.func.outputs() > 1 ||
       !static_row(g, root.value) || length % kWarp != 0 || length > kRegisterRowMax)
     return 0;
   const int steps = int(length / kWarp);
@@ -377,18 +389,23 @@ void warp_rows(const Graph& g, const Region& r, const ScheduleRoot& root, const 
   size_t first = 0;
   while (first + 1 < rows.size() && always_one(first)) ++first;
   Var rb("rb"), ry("ry");
-  f.split(rows[first], rb, ry, warp_rows_per_block(length), kGuard);
+  size_t dim = first + (row_wise ? 1 : 0);  // rows[first]'s dim, innermost first
+  int64_t extent = 0;
+  if (dim < sym.size() && g.shape_env->canonical(sym[sym.size() - 1 - dim]).is_static())
+    extent = g.values[size_t(root.value)].meta.shape[sym.size() - 1 - dim];
+  const int per_block = block_rows(length, extent);
+  f.split(rows[first], rb, ry, per_block, kGuard);
   std::vector<Var> outer(rows.begin() + long(first) + 1, rows.end());  // the size-1 dims inside stay loops of one
   // The row in registers (every step of a lane unrolled: a register has a constant index), else
   // optionally in shared memory, else read from memory by each pass.
-  int register_steps = row_wise ? stage_warp_row_in_registers(g, root, lowered.inputs, shared, rb, length) : 0;
+  int register_steps = row_wise ? stage_warp_row_in_registers(g, root, lowered.inputs, shared, rb, length, per_block) : 0;
   bool staged = register_steps > 0 || (row_wise && row_tuning().stage && static_row(g, root.value) &&
-                                       stage_warp_rows(root, lowered.inputs, shared, rb, length));
-  int lanes = staged ? 1 : warp_row_lanes(g, r, length);
+                                       stage_warp_rows(root, lowered.inputs, shared, rb, length, per_block));
+  int lanes = staged ? 1 : warp_row_lanes(g, r, length, per_block);
   int unroll = register_steps > 0 ? register_steps : row_tuning().unroll;
   if (register_steps > 0) f.bound(v[0], 0, int(length));  // constant loops: registers have constant indices
   if (row_wise) {
-    warp_rows::row_wise_lanes(f, v[0], ry, rb, lanes, unroll, row_width(length));
+    warp_rows::row_wise_lanes(f, v[0], ry, rb, lanes, unroll, row_width(length, per_block));
   } else {
     Var fl("fl");
     f.split(ry, ry, fl, 1, TailStrategy::RoundUp).gpu_threads(fl, ry);
@@ -396,7 +413,7 @@ void warp_rows(const Graph& g, const Region& r, const ScheduleRoot& root, const 
   if (outer.empty()) f.gpu_blocks(rb);
   else f.gpu_blocks(rb, fuse_all(f, outer));
   for (Func inner : root.inner)
-    warp_rows::warp_reduction(inner, f, rb, lanes, unroll, row_tuning().combine, row_width(length));
+    warp_rows::warp_reduction(inner, f, rb, lanes, unroll, row_tuning().combine, row_width(length, per_block));
 }
 
 // Whether a row op runs a warp per row (rows of at most kWarpRowMax, or many long rows) rather than a block.

@@ -7,7 +7,7 @@
 //               of 16K or more (a vocabulary's logits): a warp per row, one row per block, each
 //               lane summing 4 consecutive elements of every 128 in registers, the lanes
 //               combined through warp shuffles (rows of at most 64: 8 lanes a row, 4 rows a
-//               warp, 16 rows a block); a row of static length up to 1024 (a multiple
+//               warp, up to 16 rows a block that divide the row count); a row of static length up to 1024 (a multiple
 //               of 32) is first loaded into the warp's registers, every 32nd element a lane, so
 //               each input is read once however many passes the op makes; other rows, and rows
 //               of 8-byte values (Halide 14 has no 64-bit shuffles): one block per row, 256 threads striding the

@@ -528,3 +528,22 @@ BOOST_AUTO_TEST_CASE(rows_of_64_share_a_warp_eight_lanes_a_row) {
   BOOST_TEST(count(ptx, "shfl.sync") == 2 * 8);
   BOOST_TEST(count(ptx, "ld.global.nc.f32") + count(ptx, "ld.global.f32") == 8);  // for the max, the sum and the output
 }
+
+// A block's rows share its reductions, computed for all of them: the rows per block divide the
+// row count, or the last block would read rows past the end. Softmax of [1000, 64] with 16 rows a
+// block asked its input for 1008 rows (Halide's bounds error at run time); 1000 rows take 10 a
+// block, 1001 (7 x 11 x 13) take 13, and a prime count a warp per row, one row a block.
+BOOST_AUTO_TEST_CASE(short_rows_per_block_divide_the_rows) {
+  for (auto [rows, per_block, width] : {std::tuple<int64_t, int64_t, int64_t>{1000, 10, 8}, {1001, 13, 8}, {997, 1, 32}}) {
+    Builder b;
+    b.g.outputs = {b.op("softmax", {b.input({rows, 64})}, {{"dim", int64_t(-1)}})};
+    auto [launches, stmt] = launches_of(b.g);
+    BOOST_TEST_CONTEXT(rows << " rows") {
+      BOOST_TEST_REQUIRE(launches.size() == 1u);
+      BOOST_TEST(launches[0].blocks == rows / per_block);
+      BOOST_TEST(launches[0].threads == per_block * width);
+      // The input's required rows end at the last row.
+      BOOST_TEST(count(stmt, "(\"Input buffer in_0\", 1, 0, " + std::to_string(rows - 1) + ",") == 1);
+    }
+  }
+}
