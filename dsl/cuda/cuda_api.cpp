@@ -106,6 +106,7 @@ void load_cublas(Loaded& l) {
   resolve(lt, "cublasLtMatrixLayoutCreate", l.api.cublasLtMatrixLayoutCreate, missing);
   resolve(lt, "cublasLtMatmulPreferenceCreate", l.api.cublasLtMatmulPreferenceCreate, missing);
   resolve(lt, "cublasLtMatmulPreferenceSetAttribute", l.api.cublasLtMatmulPreferenceSetAttribute, missing);
+  resolve(lt, "cublasLtMatmulPreferenceDestroy", l.api.cublasLtMatmulPreferenceDestroy, missing);
   resolve(lt, "cublasLtMatmulAlgoGetHeuristic", l.api.cublasLtMatmulAlgoGetHeuristic, missing);
   resolve(lt, "cublasLtMatmul", l.api.cublasLtMatmul, missing);
   if (!missing.empty()) l.cublas_reason = "libcublasLt lacks " + missing;

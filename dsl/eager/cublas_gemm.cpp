@@ -4,8 +4,10 @@
 #include <atomic>
 #include <climits>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <tuple>
+#include <type_traits>
 
 #include "dsl/cuda/cuda_context.h"
 #include "dsl/error.h"
@@ -148,12 +150,13 @@ struct LtPlan {
   CublasLtHeuristic algo{};
 };
 
-using LtKey = std::tuple<int64_t, int64_t, int64_t, int, int, int64_t, int64_t, int64_t, int, int>;
+// The device, then the problem form: a heuristic's algorithm belongs to the device it was asked on.
+using LtKey = std::tuple<int, int64_t, int64_t, int64_t, int, int, int64_t, int64_t, int64_t, int, int>;
 
-const LtPlan& lt_plan(CudaContext& ctx, const GemmProblem& p, const CublasCall& c) {
+const LtPlan& lt_plan(CudaContext& ctx, int device, const GemmProblem& p, const CublasCall& c) {
   static std::mutex mu;
   static std::map<LtKey, LtPlan> plans;  // descriptors live as long as the process
-  LtKey key{p.m, p.n, p.k, c.a.op, c.b.op, c.a.ld, c.b.ld, p.c.row, c.type, c.compute};
+  LtKey key{device, p.m, p.n, p.k, c.a.op, c.b.op, c.a.ld, c.b.ld, p.c.row, c.type, c.compute};
   std::lock_guard<std::mutex> lock(mu);
   auto it = plans.find(key);
   if (it != plans.end()) return it->second;
@@ -179,6 +182,9 @@ const LtPlan& lt_plan(CudaContext& ctx, const GemmProblem& p, const CublasCall& 
   layout(plan.c, kCublasOpN, p.n, p.m, p.c.row);
   cublasLtMatmulPreference_t pref = nullptr;
   check_cublas(api.cublasLtMatmulPreferenceCreate(&pref), "matmul_bias (cuBLASLt preference)");
+  // Asked once per plan; released however the heuristic ends.
+  std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPreference_t>, cublasStatus_t (*)(cublasLtMatmulPreference_t)>
+      pref_owner(pref, api.cublasLtMatmulPreferenceDestroy);
   const uint64_t workspace = ctx.gemm_workspace_bytes();
   check_cublas(api.cublasLtMatmulPreferenceSetAttribute(pref, kCublasLtPrefMaxWorkspaceBytes, &workspace,
                                                         sizeof(workspace)),
@@ -197,7 +203,7 @@ void cublas_gemm_bias(const Tensor& a, const Tensor& b, const Tensor& bias, cons
   KILN_CHECK(p.batch == 1, "matmul_bias: internal: cuBLASLt's bias epilogue takes one matrix (batch ", p.batch, ")");
   CublasCall c = prepare(out, p);
   CudaContext& ctx = cuda_context(out.device().index);
-  const LtPlan& plan = lt_plan(ctx, p, c);
+  const LtPlan& plan = lt_plan(ctx, out.device().index, p, c);
   const CudaApi& api = cuda_api_with_cublas();
   static std::mutex call_mu;  // the plan's descriptor carries this call's bias pointer
   std::lock_guard<std::mutex> lock(call_mu);
