@@ -79,11 +79,6 @@ int64_t split_chunk(const Graph& g, const GraphNode& n) {
   return row >= kLongRow ? chunk_of(row) : 0;
 }
 
-// Reduces v along its last dim with reduction op.
-int along_last(Emitter& e, const std::string& op, int v, bool keepdim) {
-  return e.op(op.c_str(), {v}, {{"dims", std::vector<int64_t>{-1}}, {"keepdim", keepdim}});
-}
-
 // cross_entropy(x, targets) of logits x (N, C) with its rows' log-sum-exps lse (N): the loss and lse.
 std::vector<int> cross_entropy(Emitter& e, int x, int targets, int lse) {
   const Shape& shape = e.g.values[size_t(x)].meta.shape;
@@ -94,7 +89,7 @@ std::vector<int> cross_entropy(Emitter& e, int x, int targets, int lse) {
   int target = e.op("minimum", {e.op("maximum", {targets, index.constant(0)}), index.constant(double(classes - 1))});
   int at = e.op("add", {e.op("arange", {}, offsets), target});
   int picked = e.view(e.op("embedding", {e.view(x, {rows * classes, 1}), at}), {rows});
-  int loss = e.op("mean", {e.op("sub", {lse, picked})}, {{"dims", std::vector<int64_t>{}}, {"keepdim", false}});
+  int loss = e.reduce("mean", e.op("sub", {lse, picked}), {}, false);
   return {loss, lse};
 }
 
@@ -106,14 +101,14 @@ std::vector<int> split(Emitter& e, const GraphNode& n, const std::vector<int>& i
   if (full_reduction(e.g, n)) {
     // The chunks' [K] of x viewed [K, J], then their 0-d reduction by the same op.
     int64_t count = numel(shape);
-    int y = along_last(e, op, along_last(e, op, e.view(x, {count / chunk, chunk}), false), false);
+    int y = e.reduce(op.c_str(), e.reduce(op.c_str(), e.view(x, {count / chunk, chunk}), {-1}, false), {-1}, false);
     return {n.attrs.get_or<bool>("keepdim", false) ? e.view(y, Shape(shape.size(), 1)) : y};
   }
   Shape lead(shape.begin(), shape.end() - 1), chunks = lead;
   chunks.insert(chunks.end(), {shape.back() / chunk, chunk});
   // Both along the last dim (row reductions): the chunks' [..., K] of x viewed [..., K, J], then
   // the rows' [..., 1] of the chunks'.
-  int lse = along_last(e, "logsumexp", along_last(e, "logsumexp", e.view(x, chunks), false), true);
+  int lse = e.reduce("logsumexp", e.reduce("logsumexp", e.view(x, chunks), {-1}, false), {-1}, true);
   if (op == "softmax") return {e.op("exp", {e.op("sub", {x, lse})})};
   if (op == "log_softmax") return {e.op("sub", {x, lse})};
   if (op == "cross_entropy") return cross_entropy(e, x, ins[1], e.view(lse, lead));

@@ -316,11 +316,11 @@ void stage_block_row(const ScheduleRoot& root, const std::vector<ImageParam>& in
   });
 }
 
-// Consecutive elements a lane reads per step of a warp's row: up to 4 (16 bytes), fewer when the
-// row is shorter than a step of its lanes (row_width); 1 for 8-byte values (see vector_lanes).
-int warp_row_lanes(const Graph& g, const Region& r, int64_t length, int per_block) {
+// Consecutive elements a lane reads per step of a warp's row of `width` lanes: up to 4 (16 bytes),
+// fewer when the row is shorter than a step of its lanes; 1 for 8-byte values (see vector_lanes).
+int warp_row_lanes(const Graph& g, const Region& r, int64_t length, int width) {
   int lanes = access_lanes(g, r, length);
-  while (lanes > 1 && length < int64_t(row_width(length, per_block)) * lanes) lanes /= 2;
+  while (lanes > 1 && length < int64_t(width) * lanes) lanes /= 2;
   return lanes;
 }
 
@@ -356,8 +356,7 @@ int stage_warp_row_in_registers(const Graph& g, const ScheduleRoot& root, const 
   // Not a row op written with the pointwise value it reads (tuple_outputs.h): GPT-2's residual sum
   // and layer norm, [8192, 768] on one H200, took 36.9 us with the sum's row held in registers
   // (and 37 with its inputs' rows there) against 28.9 us reading the rows in each pass.
-  if (!row_tuning().registers || root.func.dimensions() < 2 || per_block != 1 ||
-      row_width(length, per_block) != kWarp || root.func.outputs() > 1 ||
+  if (!row_tuning().registers || root.func.dimensions() < 2 || per_block != 1 || root.func.outputs() > 1 ||
       !static_row(g, root.value) || length % kWarp != 0 || length > kRegisterRowMax)
     return 0;
   const int steps = int(length / kWarp);
@@ -382,18 +381,21 @@ void warp_rows(const Graph& g, const Region& r, const ScheduleRoot& root, const 
   // they are one point: fused with the innermost, bounds inference would widen g's rows to the
   // whole dim and launch a block of thousands of threads).
   const SymShape& sym = g.values[size_t(root.value)].sym;
-  auto always_one = [&](size_t k) {  // rows[k]'s dim
-    size_t d = k + (row_wise ? 1 : 0);
-    return d < sym.size() && g.shape_env->canonical(sym[sym.size() - 1 - d]) == SymDim::constant(1);
+  auto dim_of = [&](size_t k) {  // rows[k]'s dim of the shape (outermost first); -1 past the shape
+    return int64_t(sym.size()) - 1 - int64_t(k + (row_wise ? 1 : 0));
+  };
+  auto always_one = [&](size_t k) {
+    int64_t d = dim_of(k);
+    return d >= 0 && g.shape_env->canonical(sym[size_t(d)]) == SymDim::constant(1);
   };
   size_t first = 0;
   while (first + 1 < rows.size() && always_one(first)) ++first;
   Var rb("rb"), ry("ry");
-  size_t dim = first + (row_wise ? 1 : 0);  // rows[first]'s dim, innermost first
-  int64_t extent = 0;
-  if (dim < sym.size() && g.shape_env->canonical(sym[sym.size() - 1 - dim]).is_static())
-    extent = g.values[size_t(root.value)].meta.shape[sym.size() - 1 - dim];
-  const int per_block = block_rows(length, extent);
+  const int64_t d = dim_of(first);
+  const int64_t extent = d >= 0 && g.shape_env->canonical(sym[size_t(d)]).is_static()
+                             ? g.values[size_t(root.value)].meta.shape[size_t(d)]
+                             : 0;  // not static: block_rows keeps a row a block
+  const int per_block = block_rows(length, extent), width = row_width(length, per_block);
   f.split(rows[first], rb, ry, per_block, kGuard);
   std::vector<Var> outer(rows.begin() + long(first) + 1, rows.end());  // the size-1 dims inside stay loops of one
   // The row in registers (every step of a lane unrolled: a register has a constant index), else
@@ -401,11 +403,11 @@ void warp_rows(const Graph& g, const Region& r, const ScheduleRoot& root, const 
   int register_steps = row_wise ? stage_warp_row_in_registers(g, root, lowered.inputs, shared, rb, length, per_block) : 0;
   bool staged = register_steps > 0 || (row_wise && row_tuning().stage && static_row(g, root.value) &&
                                        stage_warp_rows(root, lowered.inputs, shared, rb, length, per_block));
-  int lanes = staged ? 1 : warp_row_lanes(g, r, length, per_block);
+  int lanes = staged ? 1 : warp_row_lanes(g, r, length, width);
   int unroll = register_steps > 0 ? register_steps : row_tuning().unroll;
   if (register_steps > 0) f.bound(v[0], 0, int(length));  // constant loops: registers have constant indices
   if (row_wise) {
-    warp_rows::row_wise_lanes(f, v[0], ry, rb, lanes, unroll, row_width(length, per_block));
+    warp_rows::row_wise_lanes(f, v[0], ry, rb, lanes, unroll, width);
   } else {
     Var fl("fl");
     f.split(ry, ry, fl, 1, TailStrategy::RoundUp).gpu_threads(fl, ry);
@@ -413,7 +415,7 @@ void warp_rows(const Graph& g, const Region& r, const ScheduleRoot& root, const 
   if (outer.empty()) f.gpu_blocks(rb);
   else f.gpu_blocks(rb, fuse_all(f, outer));
   for (Func inner : root.inner)
-    warp_rows::warp_reduction(inner, f, rb, lanes, unroll, row_tuning().combine, row_width(length, per_block));
+    warp_rows::warp_reduction(inner, f, rb, lanes, unroll, row_tuning().combine, width);
 }
 
 // Whether a row op runs a warp per row (rows of at most kWarpRowMax, or many long rows) rather than a block.

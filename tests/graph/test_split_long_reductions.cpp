@@ -54,11 +54,7 @@ BOOST_AUTO_TEST_CASE(split_long_reductions_splits_long_cuda_rows_only) {
       BOOST_TEST(count_op(g, "log_softmax") == (cuda ? 0 : 1));
       BOOST_TEST(count_op(g, "logsumexp") == (cuda ? 1 + 2 * 4 : 3));  // the chunks' and the rows' of each split
       if (!cuda) continue;
-      Graph before = on_cpu(b.g), after = on_cpu(g);
-      std::vector<Tensor> args = random_args(before, 51);
-      std::vector<Tensor> want = run(before, args), got = run(after, args);
-      for (size_t o = 0; o < want.size(); ++o)
-        check_close(got[o], host_values(want[o]), want[o].shape(), {1e-5, 1e-7}, "output " + std::to_string(o));
+      auto [args, got] = check_same_on_cpu(b.g, g, 51, "split rows", Tolerance{1e-5, 1e-7});
       Values in = host_values(args[0]);
       Values lse = along_rows(in, C, [](const Values& r) { return Values{logsumexp_of(r)}; });
       Values soft = along_rows(in, C, [](const Values& r) {
@@ -147,11 +143,7 @@ BOOST_AUTO_TEST_CASE(split_long_reductions_splits_large_full_reductions) {
       BOOST_TEST(count_op(g, "mean") == (cuda ? 2 : 1));
       BOOST_TEST(count_op(g, "max") == (cuda ? 2 : 1));
       if (!cuda) continue;
-      Graph before = on_cpu(b.g), after = on_cpu(g);
-      std::vector<Tensor> args = random_args(before, 53);
-      std::vector<Tensor> want = run(before, args), got = run(after, args);
-      for (size_t o = 0; o < want.size(); ++o)
-        check_close(got[o], host_values(want[o]), want[o].shape(), {1e-5, 1e-5}, "output " + std::to_string(o));
+      auto [args, got] = check_same_on_cpu(b.g, g, 53, "split full reductions", Tolerance{1e-5, 1e-5});
       Values in = host_values(args[0]);
       double sum = 0, mx = -kInf, mn = kInf;
       for (double e : in) sum += e, mx = std::max(mx, e), mn = std::min(mn, e);

@@ -4,6 +4,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,13 +89,20 @@ inline Graph on_cpu(Graph g) {
 }
 
 // A CUDA graph before and after a CUDA-only pass, both run on the CPU (on_cpu): the pass may
-// change layouts and ops, never the values, on fresh random inputs.
-inline void check_same_on_cpu(const Graph& before, const Graph& after, uint64_t seed, const std::string& what) {
+// change layouts and ops, never the values, on fresh random inputs (within `tol`, else the
+// outputs' dtype's tolerance). Returns the inputs and the outputs after the pass, for references.
+struct SameOnCpu {
+  std::vector<Tensor> args, got;
+};
+inline SameOnCpu check_same_on_cpu(const Graph& before, const Graph& after, uint64_t seed, const std::string& what,
+                                   std::optional<Tolerance> tol = std::nullopt) {
   Graph b = on_cpu(before), a = on_cpu(after);
   std::vector<Tensor> args = random_args(b, seed);
   std::vector<Tensor> want = run(b, args), got = run(a, args);
   for (size_t o = 0; o < want.size(); ++o)
-    check_close(got[o], host_values(want[o]), want[o].shape(), what + " output " + std::to_string(o));
+    check_close(got[o], host_values(want[o]), want[o].shape(), tol.value_or(tolerance(got[o].dtype())),
+                what + " output " + std::to_string(o));
+  return {std::move(args), std::move(got)};
 }
 
 // f applied to each row of `row` consecutive values of x (row-major order), in double: the
