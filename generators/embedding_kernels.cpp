@@ -138,14 +138,27 @@ class EmbeddingBackwardKernel : public Generator<EmbeddingBackwardKernel> {
       // looping over the indices ran GPT-2's 8192 tokens x 768 columns on 768 threads. The order
       // of the adds into one row (repeated indices) varies from run to run, as in PyTorch's
       // index_add_ on CUDA.
-      Var y0 = scatter.args()[1], f("f"), bx("bx"), tx("tx"), dO("do"), dI("di");
+      // The zero fill: 4 columns a thread, one 16-byte store, where the rows allow (GPT-2's
+      // [50304, 768] table: a thread per element over the fused index took 130 us on one H200,
+      // 1.2 TB/s, four times the scatter's 33 us).
+      // Rows and indices run on the x blocks (up to 2^31 - 1; y and z stop at 65535).
+      Var y0 = scatter.args()[1], f("f"), bx("bx"), tx("tx"), dO("do"), dI("di"), dv("dv"), yO("yo"), yI("yi");
       RVar n = scatter.rvars(0).at(0);
+      Expr stride = Func(*out_).output_buffer().dim(1).stride();
+      scatter.specialize(depth % 4 == 0 && stride % 4 == 0)
+          .split(d, d, dv, 4, TailStrategy::RoundUp)
+          .vectorize(dv)
+          .split(d, dO, dI, 64, TailStrategy::GuardWithIf)
+          .split(y0, yO, yI, 4, TailStrategy::GuardWithIf)
+          .reorder(dv, dI, yI, yO, dO)
+          .gpu_threads(dI, yI)
+          .gpu_blocks(yO, dO);
       scatter.fuse(d, y0, f).gpu_tile(f, bx, tx, 256, TailStrategy::GuardWithIf);
       scatter.update()
           .atomic()
           .split(d, dO, dI, kAtomicThreads, TailStrategy::GuardWithIf)
-          .reorder(dI, dO, n)
-          .gpu_blocks(dO, n)
+          .reorder(dI, n, dO)
+          .gpu_blocks(n, dO)
           .gpu_threads(dI);
       return;
     }

@@ -151,3 +151,28 @@ BOOST_AUTO_TEST_CASE(zoo_training_steps_compiled_on_cuda_match_the_cpu, *needs_c
     }
   }
 }
+
+// Row ops whose row count the rows of a block do not divide (a warp-row op takes several short
+// rows a block and computes their reductions for all of them): softmax of [1000, 64] once read
+// rows up to 1007. Odd, prime and plain counts, short and long rows, against the CPU.
+BOOST_AUTO_TEST_CASE(row_ops_over_any_row_count_match_the_cpu, *needs_cuda()) {
+  auto ops = [](std::vector<Tensor> v) {
+    const Tensor& x = v[0];
+    int64_t n = x.shape().back();
+    return TensorList{softmax(x, -1), log_softmax(x, -1), sum(x, {-1}),
+                      layer_norm(x, {n}, v[1], v[2])};
+  };
+  for (Shape s : {Shape{1000, 64}, Shape{997, 48}, Shape{1001, 1024}, Shape{13, 3000}, Shape{6, 33}}) {
+    BOOST_TEST_CONTEXT(to_string(s)) {
+      manual_seed(uint64_t(s[0]));
+      TensorList xs = {randn(s), randn({s[1]}), randn({s[1]})};
+      TensorList want = ops(xs);
+      auto f = compile(ops, {.backend = "halide", .name = "cuda_rows_" + std::to_string(s[0])});
+      TensorList got = f(to_cuda(xs));
+      BOOST_TEST_REQUIRE(got.size() == want.size());
+      for (size_t i = 0; i < want.size(); ++i)
+        check_close(got[i].to(Device::cpu()), host_values(want[i]), want[i].shape(), {1e-4, 1e-5},
+                    "output " + std::to_string(i));
+    }
+  }
+}
