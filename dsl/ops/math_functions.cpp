@@ -140,7 +140,7 @@ void use_libdevice_math(const std::vector<Func>& outputs) {
 
 void use_fast_exp(const std::vector<Func>& outputs) {
   ReplaceExternCall exp("exp_f32", Float(32), [](const std::vector<Expr>& a) {
-    return Internal::Call::make(Float(32), "llvm.nvvm.ex2.approx.ftz.f", {a[0] * float(M_LOG2E)},
+    return Internal::Call::make(Float(32), "__nv_exp2f", {a[0] * float(M_LOG2E)},
                                 Internal::Call::PureExtern);
   });
   mutate_all(outputs, exp);
