@@ -7,6 +7,7 @@
 //   Tensor y = gelu(matmul(x, randn({128, 256})));
 #pragma once
 
+#include "dsl/autocast.h"
 #include "dsl/creation.h"
 #include "dsl/cuda/cuda_allocator.h"
 #include "dsl/cuda/cuda_context.h"
@@ -25,6 +26,7 @@
 #include "dsl/nn/layers.h"
 #include "dsl/nn/state_dict.h"
 #include "dsl/nn/transformer.h"
+#include "dsl/optim/grad_scaler.h"
 #include "dsl/optim/optimizer.h"
 #include "graph/compile.h"
 #include "graph/logs.h"

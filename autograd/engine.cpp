@@ -6,6 +6,7 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/node.h"
+#include "dsl/autocast.h"
 #include "dsl/creation.h"
 #include "dsl/error.h"
 #include "dsl/functions.h"
@@ -90,6 +91,7 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph,
   KILN_CHECK(!create_graph, "backward(create_graph=true): higher-order gradients are not supported yet (the tape "
              "saves detached tensors)");
   NoGradGuard no_grad;
+  AutocastSuspended no_autocast;  // derivative rules follow the forward's dtypes, as PyTorch's backward
   if (edge.leaf) {
     accumulate_into_leaf(edge.leaf, g);
     return;

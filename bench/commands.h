@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "dsl/device.h"
+#include "dsl/dtype.h"
 
 namespace kiln::bench {
 
@@ -25,6 +26,9 @@ struct BenchOptions {
 struct DemoOptions {
   Device device = Device::cpu();
   int steps = 300;
+  // bf16 or f16: both runs train under autocast (f16 with a GradScaler), beside a compiled f32 run
+  // of the same model on the same batches.
+  DType precision = DType::f32;
   std::string json_path;
 };
 

@@ -5,7 +5,9 @@
 // loss, backward and the AdamW update in one graph on the halide backend). It prints both losses
 // every few steps, then a summary (compile time, step times, speedup, both final losses and
 // accuracies), the trained model's forward on 256 sequences eager against compiled, and where
-// one eager training step spends its time.
+// one eager training step spends its time. With --precision bf16 or f16 both runs train under
+// autocast (f16 with a GradScaler), and a third copy trains compiled in f32 on the same batches,
+// so the two precisions stand side by side.
 #include <cmath>
 #include <cstdio>
 
@@ -46,10 +48,34 @@ Tensor loss_of(nn::TinyGpt& model, const Tensor& tokens, const Tensor& targets) 
   return cross_entropy(logits.reshape({-1, kVocab}), targets.reshape({-1}));
 }
 
-Tensor train_step(nn::TinyGpt& model, optim::Optimizer& opt, const Tensor& tokens, const Tensor& targets) {
-  Tensor loss = loss_of(model, tokens, targets);
-  loss.backward();
-  opt.step();
+// How a run trains: in f32, or under autocast to `lower` (f16 with a loss scaler).
+struct Precision {
+  DType lower = DType::f32;
+  std::unique_ptr<optim::GradScaler> scaler;
+
+  Precision(DType t, Device device) : lower(t) {
+    KILN_CHECK(t == DType::f32 || t == DType::bf16 || t == DType::f16, "demo: --precision must be f32, bf16 or f16, "
+               "got ", t);
+    if (t == DType::f16) scaler = std::make_unique<optim::GradScaler>(device);
+  }
+  bool mixed() const { return lower != DType::f32; }
+};
+
+Tensor train_step(nn::TinyGpt& model, optim::Optimizer& opt, const Tensor& tokens, const Tensor& targets,
+                  Precision& precision) {
+  Tensor loss;
+  {
+    AutocastGuard autocast(tokens.device(), precision.mixed() ? precision.lower : DType::bf16, precision.mixed());
+    loss = loss_of(model, tokens, targets);
+  }
+  if (precision.scaler) {
+    precision.scaler->scale(loss).backward();
+    precision.scaler->step(opt);
+    precision.scaler->update();
+  } else {
+    loss.backward();
+    opt.step();
+  }
   opt.zero_grad();
   return loss;
 }
@@ -108,9 +134,20 @@ int run_demo(const DemoOptions& opts) {
   twin.to(opts.device);
   optim::AdamW opt(model.parameters(), {.lr = 3e-3, .weight_decay = 0.01});
   optim::AdamW twin_opt(twin.parameters(), {.lr = 3e-3, .weight_decay = 0.01});
+  Precision precision(opts.precision, opts.device), twin_precision(opts.precision, opts.device);
   auto compiled_step = compile([&](const Tensor& tokens, const Tensor& targets) {
-    return train_step(twin, twin_opt, tokens, targets);
+    return train_step(twin, twin_opt, tokens, targets, twin_precision);
   }, {.backend = "halide", .fullgraph = true, .name = "tiny_gpt_train_step"});
+  // The f32 run beside a mixed-precision one: the same initial weights, compiled.
+  const bool mixed = precision.mixed();
+  manual_seed(0);
+  nn::TinyGpt f32_model(config);
+  f32_model.to(opts.device);
+  optim::AdamW f32_opt(f32_model.parameters(), {.lr = 3e-3, .weight_decay = 0.01});
+  Precision f32_precision(DType::f32, opts.device);
+  auto f32_step = compile([&](const Tensor& tokens, const Tensor& targets) {
+    return train_step(f32_model, f32_opt, tokens, targets, f32_precision);
+  }, {.backend = "halide", .fullgraph = true, .name = "tiny_gpt_train_step_f32"});
   int64_t params = 0;
   for (const Tensor& p : model.parameters()) params += p.numel();
 
@@ -120,29 +157,44 @@ int run_demo(const DemoOptions& opts) {
               (long long)kVocab, (long long)(2 * kDigits), (long long)params);
   std::printf("  data: fresh batches of %lld random sequences each step, the same for both; loss over the answer half\n",
               (long long)batch);
-  std::printf("  compiled: kiln::compile of the whole step (forward, loss, backward, AdamW) on the halide backend\n\n");
-  std::printf("  %9s  %11s %13s  %8s %11s\n", "step", "eager loss", "compiled loss", "eager ms", "compiled ms");
+  std::printf("  compiled: kiln::compile of the whole step (forward, loss, backward, AdamW) on the halide backend\n");
+  if (mixed)
+    std::printf("  precision: %s autocast (matmuls in %s, softmax, layer_norm and the loss in f32%s), beside a "
+                "compiled f32 run\n", std::string(name(opts.precision)).c_str(), std::string(name(opts.precision)).c_str(),
+                precision.scaler ? "; GradScaler" : "");
+  std::printf("\n  %9s  %11s %13s  %8s %11s", "step", "eager loss", "compiled loss", "eager ms", "compiled ms");
+  if (mixed) std::printf("  %8s %7s", "f32 loss", "f32 ms");
+  std::printf("\n");
 
-  std::vector<double> eager_s, compiled_s;
-  float loss_first = 0, loss_last = 0, compiled_first = 0, compiled_last = 0;
+  std::vector<double> eager_s, compiled_s, f32_s;
+  float loss_first = 0, loss_last = 0, compiled_first = 0, compiled_last = 0, f32_first = 0, f32_last = 0;
   double compile_s = 0;
   int every = std::max(1, opts.steps / 15);
   double t_start = now_seconds();
   for (int step = 1; step <= opts.steps; ++step) {
     Batch b = make_batch(batch, opts.device);
     double t0 = now_seconds();
-    float value = train_step(model, opt, b.tokens, b.targets).item<float>();
+    float value = train_step(model, opt, b.tokens, b.targets, precision).item<float>();
     eager_s.push_back(now_seconds() - t0);
     t0 = now_seconds();
     float compiled_value = compiled_step(b.tokens, b.targets).item<float>();
     if (step == 1) compile_s = now_seconds() - t0;  // tracing and compiling, then the step
     else compiled_s.push_back(now_seconds() - t0);
-    if (step == 1) loss_first = value, compiled_first = compiled_value;
-    loss_last = value, compiled_last = compiled_value;
-    if (step % every == 0 || step == 1 || step == opts.steps)
-      std::printf("  %4d/%-4d  %11.4f %13.4f  %8.2f %11.2f%s\n", step, opts.steps, value, compiled_value,
-                  eager_s.back() * 1e3, (step == 1 ? compile_s : compiled_s.back()) * 1e3,
-                  step == 1 ? "  (compiles)" : "");
+    float f32_value = 0;
+    if (mixed) {
+      t0 = now_seconds();
+      f32_value = f32_step(b.tokens, b.targets).item<float>();
+      if (step > 1) f32_s.push_back(now_seconds() - t0);
+    }
+    if (step == 1) loss_first = value, compiled_first = compiled_value, f32_first = f32_value;
+    loss_last = value, compiled_last = compiled_value, f32_last = f32_value;
+    if (step % every == 0 || step == 1 || step == opts.steps) {
+      std::printf("  %4d/%-4d  %11.4f %13.4f  %8.2f %11.2f", step, opts.steps, value, compiled_value,
+                  eager_s.back() * 1e3, (step == 1 ? compile_s : compiled_s.back()) * 1e3);
+      if (mixed && step > 1) std::printf("  %8.4f %7.2f", f32_value, f32_s.back() * 1e3);
+      if (mixed && step == 1) std::printf("  %8.4f %7s", f32_value, "-");
+      std::printf("%s\n", step == 1 ? "  (compiles)" : "");
+    }
   }
   double total_s = now_seconds() - t_start;
 
@@ -152,7 +204,7 @@ int run_demo(const DemoOptions& opts) {
     Batch b = make_batch(batch, opts.device);
     DispatchModeGuard g(&profile);
     double t0 = now_seconds();
-    train_step(model, opt, b.tokens, b.targets);
+    train_step(model, opt, b.tokens, b.targets, precision);
     wait_for(opts.device);
     profiled_s = now_seconds() - t0;
   }
@@ -173,6 +225,21 @@ int run_demo(const DemoOptions& opts) {
   std::printf("  %-28s %12s %11.2fx\n", "speedup", "", compiled_ms > 0 ? eager_ms / compiled_ms : 0.0);
   std::printf("  %-28s %12.4f %12.4f\n", "loss, first step", loss_first, compiled_first);
   std::printf("  %-28s %12.4f %12.4f\n", "loss, last step", loss_last, compiled_last);
+  if (mixed) {
+    double f32_ms = f32_s.empty() ? 0 : median(f32_s) * 1e3;
+    double f32_acc;
+    {
+      NoGradGuard no_grad;
+      f32_acc = accuracy(f32_model.forward(test.tokens), test);
+    }
+    std::printf("\n  %-28s %12s %12s\n", "compiled, both precisions", name(opts.precision).data(), "f32");
+    std::printf("  %-28s %12.2f %12.2f\n", "step time, median (ms)", compiled_ms, f32_ms);
+    std::printf("  %-28s %12.4f %12.4f\n", "loss, first step", compiled_first, f32_first);
+    std::printf("  %-28s %12.4f %12.4f\n", "loss, last step", compiled_last, f32_last);
+    std::printf("  %-28s %11.1f%% %11.1f%%\n", "answer digits right (256)", compiled_acc * 100, f32_acc * 100);
+    if (precision.scaler)
+      std::printf("  %-28s %12g\n", "loss scale at the end", twin_precision.scaler->get_scale());
+  }
   std::printf("  %-28s %11.1f%% %11.1f%%\n", "answer digits right (256)", acc * 100, compiled_acc * 100);
   std::printf("  %-28s %12.1f\n", "total time, both (s)", total_s);
   if (loss_gap == 0)
@@ -195,6 +262,10 @@ int run_demo(const DemoOptions& opts) {
   if (!opts.json_path.empty()) {
     Json j = Json::object();
     j.set("device", opts.device.str()).set("steps", opts.steps).set("loss_first", double(loss_first));
+    j.set("precision", std::string(name(opts.precision)));
+    if (mixed)
+      j.set("f32_compiled_step_ms_median", f32_s.empty() ? 0.0 : median(f32_s) * 1e3)
+          .set("f32_loss_last", double(f32_last));
     j.set("loss_last", double(loss_last)).set("eager_step_ms_median", eager_ms);
     j.set("accuracy", acc).set("parameters", params);
     j.set("eager_forward_ms", inference.eager_ms).set("compiled_forward_ms", inference.compiled_ms);

@@ -18,8 +18,9 @@ namespace {
 const char* kUsage = R"(usage: kiln <command> [options]
 
 commands:
-  demo [--device cpu] [--steps N] [--json FILE]
-        train a tiny GPT eagerly to reverse digit sequences; progress, summary, per-op profile
+  demo [--device cpu] [--steps N] [--precision f32|bf16|f16] [--json FILE]
+        train a tiny GPT to reverse digit sequences, eagerly and compiled side by side; progress,
+        summary, per-op profile; bf16 and f16 train under autocast beside an f32 compiled run
   bench ops [--device cpu] [--json FILE] [--filter NAME]
         median eager time per op: one element (host overhead) and a large tensor (throughput)
   bench models [--device cpu] [--backend halide|eager] [--scheduler kiln|mullapudi2016|adams2019|li2018]
@@ -111,6 +112,7 @@ int main(int argc, char** argv) {
         if (args[i] == "--device") o.device = parse_device(value(i));
         else if (args[i] == "--steps") o.steps = std::stoi(value(i));
         else if (args[i] == "--json") o.json_path = value(i);
+        else if (args[i] == "--precision") o.precision = kiln::dtype_from_name(value(i));
         else kiln::throw_error("kiln demo: unknown option '", args[i], "'");
       }
       return kiln::bench::run_demo(o);

@@ -1,5 +1,6 @@
 #include "dsl/dispatch.h"
 
+#include "dsl/autocast.h"
 #include "dsl/eager/runners.h"
 #include "dsl/error.h"
 #include "dsl/kernel_table.h"
@@ -15,21 +16,9 @@ bool any_autograd(const TensorList& inputs) {
     if (t.impl().autograd) return true;
   return false;
 }
-}  // namespace
 
-void set_autograd_hook(AutogradHook hook) { autograd_hook = hook; }
-
-DispatchModeGuard::DispatchModeGuard(DispatchMode* mode) { mode_stack.push_back(mode); }
-DispatchModeGuard::~DispatchModeGuard() { mode_stack.pop_back(); }
-
-DispatchModesSuspended::DispatchModesSuspended() { saved_.swap(mode_stack); }
-DispatchModesSuspended::~DispatchModesSuspended() { saved_.swap(mode_stack); }
-
-TensorList dispatch(const OpDef& def, const TensorList& inputs, const Attrs& attrs) {
-  KILN_CHECK(def.num_inputs < 0 || int(inputs.size()) == def.num_inputs, def.name, ": expected ",
-             def.num_inputs, " inputs, got ", inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i)
-    KILN_CHECK(inputs[i].defined(), def.name, ": input ", i, " is an undefined tensor");
+// The call after autocast: to the innermost mode, or eagerly (then autograd's hook) when none.
+TensorList dispatch_to_modes(const OpDef& def, const TensorList& inputs, const Attrs& attrs) {
   if (mode_stack.empty()) {
     for (const Tensor& t : inputs)
       KILN_CHECK(!t.impl().traced, def.name, ": a tensor of shape ", to_string(t.impl().shape),
@@ -46,6 +35,27 @@ TensorList dispatch(const OpDef& def, const TensorList& inputs, const Attrs& att
     ~Restore() { mode_stack.push_back(m); }
   } restore{top};
   return top->call(def, inputs, attrs);
+}
+
+}  // namespace
+
+void set_autograd_hook(AutogradHook hook) { autograd_hook = hook; }
+
+DispatchModeGuard::DispatchModeGuard(DispatchMode* mode) { mode_stack.push_back(mode); }
+DispatchModeGuard::~DispatchModeGuard() { mode_stack.pop_back(); }
+
+DispatchModesSuspended::DispatchModesSuspended() { saved_.swap(mode_stack); }
+DispatchModesSuspended::~DispatchModesSuspended() { saved_.swap(mode_stack); }
+
+TensorList dispatch(const OpDef& def, const TensorList& inputs, const Attrs& attrs) {
+  KILN_CHECK(def.num_inputs < 0 || int(inputs.size()) == def.num_inputs, def.name, ": expected ",
+             def.num_inputs, " inputs, got ", inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i)
+    KILN_CHECK(inputs[i].defined(), def.name, ": input ", i, " is an undefined tensor");
+  // Autocast comes first, so that its casts reach the tape or the trace as ops of their own.
+  if (def.autocast != AutocastRule::none && !inputs.empty() && autocast_dtype(inputs[0].device()))
+    return dispatch_to_modes(def, autocast_inputs(def, inputs), attrs);
+  return dispatch_to_modes(def, inputs, attrs);
 }
 
 TensorList run_eager(const OpDef& def, const TensorList& inputs, const Attrs& attrs) {

@@ -31,6 +31,8 @@ Tensor gelu_backward(const Tensor& grad, const Tensor& x, const std::string& app
 Tensor silu(const Tensor& x);
 Tensor reciprocal(const Tensor& x);
 Tensor square(const Tensor& x);
+// True where x is neither infinite nor NaN (bool; all true for integers).
+Tensor isfinite(const Tensor& x);
 
 // Binary, with numpy broadcasting and type promotion; comparisons return bool.
 Tensor add(const Tensor& a, const Tensor& b);

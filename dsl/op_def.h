@@ -43,6 +43,13 @@ enum class KernelFamily {
   attention,                      // fused attention and its backward (dsl/eager/attention.cpp)
 };
 
+// What autocast (dsl/autocast.h) does to the op's floating inputs (f64 ones are left alone, as in
+// PyTorch). lower_precision: cast to the autocast dtype (bf16 or f16), the op then computes with
+// f32 accumulation (matmul); f32: cast to f32, for ops whose sums or exponentials lose too much in
+// 16 bits (softmax, layer_norm, cross_entropy, sum, mean, ...), which then return f32. none: the
+// inputs as given; pointwise ops already promote to their widest input type.
+enum class AutocastRule : uint8_t { none, lower_precision, f32 };
+
 struct TensorMeta {
   Shape shape;
   DType dtype = DType::f32;
@@ -91,6 +98,7 @@ struct OpDef {
   // One instruction an element (add, mul, a comparison, where, neg, ...): a fused region computes
   // it again wherever it is read rather than store and load it.
   bool cheap = false;
+  AutocastRule autocast = AutocastRule::none;
   // Pointwise ops: the dtype the inputs are converted to before the kernel runs (comparisons
   // compute in the promoted input type and return bool). Unset: the first output's dtype.
   std::function<DType(const std::vector<TensorMeta>&)> compute_dtype;

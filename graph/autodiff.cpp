@@ -4,6 +4,7 @@
 
 #include "autograd/derivatives.h"
 #include "autograd/grad_mode.h"
+#include "dsl/autocast.h"
 #include "dsl/creation.h"
 #include "dsl/error.h"
 #include "dsl/functions.h"
@@ -17,6 +18,7 @@ TensorList record_gradients(Tracer& tracer, const std::vector<int>& roots, const
   Graph& g = tracer.graph();
   const std::vector<bool> carries = g.grad_carrying_values();
   NoGradGuard no_grad;              // the rules' ops are the backward: not recorded for autograd
+  AutocastSuspended no_autocast;    // they follow the forward's dtypes, as the eager backward
   DispatchModeGuard tracing(&tracer);  // and recorded into the graph (also after the function returned)
   std::unordered_map<int, Tensor> grad;
   auto accumulate = [&](int v, Tensor t) {

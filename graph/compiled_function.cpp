@@ -171,12 +171,13 @@ struct CompiledCore::State {
     to.joint = !backend->supports_autograd();
     if (module)
       for (auto& [name, t] : module->named_parameters()) to.names[&t.impl()] = name;
-    bool grad_mode = grad_enabled();
+    TraceModes modes = TraceModes::current();
     std::shared_ptr<CompiledGraph> last;
     std::vector<std::string> texts;
     Tracer tracer(to, [&](std::shared_ptr<Graph> g, const TensorList& inputs) {
       if (record_graphs) texts.push_back(g->text());
       last = graph_for(g);
+      AutocastSuspended recorded;  // the trace holds autocast's casts as nodes
       return last->run(inputs);
     });
     TensorList symbolic = tracer.bind_arguments(ts, dynamic);
@@ -224,7 +225,7 @@ struct CompiledCore::State {
           }
         }
       }
-      e.guards = GuardSet(ts, shapes, st, grad_mode, captured, captured_names);
+      e.guards = GuardSet(ts, shapes, st, modes, captured, captured_names);
       report.guards = e.guards.describe();
       if (log_enabled(LogChannel::guards))
         for (const std::string& g : report.guards) log_line(LogChannel::guards, options.name + ": " + g);
@@ -242,7 +243,11 @@ struct CompiledCore::State {
     if (e.has_breaks) return trace(ts, st, e.dynamic, nullptr);
     TensorList inputs(e.argument_of.size());
     for (size_t i = 0; i < inputs.size(); ++i) inputs[i] = e.argument_of[i] >= 0 ? ts[size_t(e.argument_of[i])] : e.bound[i];
-    TensorList out = e.compiled->run(inputs);
+    TensorList out;
+    {
+      AutocastSuspended recorded;  // the graph holds autocast's casts as nodes
+      out = e.compiled->run(inputs);
+    }
     if (e.effects.empty()) return out;
     for (const auto& [dst, k] : e.effects.writes) Tensor(dst).copy_(out[size_t(k)]);
     for (const auto& [t, k] : e.effects.grads) (t.argument >= 0 ? ts[size_t(t.argument)] : Tensor(t.leaf)).set_grad(out[size_t(k)]);
@@ -312,7 +317,7 @@ TensorList CompiledCore::call(const TensorList& ts, const std::vector<AttrValue>
     log_line(LogChannel::recompiles, s.options.name + ": recompiling: " + reason);
   }
   auto entry = std::make_shared<Entry>(
-      Entry{GuardSet({}, {}, {}, true, {}), {}, false, nullptr, nullptr, {}, {}, s.current_params(), {}, {}});
+      Entry{GuardSet({}, {}, {}, TraceModes{}, {}), {}, false, nullptr, nullptr, {}, {}, s.current_params(), {}, {}});
   TensorList out = s.trace(ts, st, s.dynamic_dims(ts), entry.get());
   std::unique_lock lock(s.entries_mu);
   s.entries.push_back(std::move(entry));

@@ -109,11 +109,7 @@ int decompose(Graph& g, const std::set<std::string>& ops) {
       size_t mark = out.nodes.size();
       int y = rule->second(e, node, r.ids(node.inputs));
       if (y >= 0) {
-        y = e.cast(y, want.dtype);
-        for (size_t k = mark; k < out.nodes.size(); ++k) out.nodes[k].grad_enabled = node.grad_enabled;
-        KILN_CHECK(out.values[y].meta.shape == want.shape, "decompose: ", node.op->name, " gave shape ",
-                   to_string(out.values[y].meta.shape), ", expected ", to_string(want.shape));
-        r.set(node.outputs[0], y);
+        r.replace(node, mark, {e.cast(y, want.dtype)}, "decompose");
         ++decomposed;
         continue;
       }

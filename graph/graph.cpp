@@ -143,6 +143,19 @@ void GraphRewrite::copy(const GraphNode& node) {
   for (size_t k = 0; k < made.size(); ++k) set(node.outputs[k], made[k]);
 }
 
+void GraphRewrite::replace(const GraphNode& node, size_t first_new, const std::vector<int>& values,
+                           std::string_view pass) {
+  for (size_t k = first_new; k < out.nodes.size(); ++k) out.nodes[k].grad_enabled = node.grad_enabled;
+  KILN_CHECK(values.size() == node.outputs.size(), pass, ": ", node.op->name, " gave ", values.size(),
+             " outputs, expected ", node.outputs.size());
+  for (size_t o = 0; o < values.size(); ++o) {
+    const TensorMeta &got = out.values[size_t(values[o])].meta, &want = g_.values[size_t(node.outputs[o])].meta;
+    KILN_CHECK(got.shape == want.shape && got.dtype == want.dtype, pass, ": ", node.op->name, " output ", o, " gave ",
+               to_string(got.shape), " ", got.dtype, ", expected ", to_string(want.shape), " ", want.dtype);
+    set(node.outputs[o], values[o]);
+  }
+}
+
 Graph GraphRewrite::finish() && {
   out.outputs = ids(g_.outputs);
   return std::move(out);

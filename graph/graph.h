@@ -135,6 +135,10 @@ class GraphRewrite {
   std::vector<int> ids(const std::vector<int>& old_values) const;
   void set(int old_value, int new_value) { id_[size_t(old_value)] = new_value; }
   void copy(const GraphNode& node);
+  // `node` of the old graph replaced by the nodes emitted into `out` since `first_new` (the size
+  // of out.nodes before emitting them): they take the node's grad mode, and `values` stand for
+  // its outputs, which they must match in shape and dtype (else kiln::Error naming `pass`).
+  void replace(const GraphNode& node, size_t first_new, const std::vector<int>& values, std::string_view pass);
   Graph finish() &&;
 
   Graph out;

@@ -53,10 +53,12 @@ std::string attr_value_str(const AttrValue& v) {
   return os.str();
 }
 
+TraceModes TraceModes::current() { return {grad_enabled(), autocast_states()}; }
+
 GuardSet::GuardSet(const TensorList& args, const std::vector<SymShape>& arg_shapes,
-                   const std::vector<AttrValue>& statics, bool grad_mode, const TensorList& captured,
+                   const std::vector<AttrValue>& statics, const TraceModes& modes, const TensorList& captured,
                    std::vector<std::string> captured_names)
-    : statics_(statics), grad_mode_(grad_mode), captured_(captured), captured_names_(std::move(captured_names)) {
+    : statics_(statics), modes_(modes), captured_(captured), captured_names_(std::move(captured_names)) {
   captured_names_.resize(captured_.size());
   for (size_t c = 0; c < captured_.size(); ++c)
     if (captured_names_[c].empty()) captured_names_[c] = "captured tensor " + std::to_string(c);
@@ -110,7 +112,10 @@ bool GuardSet::check(const TensorList& args, const std::vector<AttrValue>& stati
   };
   if (args.size() != tensors_.size())
     return fail("number of tensor arguments: ", tensors_.size(), " -> ", args.size());
-  if (grad_enabled() != grad_mode_) return fail("grad mode: ", on_off(grad_mode_), " -> ", on_off(grad_enabled()));
+  if (grad_enabled() != modes_.grad_mode)
+    return fail("grad mode: ", on_off(modes_.grad_mode), " -> ", on_off(grad_enabled()));
+  if (AutocastStates now = autocast_states(); now != modes_.autocast)
+    return fail("autocast: ", modes_.autocast.str(), " -> ", now.str());
   int64_t small[16];
   std::vector<int64_t> large;
   int64_t* sym = small;
@@ -190,7 +195,8 @@ std::vector<std::pair<int, int>> GuardSet::size_changes(const TensorList& args) 
 
 std::vector<std::string> GuardSet::describe() const {
   std::vector<std::string> out;
-  out.push_back(std::string("grad mode is ") + (grad_mode_ ? "on" : "off"));
+  out.push_back(std::string("grad mode is ") + (modes_.grad_mode ? "on" : "off"));
+  out.push_back("autocast is " + modes_.autocast.str());
   std::vector<std::string> first(static_cast<size_t>(symbol_count_));
   for (size_t i = 0; i < tensors_.size(); ++i) {
     const TensorGuard& g = tensors_[i];

@@ -2,13 +2,14 @@
 // function. For each tensor argument: dtype, device, rank, requires_grad, each size (a value, or a
 // symbol: any size >= 2, equal wherever the symbol repeats) and the layout (contiguous, a
 // permutation of contiguous, or exact strides); the grad mode; the value of each static argument;
-// whether each captured tensor requires grad. check() names the first guard that fails, in the
+// the autocast state; whether each captured tensor requires grad. check() names the first guard that fails, in the
 // form the recompile log prints ("arg 0 dim 0: 32 -> 64").
 #pragma once
 #include <string>
 #include <vector>
 
 #include "dsl/attrs.h"
+#include "dsl/autocast.h"
 #include "dsl/tensor.h"
 #include "graph/sym_shape.h"
 
@@ -26,11 +27,20 @@ struct TensorGuard {
   Strides strides;         // exact
 };
 
+// The thread's modes that change what a trace records: grad mode, and autocast (whose casts are
+// nodes of the graph).
+struct TraceModes {
+  bool grad_mode = true;
+  AutocastStates autocast;
+
+  static TraceModes current();
+};
+
 class GuardSet {
  public:
   // From a finished trace: the arguments it saw, their symbolic shapes as the trace left them.
   GuardSet(const TensorList& args, const std::vector<SymShape>& arg_shapes, const std::vector<AttrValue>& statics,
-           bool grad_mode, const TensorList& captured, std::vector<std::string> captured_names = {});
+           const TraceModes& modes, const TensorList& captured, std::vector<std::string> captured_names = {});
 
   // True when every guard holds; otherwise false, with the first failure in *why (if given).
   bool check(const TensorList& args, const std::vector<AttrValue>& statics, std::string* why = nullptr) const;
@@ -42,7 +52,7 @@ class GuardSet {
  private:
   std::vector<TensorGuard> tensors_;
   std::vector<AttrValue> statics_;
-  bool grad_mode_ = true;
+  TraceModes modes_;
   TensorList captured_;
   std::vector<std::string> captured_names_;
   std::vector<bool> captured_requires_grad_;

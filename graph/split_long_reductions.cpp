@@ -128,17 +128,7 @@ int split_long_reductions(Graph& g) {
     }
     Emitter e{r.out, g.values[size_t(node.outputs[0])].meta.device, DType::f32};
     size_t mark = r.out.nodes.size();
-    std::vector<int> ys = split(e, node, r.ids(node.inputs), chunk);
-    for (size_t k = mark; k < r.out.nodes.size(); ++k) r.out.nodes[k].grad_enabled = node.grad_enabled;
-    KILN_CHECK(ys.size() == node.outputs.size(), "split_long_reductions: ", node.op->name, " gave ", ys.size(),
-               " outputs, expected ", node.outputs.size());
-    for (size_t o = 0; o < ys.size(); ++o) {
-      const TensorMeta &got = r.out.values[size_t(ys[o])].meta, &want = g.values[size_t(node.outputs[o])].meta;
-      KILN_CHECK(got.shape == want.shape && got.dtype == want.dtype, "split_long_reductions: ", node.op->name,
-                 " output ", o, " gave ", to_string(got.shape), " ", got.dtype, ", expected ", to_string(want.shape),
-                 " ", want.dtype);
-      r.set(node.outputs[o], ys[o]);
-    }
+    r.replace(node, mark, split(e, node, r.ids(node.inputs), chunk), "split_long_reductions");
     ++count;
   }
   if (count == 0) return 0;

@@ -1,5 +1,6 @@
 // The matrix-product functions: matmul, and linear (x W^T + b) built from matmul and add so that
 // autograd and graph capture see the ops they already know.
+#include "dsl/autocast.h"
 #include "dsl/dispatch.h"
 #include "dsl/error.h"
 #include "dsl/functions.h"
@@ -11,8 +12,12 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   return dispatch(d, {a, b})[0];
 }
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  KILN_CHECK(x.defined() && weight.defined(), "linear: x and weight must be defined tensors");
+// Under autocast linear is in the lower-precision list as a whole, as in PyTorch: the bias is cast
+// too, so that the output stays 16-bit rather than promote to f32 at the add.
+Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in) {
+  KILN_CHECK(x_in.defined() && weight_in.defined(), "linear: x and weight must be defined tensors");
+  Tensor x = autocast_lower(x_in), weight = autocast_lower(weight_in);
+  Tensor bias = bias_in.defined() ? autocast_lower(bias_in) : bias_in;
   // Checks only: impl() reads do not specialize the sizes of a traced x.
   const Shape& xs = x.impl().shape;
   const Shape& ws = weight.impl().shape;

@@ -2,6 +2,7 @@
 // scaled_dot_product_attention.
 #include <cmath>
 
+#include "dsl/autocast.h"
 #include "dsl/creation.h"
 #include "dsl/dispatch.h"
 #include "dsl/error.h"
@@ -55,9 +56,14 @@ bool fused_attention_kernel(const Tensor& q) {
 
 }  // namespace
 
-Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale) {
-  KILN_CHECK(q.dim() == 4, "scaled_dot_product_attention: q must have 4 dims (batch, heads, rows, features), got "
-             "shape ", to_string(q.shape()));
+Tensor scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, bool causal,
+                                    double scale) {
+  KILN_CHECK(q_in.dim() == 4, "scaled_dot_product_attention: q must have 4 dims (batch, heads, rows, features), "
+             "got shape ", to_string(q_in.shape()));
+  // Under autocast the whole attention is in the lower-precision list, as PyTorch's SDPA: q, k and
+  // v are cast once, and the composite's softmax keeps 16-bit storage (it computes in f32 inside).
+  Tensor q = autocast_lower(q_in), k = autocast_lower(k_in), v = autocast_lower(v_in);
+  AutocastSuspended inside;
   if (scale == 0) scale = 1.0 / std::sqrt(double(q.size(3)));
   bool traced = q.is_traced() || k.is_traced() || v.is_traced();
   if (traced || !fused_attention_kernel(q)) return attention_composite(q, k, v, causal, scale);

@@ -28,6 +28,7 @@ KILN_UNARY(relu)
 KILN_UNARY(silu)
 KILN_UNARY(reciprocal)
 KILN_UNARY(square)
+KILN_UNARY(isfinite)
 #undef KILN_UNARY
 
 Tensor gelu(const Tensor& x, const std::string& approximate) {

@@ -129,6 +129,7 @@ void add_matmul_ops(std::vector<OpDef>& defs) {
   d.num_inputs = 2;
   d.infer = infer_matmul;
   d.define = define_matmul;
+  d.autocast = AutocastRule::lower_precision;
   defs.push_back(d);
   // The product with its bias added in cuBLASLt's epilogue: made on CUDA by a compile pass
   // (graph/passes.h: cublas_bias_epilogue) after differentiation, so it needs no derivative.
@@ -137,6 +138,7 @@ void add_matmul_ops(std::vector<OpDef>& defs) {
   d.infer = infer_matmul_bias;
   d.define = define_matmul_bias;
   d.differentiable = false;
+  d.autocast = AutocastRule::none;  // made after autocast's casts, from a product already cast
   defs.push_back(std::move(d));
 }
 

@@ -57,6 +57,7 @@ void rows_op(std::vector<OpDef>& defs, const std::string& name, bool log_space) 
     y.func(v) = store_value(log_space ? shifted : exp(shifted), out);
     return std::vector<HalideTensor>{y};
   };
+  d.autocast = AutocastRule::f32;
   defs.push_back(std::move(d));
 }
 
@@ -265,6 +266,7 @@ void add_normalization_ops(std::vector<OpDef>& defs) {
   ln.num_inputs = -1;
   ln.infer = infer_layer_norm;
   ln.define = define_layer_norm;
+  ln.autocast = AutocastRule::f32;
   defs.push_back(std::move(ln));
 
   OpDef lnb;
@@ -284,6 +286,7 @@ void add_normalization_ops(std::vector<OpDef>& defs) {
   ce.num_inputs = 2;
   ce.infer = infer_cross_entropy;
   ce.define = define_cross_entropy;
+  ce.autocast = AutocastRule::f32;
   defs.push_back(std::move(ce));
 
   OpDef ceb;

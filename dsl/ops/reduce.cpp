@@ -107,6 +107,9 @@ void reduce_op(std::vector<OpDef>& defs, const std::string& name, Kind kind) {
   d.family = KernelFamily::reduce;
   d.num_inputs = 1;
   d.differentiable = kind != Kind::argmax;  // an index
+  // Sums in f32 under autocast; max, min and argmax are exact in any dtype.
+  if (kind == Kind::sum || kind == Kind::mean || kind == Kind::var || kind == Kind::logsumexp)
+    d.autocast = AutocastRule::f32;
   d.infer = [name, kind](const std::vector<TensorMeta>& in, const Attrs& a) {
     return std::vector<TensorMeta>{infer_reduce(name, kind, in[0], a)};
   };

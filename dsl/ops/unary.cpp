@@ -65,6 +65,28 @@ OpDef gelu_backward_op() {
   return d;
 }
 
+// isfinite(x): true where x is neither infinite nor NaN (false for none of an integer tensor).
+// Halide::is_finite tests the bits: Halide compiles float math with LLVM's no-NaN and no-inf
+// flags, under which a comparison such as x == x or abs(x) < inf may be folded to true.
+OpDef isfinite_op() {
+  OpDef d;
+  d.name = "isfinite";
+  d.schedule_class = ScheduleClass::pointwise;
+  d.family = KernelFamily::unary;
+  d.num_inputs = 1;
+  d.differentiable = false;
+  d.comparison = true;
+  d.cheap = true;
+  d.compute_dtype = [](const std::vector<TensorMeta>& in) { return in[0].dtype; };
+  d.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
+    return std::vector<TensorMeta>{{in[0].shape, DType::bool_, in[0].device}};
+  };
+  d.pointwise = [](const std::vector<Expr>& in, const Attrs&) {
+    return in[0].type().is_float() ? Halide::is_finite(in[0]) : Halide::Internal::const_true();
+  };
+  return d;
+}
+
 // Registers the op and returns it, for properties set by its table line.
 OpDef& unary(std::vector<OpDef>& defs, std::string name, bool float_only, std::function<Expr(Expr, const Attrs&)> f) {
   OpDef d;
@@ -106,6 +128,7 @@ void add_unary_ops(std::vector<OpDef>& defs) {
     return gelu_expr(x, a.get_or<std::string>("approximate", "none"));
   });
   defs.push_back(gelu_backward_op());
+  defs.push_back(isfinite_op());
 }
 
 }  // namespace kiln

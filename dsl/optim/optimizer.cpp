@@ -17,6 +17,26 @@ Optimizer::Optimizer(std::vector<Tensor> params) : params_(std::move(params)) {
                i, " must be a leaf tensor that requires grad");
 }
 
+void Optimizer::step_unless(const Tensor& skip) {
+  KILN_CHECK(skip.defined() && skip.dim() == 0 && skip.dtype() == DType::bool_, "optimizer step_unless: the skip "
+             "flag must be a 0-d bool tensor, got ", skip.defined() ? to_string(skip.shape()) : "undefined",
+             skip.defined() ? " " + std::string(name(skip.dtype())) : "");
+  if (!skip.is_traced()) {
+    if (!skip.item<bool>()) step();
+    return;
+  }
+  skip_ = skip;
+  struct Clear {
+    Tensor& t;
+    ~Clear() { t = Tensor(); }
+  } clear{skip_};
+  step();
+}
+
+Tensor Optimizer::unless_skipped(const Tensor& old, const Tensor& updated) const {
+  return skip_.defined() ? where(skip_, old, updated) : updated;
+}
+
 void Optimizer::zero_grad() {
   for (const Tensor& p : params_) p.set_grad(Tensor());
 }
@@ -34,10 +54,10 @@ void SGD::step() {
     Tensor p = params_[i].detach(), g = params_[i].grad().detach();
     if (opts_.weight_decay != 0) g = g + p * opts_.weight_decay;
     if (opts_.momentum != 0) {
-      velocity_[i].copy_(velocity_[i] * opts_.momentum + g);
+      velocity_[i].copy_(unless_skipped(velocity_[i], velocity_[i] * opts_.momentum + g));
       g = velocity_[i];
     }
-    p.copy_(p - g * opts_.lr);
+    p.copy_(unless_skipped(p, p - g * opts_.lr));
   }
 }
 
@@ -81,7 +101,7 @@ bool fused_adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor
 }  // namespace
 
 void AdamW::step() {
-  steps_.copy_(steps_ + 1.0);
+  steps_.copy_(unless_skipped(steps_, steps_ + 1.0));
   // The bias corrections 1 - beta^t, as tensors: a compiled step must not bake t in.
   TensorOptions scalar = steps_.options();
   Tensor c1 = 1.0 - pow(full({}, opts_.beta1, scalar), steps_);
@@ -89,11 +109,13 @@ void AdamW::step() {
   for (size_t i = 0; i < params_.size(); ++i) {
     if (!params_[i].grad().defined()) continue;
     Tensor p = params_[i].detach(), g = params_[i].grad().detach();
-    if (opts_.fused && fused_adamw(p, g, m_[i], v_[i], c1.to(p.dtype()), c2.to(p.dtype()), opts_)) continue;
+    if (opts_.fused && !skip_.defined() &&
+        fused_adamw(p, g, m_[i], v_[i], c1.to(p.dtype()), c2.to(p.dtype()), opts_))
+      continue;
     auto [p1, m1, v1] = adamw_update(p, g, m_[i], v_[i], c1, c2, opts_);
-    m_[i].copy_(m1);
-    v_[i].copy_(v1);
-    p.copy_(p1);
+    m_[i].copy_(unless_skipped(m_[i], m1));
+    v_[i].copy_(unless_skipped(v_[i], v1));
+    p.copy_(unless_skipped(p, p1));
   }
 }
 

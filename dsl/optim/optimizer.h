@@ -18,11 +18,19 @@ class Optimizer {
   explicit Optimizer(std::vector<Tensor> params);
   virtual ~Optimizer() = default;
   virtual void step() = 0;
+  // A step, or none while `skip` (a 0-d bool tensor) is true: GradScaler's step after an overflow.
+  // Eagerly the flag is read on the host (one sync, as PyTorch's GradScaler does); traced inside
+  // a compiled step, every update becomes where(skip, old, new) and the graph reads no host value.
+  void step_unless(const Tensor& skip);
   void zero_grad();
   const std::vector<Tensor>& params() const { return params_; }
 
  protected:
+  // `updated`, or `old` (a parameter or a state tensor) while step_unless's traced skip holds.
+  Tensor unless_skipped(const Tensor& old, const Tensor& updated) const;
+
   std::vector<Tensor> params_;
+  Tensor skip_;  // set only during a traced step_unless
 };
 
 struct SGDOptions {

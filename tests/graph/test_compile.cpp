@@ -95,7 +95,7 @@ BOOST_AUTO_TEST_CASE(dtype_rank_static_arg_and_requires_grad_changes_recompile) 
 
 BOOST_AUTO_TEST_CASE(device_guard_names_the_change) {
   Tensor x = random_tensor({2, 3}, f32, 1);
-  GuardSet guards({x}, {static_shape(x.shape())}, {}, grad_enabled(), {});
+  GuardSet guards({x}, {static_shape(x.shape())}, {}, TraceModes::current(), {});
   // No GPU in this build: a tensor that only claims to live on CUDA exercises the guard.
   Tensor fake = Tensor::make_view(std::make_shared<Storage>(nullptr, 0, Device::cuda(0), nullptr), {2, 3}, {3, 1},
                                   0, f32);
