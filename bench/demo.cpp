@@ -225,6 +225,14 @@ int run_demo(const DemoOptions& opts) {
   std::printf("  %-28s %12s %11.2fx\n", "speedup", "", compiled_ms > 0 ? eager_ms / compiled_ms : 0.0);
   std::printf("  %-28s %12.4f %12.4f\n", "loss, first step", loss_first, compiled_first);
   std::printf("  %-28s %12.4f %12.4f\n", "loss, last step", loss_last, compiled_last);
+  std::printf("  %-28s %11.1f%% %11.1f%%\n", "answer digits right (256)", acc * 100, compiled_acc * 100);
+  std::printf("  %-28s %12.1f\n", "total time, both (s)", total_s);
+  if (loss_gap == 0)
+    std::printf("  the final losses are equal to the last bit\n");
+  else
+    std::printf("  the final losses differ by %.2g (%.2g of the eager one): two runs of the same training whose sums\n"
+                "  are rounded in different orders\n",
+                loss_gap, loss_gap / std::max(1e-12, std::abs(double(loss_last))));
   if (mixed) {
     double f32_ms = f32_s.empty() ? 0 : median(f32_s) * 1e3;
     double f32_acc;
@@ -240,14 +248,6 @@ int run_demo(const DemoOptions& opts) {
     if (precision.scaler)
       std::printf("  %-28s %12g\n", "loss scale at the end", twin_precision.scaler->get_scale());
   }
-  std::printf("  %-28s %11.1f%% %11.1f%%\n", "answer digits right (256)", acc * 100, compiled_acc * 100);
-  std::printf("  %-28s %12.1f\n", "total time, both (s)", total_s);
-  if (loss_gap == 0)
-    std::printf("  the final losses are equal to the last bit\n");
-  else
-    std::printf("  the final losses differ by %.2g (%.2g of the eager one): two runs of the same training whose sums\n"
-                "  are rounded in different orders\n",
-                loss_gap, loss_gap / std::max(1e-12, std::abs(double(loss_last))));
   std::printf("\n  inference on 256 sequences     %12s %12s\n", "eager", "compiled");
   std::printf("  %-28s %12s %12.2f%s\n", "compile time (s)", "-", inference.compile_s,
               inference.from_disk_cache ? "  (from the disk cache)" : "");
