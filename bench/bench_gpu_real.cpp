@@ -9,6 +9,10 @@
 // other, each alone on the device, so that each peak is its own. bench/torch/bench_real.py times
 // PyTorch by the same method; bench/torch/merge_real.py joins the two.
 //
+// With --precision bf16 (and --only models) each model's forward and loss run under bf16 autocast,
+// backward and AdamW outside it (bench/torch/bench_real.py --precision bf16 is the same); the
+// rows say "precision": "bf16".
+//
 // With --check-dir DIR, gpt2_small's initial weights (safetensors), its batch (.npy), its first
 // loss and gradients in full f32, and the compiled losses are written to DIR for bench_real.py
 // --check-dir to compare with PyTorch's.
@@ -62,7 +66,7 @@ double warm_compile_s(const BenchOptions& opts, const std::string& name, bool tr
   std::vector<double> s;
   for (int i = 0; i < runs; ++i) {
     std::string command = "'" + opts.self_path + "' bench compile-once " + name + " --size real --device " +
-                          opts.device.str() + (train ? " --train" : "");
+                          opts.device.str() + " --precision " + opts.precision + (train ? " --train" : "");
     FILE* p = ::popen(command.c_str(), "r");
     KILN_CHECK(p, "kiln bench gpu: cannot run ", command);
     double v = -1;
@@ -359,11 +363,14 @@ void check_loss_curves(const std::string& name, const BenchOptions& opts, Json& 
 Json measure_model(const std::string& name, const BenchOptions& opts, StepTables& tables) {
   Device d = opts.device;
   double infer_cold = 0;
+  std::optional<DType> autocast = autocast_of(opts.precision);
   Json j = Json::object();
   j.set("name", name);
-  j.set("precision", "tf32");
+  j.set("precision", opts.precision);
   {  // inference
     NoGradGuard no_grad;
+    std::optional<AutocastGuard> mixed;
+    if (autocast) mixed.emplace(d, *autocast);
     manual_seed(0);
     zoo::ZooModel m = zoo::make_zoo_model(name, zoo::ZooSize::real, d);
     TensorList in = m.make_inputs();
@@ -391,15 +398,15 @@ Json measure_model(const std::string& name, const BenchOptions& opts, StepTables
     TensorList in = m.make_inputs();
     if (!opts.check_dir.empty() && name == "gpt2_small") write_check_files(m, in, opts.check_dir);
     optim::AdamW opt(m.module->parameters(), {});
-    eager = run_steps(d, [&] { return train_step(m, opt, in); });
-    eager_op_breakdown(name, d, [&] { train_step(m, opt, in); }, tables.eager_ops);
+    eager = run_steps(d, [&] { return train_step(m, opt, in, autocast); });
+    eager_op_breakdown(name, d, [&] { train_step(m, opt, in, autocast); }, tables.eager_ops);
   }
   {
     manual_seed(0);
     zoo::ZooModel m = zoo::make_zoo_model(name, zoo::ZooSize::real, d);
     TensorList in = m.make_inputs();
     optim::AdamW opt(m.module->parameters(), {});
-    auto step = compile([&](std::vector<Tensor> xs) { return train_step(m, opt, xs); },
+    auto step = compile([&](std::vector<Tensor> xs) { return train_step(m, opt, xs, autocast); },
                         {.backend = "halide", .name = name + " train step"});
     compiled = run_steps(d, [&] { return step(in); }, opts.profile == "train");
     compiled.compile_s = zoo::compile_seconds(step.stats());  // the first step compiled it
@@ -443,15 +450,21 @@ int run_bench_gpu_real(const BenchOptions& opts) {
   set_disk_cache_dir(cache_dir);
   ::setenv("KILN_CACHE_DIR", cache_dir.c_str(), 1);  // for the fresh processes of the warm compiles
   set_float32_matmul_precision(Float32MatmulPrecision::high);
+  std::optional<DType> autocast = autocast_of(opts.precision);
+  KILN_CHECK(!autocast || opts.only == "models", "kiln bench gpu: --precision ", opts.precision, " applies to the "
+             "models (--only models); the real-size kernels are f32 kernels");
+  KILN_CHECK(!autocast || opts.check_dir.empty(), "kiln bench gpu: --check-dir compares the first step in full f32; "
+             "run it without --precision");
   double t0 = now_seconds();
   compile([](const Tensor& x) { return x + 1.0; }, {.backend = "halide"})(full({4}, 1.0, {.device = d}));
-  std::printf("device %s, real sizes, TF32 matmuls; disk cache %s (Halide runtime and CUDA context in %.2f s)\n",
-              cuda_context(d.index).name.c_str(), cache_dir.c_str(), now_seconds() - t0);
+  std::printf("device %s, real sizes, TF32 matmuls%s; disk cache %s (Halide runtime and CUDA context in %.2f s)\n",
+              cuda_context(d.index).name.c_str(), autocast ? (", models under " + opts.precision + " autocast").c_str() : "",
+              cache_dir.c_str(), now_seconds() - t0);
   Json report = Json::object();
   report.set("suite", "gpu");
   report.set("size", "real");
   report.set("device", cuda_context(d.index).name);
-  report.set("precision", "tf32");
+  report.set("precision", opts.precision);
   double copy = copy_gbps(d);
   report.set("copy_gbps", copy);
   auto save = [&] {

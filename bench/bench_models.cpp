@@ -54,12 +54,15 @@ int run_compile_once(const BenchOptions& opts) {
   if (opts.train) {
     EnableGradGuard grad;
     optim::AdamW opt(m.module->parameters(), {});
-    auto step = compile([&](std::vector<Tensor> xs) { return train_step(m, opt, xs); },
+    std::optional<DType> autocast = autocast_of(opts.precision);
+    auto step = compile([&](std::vector<Tensor> xs) { return train_step(m, opt, xs, autocast); },
                         {.backend = opts.backend, .scheduler = opts.scheduler, .name = m.name + " train step"});
     step(in);
     s = zoo::compile_seconds(step.stats());
   } else {
     NoGradGuard no_grad;
+    std::optional<AutocastGuard> mixed;
+    if (std::optional<DType> t = autocast_of(opts.precision)) mixed.emplace(opts.device, *t);
     zoo::ZooFunction f = compile_model(m, opts);
     f(in);
     s = zoo::compile_seconds(f.stats());

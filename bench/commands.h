@@ -21,6 +21,7 @@ struct BenchOptions {
   std::string only;                // bench gpu --size real --only kernels|models: one half of the run
   std::string profile = "train";   // bench gpu --size real --profile train|inference: the compiled calls
                                    // run between cuProfilerStart and cuProfilerStop (kernel summary)
+  std::string precision = "tf32";  // bench gpu --size real, compile-once: tf32, or bf16 (autocast)
 };
 
 struct DemoOptions {

@@ -31,7 +31,7 @@ commands:
         single fused regions (rows, columns, transposes, a GEMM with its epilogue) compiled
         against eager: one line per schedule template case
   bench gpu [--device cuda[:N]] [--size bench|real] [--filter NAME] [--json FILE] [--check-dir DIR]
-            [--only kernels|models] [--profile train|inference]
+            [--only kernels|models] [--profile train|inference] [--precision tf32|bf16]
         on a CUDA device: copy bandwidth, fused pointwise / softmax / layer_norm kernels (GB/s,
         compiled and eager), every zoo model eager against compiled, host overhead per call;
         --size real: every GPU schedule class at real sizes, GPT-2 small (batch 8 x 1024) and
@@ -39,7 +39,8 @@ commands:
         times, peak memory, a breakdown of the compiled step's device time and of the eager
         step's time by op and backward node; --only runs the kernels or the models alone;
         --profile picks the compiled calls that run between cuProfilerStart and cuProfilerStop
-        (the window of bench/kernel_summary.cpp; default train)
+        (the window of bench/kernel_summary.cpp; default train); --precision bf16 (with --only
+        models) runs the models' forward and loss under bf16 autocast
   bench compile [--json FILE]
         host overhead of one call of a compiled function (guards, lookup, graph run)
   explain NAME [--dump DIR]
@@ -87,6 +88,7 @@ kiln::bench::BenchOptions parse_bench_options(const std::vector<std::string>& ar
     else if (opt == "--check-dir") o.check_dir = v;
     else if (opt == "--only") o.only = v;
     else if (opt == "--profile") o.profile = v;
+    else if (opt == "--precision") o.precision = v;
   }
   return o;
 }
@@ -134,7 +136,7 @@ int main(int argc, char** argv) {
     }
     if (args[0] == "bench" && args.size() >= 3 && args[1] == "compile-once") {
       kiln::bench::BenchOptions o =
-          parse_bench_options(args, 3, {"--backend", "--scheduler", "--size", "--device", "--train"});
+          parse_bench_options(args, 3, {"--backend", "--scheduler", "--size", "--device", "--train", "--precision"});
       o.filter = args[2];
       return kiln::bench::run_compile_once(o);
     }
@@ -148,7 +150,7 @@ int main(int argc, char** argv) {
       }
       if (sub == "regions") return kiln::bench::run_bench_regions(parse_bench_options(args, 2, {"--scheduler", "--filter", "--json"}));
       if (sub == "gpu") {
-        o = parse_bench_options(args, 2, {"--device", "--filter", "--json", "--size", "--check-dir", "--only", "--profile"});
+        o = parse_bench_options(args, 2, {"--device", "--filter", "--json", "--size", "--check-dir", "--only", "--profile", "--precision"});
         o.self_path = self_path(argv[0]);
         return kiln::bench::run_bench_gpu(o);
       }

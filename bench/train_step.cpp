@@ -9,12 +9,23 @@
 
 namespace kiln::bench {
 
-Tensor train_step(zoo::ZooModel& m, optim::Optimizer& opt, const TensorList& inputs) {
-  Tensor loss = m.loss(m.forward(inputs));
+Tensor train_step(zoo::ZooModel& m, optim::Optimizer& opt, const TensorList& inputs, std::optional<DType> autocast) {
+  Tensor loss;
+  {
+    std::optional<AutocastGuard> guard;
+    if (autocast) guard.emplace(inputs.at(0).device(), *autocast);
+    loss = m.loss(m.forward(inputs));
+  }
   loss.backward();
   opt.step();
   opt.zero_grad();
   return loss;
+}
+
+std::optional<DType> autocast_of(const std::string& precision) {
+  if (precision == "tf32" || precision == "f32") return std::nullopt;
+  KILN_CHECK(precision == "bf16" || precision == "f16", "--precision takes tf32, bf16 or f16, got '", precision, "'");
+  return dtype_from_name(precision);
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "bench/json.h"
@@ -37,7 +38,13 @@ void print_train_step(const std::string& model, const TrainStepReport& r, int di
 // "<prefix>saved_bytes_eager", "<prefix>saved_bytes_compiled" on a model's JSON row.
 void set_train_step_json(Json& row, const TrainStepReport& r, const std::string& prefix);
 
-// Runs one AdamW step of `m` on `inputs` and returns the loss (not synchronized).
-Tensor train_step(zoo::ZooModel& m, optim::Optimizer& opt, const TensorList& inputs);
+// Runs one AdamW step of `m` on `inputs` and returns the loss (not synchronized). With `autocast`,
+// the forward and the loss run under AutocastGuard(device, *autocast), backward and the update
+// outside it, as PyTorch's mixed-precision recipe.
+Tensor train_step(zoo::ZooModel& m, optim::Optimizer& opt, const TensorList& inputs,
+                  std::optional<DType> autocast = std::nullopt);
+// The autocast dtype of a benchmark's --precision: none for "tf32" and "f32", bf16 for "bf16",
+// f16 for "f16"; kiln::Error for anything else.
+std::optional<DType> autocast_of(const std::string& precision);
 
 }  // namespace kiln::bench

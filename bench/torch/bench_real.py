@@ -4,10 +4,13 @@
 # with the fused AdamW, eager and torch.compile, with F.scaled_dot_product_attention and with the
 # op-by-op mirror of kiln's attention. Timed as bench_torch.py times (whose helpers it uses).
 # With --check-dir, kiln's first GPT-2 small step (loss and every gradient; optionally 20 AdamW
-# losses) is checked against PyTorch's, in full f32.
+# losses) is checked against PyTorch's, in full f32. With --precision bf16 the models' forward and
+# loss run under torch.autocast("cuda", bfloat16), backward and the optimizer outside it, as
+# PyTorch's mixed-precision recipe writes them (kiln bench gpu --precision bf16 is the same).
 #
 #   python3 bench/torch/bench_real.py --json torch-real.json [--models gpt2_small,mlp] [--kernels a,b]
 #       [--skip-kernels] [--skip-models] [--skip-mirror] [--check-dir DIR] [--keep-cache]
+#       [--precision tf32|bf16]
 #
 # bench/torch/merge_real.py joins the JSON written here with kiln's; README.md lists the keys.
 import argparse
@@ -35,6 +38,8 @@ def parse_args():
     p.add_argument("--check-dir", help="folder of kiln's GPT-2 small first step, to check against PyTorch's")
     p.add_argument("--keep-cache", action="store_true",
                    help="use the usual Inductor/Triton caches instead of fresh empty ones")
+    p.add_argument("--precision", choices=["tf32", "bf16"], default="tf32",
+                   help="the models' precision: f32 with TF32 matmuls, or bf16 autocast")
     return p.parse_args()
 
 
@@ -258,10 +263,21 @@ def fresh_model(name, attention):
     return zoo_real.make_model(name, "cuda", attention)
 
 
+def precision():
+    return ARGS.precision if ARGS is not None else "tf32"
+
+
+def autocast():
+    """bf16 autocast for --precision bf16, else nothing."""
+    if precision() == "bf16":
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
 def inference_eager(name, attention, prefix):
     model, make_inputs = fresh_model(name, attention)
     inputs = make_inputs()
-    with torch.no_grad(), model_timing():
+    with torch.no_grad(), model_timing(), autocast():
         ms = time_ms(lambda: model(*inputs))
     return {"inputs": [list(t.shape) for t in inputs], "parameters": sum(p.numel() for p in model.parameters()),
             prefix + "eager_ms": ms}
@@ -271,16 +287,19 @@ def inference_compiled(name, attention, prefix):
     """{prefix}compile_ms and {prefix}compile_cold_s of torch.compile(model), no_grad, eval."""
     model, make_inputs = fresh_model(name, attention)
     inputs = make_inputs()
-    with torch.no_grad(), model_timing():
+    with torch.no_grad(), model_timing(), autocast():
         return bench_torch.compiled_forward(model, inputs, None, prefix + "compile")
 
 
 def train_step(forward, model, inputs, loss_fn):
-    """One step: forward, scalar loss, backward, fused AdamW (PyTorch's defaults), zero_grad."""
+    """One step: forward, scalar loss (under autocast for bf16), backward, fused AdamW (PyTorch's
+    defaults), zero_grad."""
     opt = torch.optim.AdamW(model.parameters(), fused=True)
 
     def step():
-        loss_fn(forward(*inputs)).backward()
+        with autocast():
+            loss = loss_fn(forward(*inputs))
+        loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
     return step
@@ -339,7 +358,7 @@ def bench_variant(row, name, attention, prefix):
 
 
 def bench_model(name, args):
-    row = {"name": name, "precision": "tf32"}
+    row = {"name": name, "precision": precision()}
     bench_variant(row, name, "sdpa", "torch_")
     if name in zoo_real.ATTENTION_MODELS:
         if args.skip_mirror:
@@ -604,7 +623,7 @@ def main(args):
     models = selected(args.models, zoo_real.NAMES, "model")
     kernels = selected(args.kernels, kernel_names(), "kernel")
     configure_torch()
-    report = {"torch": torch.__version__, "device": torch.cuda.get_device_name(), "precision": "tf32",
+    report = {"torch": torch.__version__, "device": torch.cuda.get_device_name(), "precision": precision(),
               "cuda_version": torch.version.cuda, "fresh_cache": CACHE_ROOT is not None,
               "timing": {"kernels": {"warmup": bench_torch.WARMUP, "min_iters": bench_torch.MIN_ITERS,
                                      "min_seconds": bench_torch.MIN_SECONDS},
@@ -613,7 +632,7 @@ def main(args):
                          "max_iters": bench_torch.MAX_ITERS, "peak_steps": PEAK_STEPS,
                          "statistic": "median of per-call CUDA event times"},
               "copy_gbps": None, "kernels": [], "models": []}
-    log(f"bench_real: {report['device']}, torch {report['torch']}, TF32 on, "
+    log(f"bench_real: {report['device']}, torch {report['torch']}, TF32 on, models in {precision()}, "
         f"caches {'fresh' if CACHE_ROOT else 'kept'}")
     if args.check_dir:  # first: it is quick, and the rest is worth less if it fails
         report["check"] = check(args.check_dir)
@@ -629,7 +648,7 @@ def main(args):
     if not args.skip_models:
         for name in models:
             log(f"model {name}")
-            row = {"name": name, "precision": "tf32"}
+            row = {"name": name, "precision": precision()}
             measure(row, "model", variant_keys("torch_"), lambda: bench_model(name, args))
             report["models"].append(row)
             free_memory()

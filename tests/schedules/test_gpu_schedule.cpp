@@ -150,6 +150,28 @@ BOOST_AUTO_TEST_CASE(zoo_models_compile_for_cuda) {
   }
 }
 
+// The same under bf16 autocast: regions that read and write bf16 (16-bit integers in Halide, as
+// CUDA's JIT crashed on Halide's BFloat(16)) around cuBLAS's bf16 products.
+BOOST_AUTO_TEST_CASE(zoo_models_under_bf16_autocast_compile_for_cuda) {
+  NoGradGuard no_grad;
+  AutocastGuard autocast(Device::cpu(), DType::bf16);  // traced on the CPU, then moved to CUDA
+  for (const std::string& name : zoo::zoo_names()) {
+    keep_graphs().graphs.clear();
+    zoo::ZooModel m = zoo::make_zoo_model(name, zoo::ZooSize::bench);
+    zoo::ZooFunction f = zoo::compile_zoo_model(m, {.backend = "keep_graphs"});
+    f(m.make_inputs());
+    BOOST_TEST_REQUIRE(!keep_graphs().graphs.empty());
+    for (Graph& g : keep_graphs().graphs) {
+      bool bf16 = false, matmul = false;
+      for (const Value& v : g.values) bf16 = bf16 || v.meta.dtype == DType::bf16;
+      for (const GraphNode& n : g.nodes) matmul = matmul || n.op->autocast == AutocastRule::lower_precision;
+      BOOST_TEST(bf16 == matmul, name << ": a product under autocast, yet no bf16 value in the graph");
+      Graph cuda = on_cuda(g);
+      check_on_device(cuda, name + " (bf16 autocast)");
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(pointwise_chains) {
   for (Shape s : {Shape{1024, 1024}, Shape{37, 53}, Shape{7}, Shape{}}) {
     Builder b;
