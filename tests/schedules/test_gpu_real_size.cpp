@@ -199,3 +199,38 @@ BOOST_AUTO_TEST_CASE(real_size_training_step_spreads_every_gpu_loop) {
     if (name == "gpt2_small") BOOST_TEST(counts.distinct * 4 < counts.regions);
   }
 }
+
+// GPT-2 small's training step under bf16 autocast (forward and loss; backward and AdamW outside):
+// the bf16 regions at real size, through the same checks.
+BOOST_AUTO_TEST_CASE(real_size_bf16_training_step_of_gpt2_spreads_every_gpu_loop) {
+  EnableGradGuard grad;
+  keep_captured().graphs.clear();
+  manual_seed(0);
+  zoo::ZooModel m = real_model("gpt2_small");
+  optim::AdamW opt(m.module->parameters(), {});
+  auto step = compile(
+      [&](std::vector<Tensor> xs) {
+        Tensor loss;
+        {
+          AutocastGuard autocast(Device::cpu(), DType::bf16);  // traced on the CPU, moved to CUDA
+          loss = m.loss(m.forward(xs));
+        }
+        loss.backward();
+        opt.step();
+        opt.zero_grad();
+        return loss;
+      },
+      {.backend = "keep_captured", .name = "gpt2_small bf16 train step"});
+  step(m.make_inputs());
+  int products = 0, bf16_products = 0;
+  for (const Graph& g : keep_captured().graphs)
+    for (const GraphNode& n : g.nodes)
+      if (n.op->name == "matmul") {
+        ++products;
+        bf16_products += g.values[size_t(n.outputs[0])].meta.dtype == DType::bf16;
+      }
+  BOOST_TEST(products > 0);
+  BOOST_TEST(bf16_products == products, bf16_products << " of " << products << " products in bf16");
+  Counts counts = check_graphs("gpt2_small bf16 train step");
+  BOOST_TEST(counts.distinct * 4 < counts.regions);
+}
