@@ -18,6 +18,7 @@
 #include "dsl/error.h"
 #include "dsl/functions.h"
 #include "dsl/npy.h"
+#include "dsl/profiler.h"
 #include "dsl/random.h"
 #include "dsl/tensor.h"
 #include "autograd/grad_mode.h"

@@ -1,5 +1,6 @@
 #include "autograd/engine.h"
 
+#include <optional>
 #include <unordered_map>
 #include <utility>
 #include <unordered_set>
@@ -10,6 +11,7 @@
 #include "dsl/creation.h"
 #include "dsl/error.h"
 #include "dsl/functions.h"
+#include "dsl/profiler.h"
 
 namespace kiln {
 
@@ -105,6 +107,8 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph,
     TensorList grads;
     {
       Observed observed([node] { return node->name(); });
+      std::optional<RecordFunction> record;
+      if (profiling()) record.emplace(node->name(), "backward");
       grads = node->apply(it->second);
     }
     pending.erase(it);

@@ -34,6 +34,8 @@ struct DemoOptions {
 };
 
 int run_demo(const DemoOptions& opts);
+// kiln profile MODEL: opts.filter names the zoo model; the trace goes to out_path.
+int run_profile(const BenchOptions& opts, const std::string& out_path);
 int run_bench_ops(const BenchOptions& opts);
 int run_first_op();
 int run_bench_compile(const BenchOptions& opts);

@@ -43,6 +43,10 @@ commands:
         models) runs the models' forward and loss under bf16 autocast
   bench compile [--json FILE]
         host overhead of one call of a compiled function (guards, lookup, graph run)
+  profile MODEL [--device cpu|cuda] [--size bench|real] [--train] [--backend halide|eager] [--out FILE]
+        a zoo model under the profiler: eager calls, the compiled first call (trace, graph
+        passes, lowering, scheduling, code generation), compiled calls; prints the table by
+        name and writes the Chrome trace (default profile.json; Perfetto opens it)
   explain NAME [--dump DIR]
         graphs, graph breaks (reason, file:line) and guards that compile() captures for a zoo
         model (mlp, transformer_block, norm_softmax, tiny_gpt) or an example (graph_break,
@@ -133,6 +137,21 @@ int main(int argc, char** argv) {
         kiln::throw_error("kiln explain: name a model or example:", all);
       }
       return kiln::bench::run_explain(name, dump);
+    }
+    if (args[0] == "profile") {
+      KILN_CHECK(args.size() >= 2 && args[1][0] != '-', "kiln profile: name a zoo model (mlp, transformer_block, "
+                 "norm_softmax, tiny_gpt, or at --size real gpt2_small, ...)");
+      std::string out = "profile.json";
+      std::vector<std::string> rest(args.begin(), args.end());
+      for (size_t i = 2; i + 1 < rest.size(); ++i)
+        if (rest[i] == "--out") {
+          out = rest[i + 1];
+          rest.erase(rest.begin() + ptrdiff_t(i), rest.begin() + ptrdiff_t(i) + 2);
+          break;
+        }
+      kiln::bench::BenchOptions o = parse_bench_options(rest, 2, {"--device", "--size", "--train", "--backend"});
+      o.filter = args[1];
+      return kiln::bench::run_profile(o, out);
     }
     if (args[0] == "bench" && args.size() >= 3 && args[1] == "compile-once") {
       kiln::bench::BenchOptions o =

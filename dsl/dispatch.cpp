@@ -4,6 +4,7 @@
 #include "dsl/eager/runners.h"
 #include "dsl/error.h"
 #include "dsl/kernel_table.h"
+#include "dsl/profiler.h"
 
 namespace kiln {
 
@@ -17,6 +18,13 @@ bool any_autograd(const TensorList& inputs) {
   return false;
 }
 
+// A profiler event's args: "inputs": "f32[64, 128], f32[128]".
+std::string input_description(const TensorList& inputs) {
+  std::string s;
+  for (const Tensor& t : inputs) s += (s.empty() ? "" : ", ") + std::string(name(t.dtype())) + to_string(t.impl().shape);
+  return "\"inputs\": " + json_quote(s);
+}
+
 // The call after autocast: to the innermost mode, or eagerly (then autograd's hook) when none.
 TensorList dispatch_to_modes(const OpDef& def, const TensorList& inputs, const Attrs& attrs) {
   if (mode_stack.empty()) {
@@ -24,7 +32,11 @@ TensorList dispatch_to_modes(const OpDef& def, const TensorList& inputs, const A
       KILN_CHECK(!t.impl().traced, def.name, ": a tensor of shape ", to_string(t.impl().shape),
                  " was made while tracing a compiled function and is used after its trace ended; values "
                  "inside a compiled function exist only there (return the tensor instead)");
-    TensorList out = run_eager(def, inputs, attrs);
+    TensorList out;
+    {
+      RecordFunction record(def.name, "op", [&] { return input_description(inputs); });
+      out = run_eager(def, inputs, attrs);
+    }
     if (autograd_hook && any_autograd(inputs)) autograd_hook(def, inputs, out, attrs);
     return out;
   }

@@ -2,6 +2,7 @@
 
 #include <cctype>
 
+#include "dsl/profiler.h"
 #include "graph/autograd_function.h"
 #include "graph/logs.h"
 #include "graph/partition.h"
@@ -18,9 +19,16 @@ std::string file_name(const std::string& label) {
   return out;
 }
 
-void after(const std::string& label, const char* step, int changed, const Graph& g) {
+// One graph pass as a step of the list: its time a profiler phase, its effect a graph log line.
+template <class Pass>
+void step(const std::string& label, const char* name, const Graph& g, Pass&& pass) {
+  int changed = 0;
+  {
+    RecordFunction record(name, "compile_phase", [&] { return "\"graph\": " + json_quote(label); });
+    changed = pass();
+  }
   if (!log_enabled(LogChannel::graph)) return;
-  log_line(LogChannel::graph, label + ": " + step + ": " + std::to_string(changed) + " changed, " +
+  log_line(LogChannel::graph, label + ": " + name + ": " + std::to_string(changed) + " changed, " +
                                   std::to_string(g.op_count()) + " ops");
 }
 
@@ -51,30 +59,34 @@ std::shared_ptr<CompiledGraph> compile_graph(const Graph& captured, Backend& cho
   // Frozen: the trace goes on refining its symbols (later size reads specialize them), and a
   // compiled graph must keep meaning what it meant when it was compiled.
   g->shape_env = std::make_shared<ShapeEnv>(*captured.shape_env);
-  after(label, "dead code", eliminate_dead_code(*g), *g);
-  after(label, "common subexpressions", eliminate_common_subexpressions(*g), *g);
-  after(label, "cuBLAS GEMM operands", cublas_gemm_operands(*g), *g);  // before folding: K^T's copy is K's
-  after(label, "view folding", fold_views(*g), *g);
-  after(label, "transposed matmuls", transpose_matmuls(*g), *g);
+  step(label, "dead code", *g, [&] { return eliminate_dead_code(*g); });
+  step(label, "common subexpressions", *g, [&] { return eliminate_common_subexpressions(*g); });
+  step(label, "cuBLAS GEMM operands", *g, [&] { return cublas_gemm_operands(*g); });  // before folding: K^T's copy is K's
+  step(label, "view folding", *g, [&] { return fold_views(*g); });
+  step(label, "transposed matmuls", *g, [&] { return transpose_matmuls(*g); });
   std::vector<std::string> attentions;
-  after(label, "fused attention", fuse_attention(*g, &attentions), *g);
+  step(label, "fused attention", *g, [&] { return fuse_attention(*g, &attentions); });
   for (const std::string& a : attentions) log_line(LogChannel::graph, label + ": fused attention: " + a);
-  after(label, "padded cat sums", merge_padded_cat_sums(*g), *g);
-  after(label, "decompositions", decompose(*g, backend.decompositions()), *g);
-  after(label, "split long reductions", backend.fuses_ops() ? split_long_reductions(*g) : 0, *g);
+  step(label, "padded cat sums", *g, [&] { return merge_padded_cat_sums(*g); });
+  step(label, "decompositions", *g, [&] { return decompose(*g, backend.decompositions()); });
+  step(label, "split long reductions", *g, [&] { return backend.fuses_ops() ? split_long_reductions(*g) : 0; });
   // Not where autograd records the graph's ops (inputs require grad, no backward of its own):
   // matmul_bias has no derivative rule.
   bool recorded = captured.needs_autograd() && !captured.joint;
-  after(label, "cuBLAS bias epilogues", recorded ? 0 : cublas_bias_epilogue(*g), *g);
-  after(label, "common subexpressions", eliminate_common_subexpressions(*g), *g);
-  after(label, "dead code", eliminate_dead_code(*g), *g);
+  step(label, "cuBLAS bias epilogues", *g, [&] { return recorded ? 0 : cublas_bias_epilogue(*g); });
+  step(label, "common subexpressions", *g, [&] { return eliminate_common_subexpressions(*g); });
+  step(label, "dead code", *g, [&] { return eliminate_dead_code(*g); });
 
   log_line(LogChannel::graph, label + ": optimized, " + std::to_string(g->op_count()) + " ops\n" + g->text());
   debug_dump(file_name(label) + ".optimized", "txt", g->text());
   debug_dump(file_name(label) + ".optimized", "dot", g->dot());
   if (!g->joint) return compile_half(g, backend, options, label);
 
-  Partition p = partition_joint(*g);
+  Partition p;
+  {
+    RecordFunction record("partition", "compile_phase");
+    p = partition_joint(*g);
+  }
   if (log_enabled(LogChannel::partition))
     log_line(LogChannel::partition, label + ": " + p.describe() + "; the eager tape would keep " +
                                         std::to_string(eager_tape_bytes(captured)) + " bytes");

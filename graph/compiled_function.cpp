@@ -16,6 +16,7 @@
 #include "autograd/grad_mode.h"
 #include "dsl/error.h"
 #include "dsl/nn/module.h"
+#include "dsl/profiler.h"
 #include "graph/backend.h"
 #include "graph/compile.h"
 #include "graph/compile_graph.h"
@@ -122,8 +123,9 @@ struct CompiledCore::State {
     if (it != graphs.end()) return it->second;
     int n = ++compiles;
     auto t0 = std::chrono::steady_clock::now();
-    std::shared_ptr<CompiledGraph> c =
-        compile_graph(*g, *backend, {options.scheduler}, options.name + " graph " + std::to_string(n));
+    std::string label = options.name + " graph " + std::to_string(n);
+    RecordFunction record(label, "compile");
+    std::shared_ptr<CompiledGraph> c = compile_graph(*g, *backend, {options.scheduler}, label);
     {
       std::lock_guard<std::mutex> s(stats_mu);
       stats.compile_s += seconds_since(t0);
@@ -278,6 +280,7 @@ const CompileOptions& CompiledCore::options() const { return s_->options; }
 TensorList CompiledCore::call(const TensorList& ts, const std::vector<AttrValue>& st) {
   State& s = *s_;
   if (Tracer::current()) return s.fn(ts, st);  // called while tracing another function: inline it
+  RecordFunction record(s.options.name, "compiled_call");
   if (auto e = s.find(ts, st)) {
     ++s.cache_hits;
     return s.run(*e, ts, st);
@@ -318,7 +321,11 @@ TensorList CompiledCore::call(const TensorList& ts, const std::vector<AttrValue>
   }
   auto entry = std::make_shared<Entry>(
       Entry{GuardSet({}, {}, {}, TraceModes{}, {}), {}, false, nullptr, nullptr, {}, {}, s.current_params(), {}, {}});
-  TensorList out = s.trace(ts, st, s.dynamic_dims(ts), entry.get());
+  TensorList out;
+  {
+    RecordFunction tracing_event("trace " + s.options.name, "compile");
+    out = s.trace(ts, st, s.dynamic_dims(ts), entry.get());
+  }
   std::unique_lock lock(s.entries_mu);
   s.entries.push_back(std::move(entry));
   return out;

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <sstream>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include "dsl/dispatch.h"
 #include "dsl/error.h"
 #include "dsl/ops/math_functions.h"
+#include "dsl/profiler.h"
 #include "graph/backend.h"
 #include "graph/logs.h"
 #include "schedules/autoschedulers.h"
@@ -167,6 +169,8 @@ class HalideGraph final : public CompiledGraph {
       const Step& s = steps_[si];
       auto t0 = std::chrono::steady_clock::now();
       if (timer) timer->before(step_category(s), step_what(s));
+      std::optional<RecordFunction> record;
+      if (profiling()) record.emplace(step_what(s), s.node >= 0 ? "eager_step" : "region");
       if (s.node >= 0) {
         const GraphNode& n = g.nodes[size_t(s.node)];
         TensorList args;
@@ -376,13 +380,19 @@ void dump_region(const Step& s, const std::string& name) {
 
 // Lowers and schedules one region into s.pipeline.
 void build_region(const Graph& g, Step& s, const BackendOptions& options, int index) {
-  s.lowered = lower_region(g, s.region);
-  if (s.cuda) {
-    use_libdevice_math(s.lowered.outputs);
-    use_fast_exp(s.lowered.outputs);
+  {
+    RecordFunction record("lowering", "compile_phase", [&] { return "\"region\": " + json_quote(region_what(s)); });
+    s.lowered = lower_region(g, s.region);
+    if (s.cuda) {
+      use_libdevice_math(s.lowered.outputs);
+      use_fast_exp(s.lowered.outputs);
+    }
+    s.pipeline = Halide::Pipeline(s.lowered.outputs);
   }
-  s.pipeline = Halide::Pipeline(s.lowered.outputs);
-  schedule(g, s, options.scheduler);
+  {
+    RecordFunction record("scheduling", "compile_phase", [&] { return "\"region\": " + json_quote(region_what(s)); });
+    schedule(g, s, options.scheduler);
+  }
   std::string name = options.label + ".region_" + std::to_string(index);
   if (log_enabled(LogChannel::schedule) || !debug_dir().empty()) {
     std::string source = "// " + name + " (" + options.scheduler + " schedule)\n" + schedule_source(s.lowered.outputs);
@@ -477,8 +487,12 @@ std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, const std::string& 
           objects[i] = (dir / (function_name(int(i)) + ".o")).string();
           std::shared_ptr<const std::vector<GpuLaunch>> launches;
           if (s.cuda) launches = record_gpu_launches(s.pipeline, region_sizes(g, s.region, s.lowered));
-          compile_region_object(s.pipeline, pipeline_arguments(s.region, s.lowered), function_name(int(i)), objects[i],
-                                s.cuda);
+          {
+            RecordFunction record("code generation", "compile_phase",
+                                  [&] { return "\"region\": " + json_quote(region_what(s)); });
+            compile_region_object(s.pipeline, pipeline_arguments(s.region, s.lowered), function_name(int(i)),
+                                  objects[i], s.cuda);
+          }
           if (launches) warn_narrow_launches(*launches, s, options.label + " region " + std::to_string(i));
           log_line(LogChannel::output_code, "halide: " + options.label + " region " + std::to_string(i) + ": " +
                                                 region_what(s) + ", " + std::to_string(s.region.outputs.size()) +
@@ -498,7 +512,10 @@ std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, const std::string& 
       std::filesystem::remove_all(dir);
       std::rethrow_exception(error);
     }
-    link_shared_library(objects, (dir / "graph.so").string());
+    {
+      RecordFunction record("link", "compile_phase");
+      link_shared_library(objects, (dir / "graph.so").string());
+    }
     path = store_cache_entry(key, ".so", (dir / "graph.so").string());
     std::filesystem::remove_all(dir);
   } else if (!debug_dir().empty()) {
@@ -506,7 +523,11 @@ std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, const std::string& 
     for (size_t i = 0; i < all.size(); ++i)
       if (first[i] == int(i)) build_region(g, *all[i], options, index++);
   }
-  auto library = std::make_shared<SharedLibrary>(path);
+  std::shared_ptr<SharedLibrary> library;
+  {
+    RecordFunction record(hit ? "disk cache load" : "load", "compile_phase");
+    library = std::make_shared<SharedLibrary>(path);
+  }
   std::vector<int> function_of(all.size());  // the function index of each region: its signature's
   int distinct = 0;
   for (size_t i = 0; i < all.size(); ++i) {
@@ -534,7 +555,11 @@ class HalideBackend final : public Backend {
     int dense_operands = 0;
     g = with_dense_gemm_operands(std::move(g), dense_operands);
     std::vector<Step> steps;
-    std::vector<PlannedStep> plan = plan_fusion(*g);
+    std::vector<PlannedStep> plan;
+    {
+      RecordFunction record("fusion plan", "compile_phase");
+      plan = plan_fusion(*g);
+    }
     std::map<int, std::vector<int>> in_place = in_place_outputs(*g, plan);
     std::map<int, int> over = reused_intermediates(*g, plan, in_place);
     for (PlannedStep& p : plan)
@@ -587,7 +612,10 @@ class HalideBackend final : public Backend {
       s.pipeline.jit_handlers().custom_malloc = [](Halide::JITUserContext* c, size_t n) { return pipeline_malloc(c, n); };
       s.pipeline.jit_handlers().custom_free = [](Halide::JITUserContext* c, void* p) { pipeline_free(c, p); };
       auto t0 = std::chrono::steady_clock::now();
-      s.pipeline.compile_jit(jit_target());
+      {
+        RecordFunction record("code generation", "compile_phase");
+        s.pipeline.compile_jit(jit_target());
+      }
       log_line(LogChannel::output_code, "halide: " + region_what(s) + ", " + std::to_string(s.region.outputs.size()) +
                                             " outputs, jit " + std::to_string(int(ms_since(t0))) + " ms");
     }

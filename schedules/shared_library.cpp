@@ -9,6 +9,7 @@
 
 #include "dsl/cuda/cuda_context.h"
 #include "dsl/error.h"
+#include "dsl/profiler.h"
 #include "graph/logs.h"
 #include "schedules/disk_cache.h"
 #include "schedules/jit_target.h"
@@ -54,6 +55,7 @@ const halide_device_interface_t* cuda_interface = nullptr;
 void load_runtime() {
   static std::once_flag once;
   std::call_once(once, [] {
+    RecordFunction record("Halide runtime load", "compile_phase");
     Halide::Target t = aot_target(true).without_feature(Halide::Target::NoRuntime);
     std::string key = cache_key({"halide-runtime", t.to_string()});
     std::string path = find_cache_entry(key, ".so");

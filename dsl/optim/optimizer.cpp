@@ -8,6 +8,7 @@
 #include "dsl/functions.h"
 #include "dsl/kernel_table.h"
 #include "dsl/optim/adamw_math.h"
+#include "dsl/profiler.h"
 
 namespace kiln::optim {
 
@@ -49,6 +50,7 @@ SGD::SGD(std::vector<Tensor> params, SGDOptions opts) : Optimizer(std::move(para
 }
 
 void SGD::step() {
+  RecordFunction record("SGD.step", "optimizer");
   for (size_t i = 0; i < params_.size(); ++i) {
     if (!params_[i].grad().defined()) continue;
     Tensor p = params_[i].detach(), g = params_[i].grad().detach();
@@ -101,6 +103,7 @@ bool fused_adamw(const Tensor& p, const Tensor& g, const Tensor& m, const Tensor
 }  // namespace
 
 void AdamW::step() {
+  RecordFunction record("AdamW.step", "optimizer");
   steps_.copy_(unless_skipped(steps_, steps_ + 1.0));
   // The bias corrections 1 - beta^t, as tensors: a compiled step must not bake t in.
   TensorOptions scalar = steps_.options();

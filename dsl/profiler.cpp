@@ -1,0 +1,230 @@
+#include "dsl/profiler.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "dsl/atomic_file.h"
+#include "dsl/error.h"
+
+namespace kiln {
+
+struct Profiler::State {
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  double stop_us = -1;  // set by stop()
+  mutable std::mutex mu;
+  std::vector<ProfileEvent> events;
+
+  double now_us() const {
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  }
+};
+
+namespace {
+
+std::atomic<bool> active{false};
+std::mutex active_mu;
+std::shared_ptr<Profiler::State> active_state;  // under active_mu
+
+int thread_number() {
+  static std::atomic<int> next{0};
+  thread_local int n = next++;
+  return n;
+}
+
+std::shared_ptr<Profiler::State> current_state() {
+  std::lock_guard<std::mutex> lock(active_mu);
+  return active_state;
+}
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+// A profiler for the whole process when KILN_PROFILE names a file: started before main (the
+// first use of libkiln), its trace written at exit.
+struct ProcessProfile {
+  std::string path;
+  std::unique_ptr<Profiler> profiler;
+  ProcessProfile() {
+    const char* p = std::getenv("KILN_PROFILE");
+    if (!p || !*p) return;
+    path = p;
+    profiler = std::make_unique<Profiler>();
+  }
+  ~ProcessProfile() {
+    if (!profiler) return;
+    profiler->stop();
+    try {
+      profiler->save_chrome_trace(path);
+      std::cerr << "kiln: profile of " << profiler->events().size() << " events written to " << path << "\n";
+    } catch (const std::exception& e) {
+      std::cerr << "kiln: KILN_PROFILE: " << e.what() << "\n";
+    }
+  }
+} process_profile;
+
+}  // namespace
+
+bool profiling() { return active.load(std::memory_order_relaxed); }
+
+std::string json_quote(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+Profiler::Profiler() : s_(std::make_shared<State>()) {
+  std::lock_guard<std::mutex> lock(active_mu);
+  KILN_CHECK(!active_state, "Profiler: another profiler is already recording (one at a time; KILN_PROFILE starts "
+             "one for the whole process)");
+  active_state = s_;
+  active = true;
+}
+
+Profiler::~Profiler() { stop(); }
+
+void Profiler::stop() {
+  std::lock_guard<std::mutex> lock(active_mu);
+  if (active_state != s_) return;
+  active = false;
+  active_state.reset();
+  std::lock_guard<std::mutex> events_lock(s_->mu);
+  s_->stop_us = s_->now_us();
+}
+
+bool Profiler::running() const {
+  std::lock_guard<std::mutex> lock(active_mu);
+  return active_state == s_;
+}
+
+std::vector<ProfileEvent> Profiler::events() const {
+  std::vector<ProfileEvent> out;
+  {
+    std::lock_guard<std::mutex> lock(s_->mu);
+    out = s_->events;
+  }
+  std::stable_sort(out.begin(), out.end(), [](const ProfileEvent& a, const ProfileEvent& b) {
+    return a.start_us < b.start_us || (a.start_us == b.start_us && a.duration_us > b.duration_us);
+  });
+  return out;
+}
+
+double Profiler::window_us() const {
+  std::lock_guard<std::mutex> lock(s_->mu);
+  return s_->stop_us >= 0 ? s_->stop_us : s_->now_us();
+}
+
+std::string Profiler::chrome_trace() const {
+  std::ostringstream os;
+  const long pid = long(::getpid());
+  os << "{\"traceEvents\": [\n";
+  bool first = true;
+  for (const ProfileEvent& e : events()) {
+    os << (first ? "" : ",\n") << "{\"name\": " << json_quote(e.name) << ", \"cat\": " << json_quote(e.category)
+       << ", \"ph\": \"X\", \"ts\": " << fixed(e.start_us, 3) << ", \"dur\": " << fixed(e.duration_us, 3)
+       << ", \"pid\": " << pid << ", \"tid\": " << e.thread << ", \"args\": {" << e.args << "}}";
+    first = false;
+  }
+  os << "\n], \"displayTimeUnit\": \"ms\"}\n";
+  return os.str();
+}
+
+void Profiler::save_chrome_trace(const std::string& path) const {
+  std::string text = chrome_trace();
+  write_file_atomic("Profiler.save_chrome_trace", path, {{text.data(), text.size()}});
+}
+
+std::string Profiler::table(size_t max_rows) const {
+  std::vector<ProfileEvent> ev = events();
+  // Self time: each event's duration less that of the events nested directly inside it (same
+  // thread, inside its interval), found with a stack per thread over the events by start time.
+  std::vector<double> self(ev.size());
+  std::map<int, std::vector<size_t>> open;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    self[i] = ev[i].duration_us;
+    std::vector<size_t>& stack = open[ev[i].thread];
+    while (!stack.empty() && ev[stack.back()].start_us + ev[stack.back()].duration_us <= ev[i].start_us)
+      stack.pop_back();
+    if (!stack.empty()) self[stack.back()] -= ev[i].duration_us;
+    stack.push_back(i);
+  }
+  struct Row {
+    std::string category, name;
+    int64_t calls = 0;
+    double total = 0, self = 0;
+  };
+  std::map<std::pair<std::string, std::string>, Row> rows;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    Row& r = rows[{ev[i].category, ev[i].name}];
+    r.category = ev[i].category;
+    r.name = ev[i].name;
+    ++r.calls;
+    r.total += ev[i].duration_us;
+    r.self += std::max(0.0, self[i]);
+  }
+  std::vector<Row> sorted;
+  for (auto& [key, r] : rows) sorted.push_back(r);
+  std::sort(sorted.begin(), sorted.end(), [](const Row& a, const Row& b) { return a.self > b.self; });
+  double window = window_us();
+  std::ostringstream os;
+  os << "profile: " << ev.size() << " events in " << fixed(window / 1e3, 3) << " ms (host)\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "  %-14s %-44s %8s %12s %12s %10s %7s\n", "category", "name", "calls", "total ms",
+                "self ms", "avg us", "self %");
+  os << line;
+  for (size_t i = 0; i < sorted.size() && i < max_rows; ++i) {
+    const Row& r = sorted[i];
+    std::string name = r.name.size() > 44 ? r.name.substr(0, 41) + "..." : r.name;
+    std::snprintf(line, sizeof line, "  %-14s %-44s %8lld %12.3f %12.3f %10.1f %6.1f%%\n", r.category.c_str(),
+                  name.c_str(), static_cast<long long>(r.calls), r.total / 1e3, r.self / 1e3, r.total / double(r.calls),
+                  window > 0 ? 100 * r.self / window : 0.0);
+    os << line;
+  }
+  if (sorted.size() > max_rows) os << "  ... " << sorted.size() - max_rows << " more\n";
+  return os.str();
+}
+
+void RecordFunction::begin(std::string_view name, std::string_view category, std::string args) {
+  state_ = current_state();
+  if (!state_) return;
+  event_.name = name;
+  event_.category = category;
+  event_.args = std::move(args);
+  event_.thread = thread_number();
+  event_.start_us = state_->now_us();
+}
+
+void RecordFunction::end() {
+  event_.duration_us = std::max(0.0, state_->now_us() - event_.start_us);
+  std::lock_guard<std::mutex> lock(state_->mu);
+  if (state_->stop_us >= 0) return;  // stopped meanwhile
+  state_->events.push_back(std::move(event_));
+}
+
+}  // namespace kiln

@@ -1,0 +1,97 @@
+// The profiler: host events of everything kiln does, as a Chrome trace (opens in Perfetto and
+// chrome://tracing) and as a table grouped by name, like PyTorch's profiler and key_averages().
+//
+//   Profiler p;                                  // records from here
+//   { RecordFunction r("my step"); step(); }     // a scope of the user's own
+//   p.stop();
+//   p.save_chrome_trace("trace.json");
+//   std::cout << p.table();
+//
+// KILN_PROFILE=trace.json profiles a whole process and writes the trace at its exit.
+//
+// What records itself, by category: "op" (each eager op, with its inputs' shapes and dtypes),
+// "backward" (each node of autograd's backward), "optimizer" (each optimizer step),
+// "compiled_call" (each call of a compiled function), "compile" (a trace and each graph's
+// compile) and "compile_phase" (each graph pass, the partition, each region's lowering,
+// scheduling and code generation, disk-cache loads), "region" and "eager_step" (the steps of a
+// compiled graph as they run), "user" (RecordFunction). Times are host times: on CUDA a host event
+// covers the launch, not the kernel (device activity is not recorded yet).
+//
+// One profiler records at a time (a second gives kiln::Error). Events of every thread are kept;
+// when no profiler runs, each instrumented point costs one atomic load.
+#pragma once
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln {
+
+struct ProfileEvent {
+  std::string name;
+  std::string category;
+  double start_us = 0;     // from the profiler's start, host steady clock
+  double duration_us = 0;  // >= 0
+  int thread = 0;          // a small number per thread, in order of first event
+  std::string args;        // members of the Chrome trace's "args" object, as JSON ("" for none)
+};
+
+class Profiler {
+ public:
+  Profiler();
+  ~Profiler();  // stops if still running
+  Profiler(const Profiler&) = delete;
+  Profiler& operator=(const Profiler&) = delete;
+
+  void stop();
+  bool running() const;
+  // The events so far (a copy; by start time).
+  std::vector<ProfileEvent> events() const;
+  // Microseconds from the start to stop() (or to now, while running).
+  double window_us() const;
+  // The trace as Chrome's JSON: {"traceEvents": [{"name", "cat", "ph": "X", "ts", "dur", "pid",
+  // "tid", "args"}, ...], "displayTimeUnit": "ms"}.
+  std::string chrome_trace() const;
+  void save_chrome_trace(const std::string& path) const;  // written atomically
+  // Events grouped by category and name, the costliest self time first: calls, total, self
+  // (total less the events nested directly inside), average, and self as a share of the window.
+  std::string table(size_t max_rows = 40) const;
+
+  struct State;
+
+ private:
+  std::shared_ptr<State> s_;
+};
+
+// Whether a profiler records now.
+bool profiling();
+
+// Records the time of its scope as an event. `args` (a callable returning the members of the
+// event's "args" object as JSON) is only called while a profiler records.
+class RecordFunction {
+ public:
+  explicit RecordFunction(std::string_view name, std::string_view category = "user") {
+    if (profiling()) begin(name, category, {});
+  }
+  template <class Args>
+  RecordFunction(std::string_view name, std::string_view category, Args&& args) {
+    if (profiling()) begin(name, category, args());
+  }
+  ~RecordFunction() {
+    if (state_) end();
+  }
+  RecordFunction(const RecordFunction&) = delete;
+  RecordFunction& operator=(const RecordFunction&) = delete;
+
+ private:
+  void begin(std::string_view name, std::string_view category, std::string args);
+  void end();
+
+  std::shared_ptr<Profiler::State> state_;
+  ProfileEvent event_;
+};
+
+// JSON string literal of s (quotes and escapes), for RecordFunction's args.
+std::string json_quote(std::string_view s);
+
+}  // namespace kiln
