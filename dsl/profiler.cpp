@@ -210,6 +210,28 @@ std::string Profiler::table(size_t max_rows) const {
   return os.str();
 }
 
+namespace {
+thread_local PhaseSeconds* phase_sink = nullptr;
+
+double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+CompilePhaseSink::CompilePhaseSink(PhaseSeconds* sink) : saved_(phase_sink) { phase_sink = sink; }
+CompilePhaseSink::~CompilePhaseSink() { phase_sink = saved_; }
+PhaseSeconds* CompilePhaseSink::current() { return phase_sink; }
+
+CompilePhase::CompilePhase(std::string_view name, std::string args)
+    : name_(name), start_s_(steady_seconds()), record_(name, "compile_phase", [&] { return std::move(args); }) {}
+
+CompilePhase::~CompilePhase() {
+  if (!phase_sink) return;
+  double s = steady_seconds() - start_s_;
+  std::lock_guard<std::mutex> lock(phase_sink->mu);
+  phase_sink->seconds[name_] += s;
+}
+
 void RecordFunction::begin(std::string_view name, std::string_view category, std::string args) {
   state_ = current_state();
   if (!state_) return;

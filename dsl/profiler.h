@@ -20,7 +20,9 @@
 // One profiler records at a time (a second gives kiln::Error). Events of every thread are kept;
 // when no profiler runs, each instrumented point costs one atomic load.
 #pragma once
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -89,6 +91,40 @@ class RecordFunction {
 
   std::shared_ptr<Profiler::State> state_;
   ProfileEvent event_;
+};
+
+// Where a compile's phases add up their seconds (CompileStats::phase_s): installed on a thread by
+// CompilePhaseSink's scope; threads that a compile starts pass it on (CompilePhaseSink::current()).
+struct PhaseSeconds {
+  std::mutex mu;
+  std::map<std::string, double> seconds;  // by phase name; worker threads' phases add up
+};
+
+class CompilePhaseSink {
+ public:
+  explicit CompilePhaseSink(PhaseSeconds* sink);
+  ~CompilePhaseSink();
+  CompilePhaseSink(const CompilePhaseSink&) = delete;
+  CompilePhaseSink& operator=(const CompilePhaseSink&) = delete;
+  static PhaseSeconds* current();
+
+ private:
+  PhaseSeconds* saved_;
+};
+
+// One phase of a compile: a "compile_phase" profiler event, and its seconds added to the
+// thread's PhaseSeconds when one is installed. Always timed (phases take milliseconds).
+class CompilePhase {
+ public:
+  explicit CompilePhase(std::string_view name, std::string args = {});
+  ~CompilePhase();
+  CompilePhase(const CompilePhase&) = delete;
+  CompilePhase& operator=(const CompilePhase&) = delete;
+
+ private:
+  std::string name_;
+  double start_s_;
+  RecordFunction record_;
 };
 
 // JSON string literal of s (quotes and escapes), for RecordFunction's args.

@@ -21,6 +21,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -61,6 +62,11 @@ struct CompileStats {
   std::vector<std::string> recompile_reasons;  // "arg 0 dim 0: 32 -> 64"
   double trace_s = 0;     // time in tracing (the function's host code and shape rules)
   double compile_s = 0;   // time in the backend's compile
+  // compile_s by phase: each graph pass, the partition, and the backend's (the halide backend:
+  // fusion plan, lowering, scheduling, code generation, link, load or disk cache load, Halide
+  // runtime load). Regions generate code side by side on KILN_COMPILE_THREADS threads, whose
+  // seconds add up here, so with several threads the phases may sum to more than compile_s.
+  std::map<std::string, double> phase_s;
 };
 
 struct ExplainReport {

@@ -24,7 +24,7 @@ template <class Pass>
 void step(const std::string& label, const char* name, const Graph& g, Pass&& pass) {
   int changed = 0;
   {
-    RecordFunction record(name, "compile_phase", [&] { return "\"graph\": " + json_quote(label); });
+    CompilePhase phase(name, "\"graph\": " + json_quote(label));
     changed = pass();
   }
   if (!log_enabled(LogChannel::graph)) return;
@@ -84,7 +84,7 @@ std::shared_ptr<CompiledGraph> compile_graph(const Graph& captured, Backend& cho
 
   Partition p;
   {
-    RecordFunction record("partition", "compile_phase");
+    CompilePhase phase("partition");
     p = partition_joint(*g);
   }
   if (log_enabled(LogChannel::partition))

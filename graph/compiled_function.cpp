@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <chrono>
+#include <iomanip>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -125,11 +126,24 @@ struct CompiledCore::State {
     auto t0 = std::chrono::steady_clock::now();
     std::string label = options.name + " graph " + std::to_string(n);
     RecordFunction record(label, "compile");
-    std::shared_ptr<CompiledGraph> c = compile_graph(*g, *backend, {options.scheduler}, label);
+    PhaseSeconds phases;
+    std::shared_ptr<CompiledGraph> c;
+    {
+      CompilePhaseSink sink(&phases);
+      c = compile_graph(*g, *backend, {options.scheduler}, label);
+    }
+    double seconds = seconds_since(t0);
     {
       std::lock_guard<std::mutex> s(stats_mu);
-      stats.compile_s += seconds_since(t0);
+      stats.compile_s += seconds;
       stats.kernels = c->kernel_count();
+      for (const auto& [phase, t] : phases.seconds) stats.phase_s[phase] += t;
+    }
+    if (log_enabled(LogChannel::perf)) {
+      std::ostringstream os;
+      os << label << ": compiled in " << std::fixed << std::setprecision(3) << seconds << " s:";
+      for (const auto& [phase, t] : phases.seconds) os << " " << phase << " " << t << ",";
+      log_line(LogChannel::perf, os.str());
     }
     graphs[h] = c;
     return c;

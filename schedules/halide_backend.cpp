@@ -381,7 +381,7 @@ void dump_region(const Step& s, const std::string& name) {
 // Lowers and schedules one region into s.pipeline.
 void build_region(const Graph& g, Step& s, const BackendOptions& options, int index) {
   {
-    RecordFunction record("lowering", "compile_phase", [&] { return "\"region\": " + json_quote(region_what(s)); });
+    CompilePhase phase("lowering", "\"region\": " + json_quote(region_what(s)));
     s.lowered = lower_region(g, s.region);
     if (s.cuda) {
       use_libdevice_math(s.lowered.outputs);
@@ -390,7 +390,7 @@ void build_region(const Graph& g, Step& s, const BackendOptions& options, int in
     s.pipeline = Halide::Pipeline(s.lowered.outputs);
   }
   {
-    RecordFunction record("scheduling", "compile_phase", [&] { return "\"region\": " + json_quote(region_what(s)); });
+    CompilePhase phase("scheduling", "\"region\": " + json_quote(region_what(s)));
     schedule(g, s, options.scheduler);
   }
   std::string name = options.label + ".region_" + std::to_string(index);
@@ -478,7 +478,9 @@ std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, const std::string& 
     std::atomic<size_t> next{0};
     std::mutex error_mu;
     std::exception_ptr error;
+    PhaseSeconds* phases = CompilePhaseSink::current();  // the workers' phases count for this compile
     auto compile_some = [&] {
+      CompilePhaseSink sink(phases);
       for (size_t i; (i = next++) < regions.size();) {
         try {
           Step& s = *regions[i];
@@ -488,8 +490,7 @@ std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, const std::string& 
           std::shared_ptr<const std::vector<GpuLaunch>> launches;
           if (s.cuda) launches = record_gpu_launches(s.pipeline, region_sizes(g, s.region, s.lowered));
           {
-            RecordFunction record("code generation", "compile_phase",
-                                  [&] { return "\"region\": " + json_quote(region_what(s)); });
+            CompilePhase phase("code generation", "\"region\": " + json_quote(region_what(s)));
             compile_region_object(s.pipeline, pipeline_arguments(s.region, s.lowered), function_name(int(i)),
                                   objects[i], s.cuda);
           }
@@ -513,7 +514,7 @@ std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, const std::string& 
       std::rethrow_exception(error);
     }
     {
-      RecordFunction record("link", "compile_phase");
+      CompilePhase phase("link");
       link_shared_library(objects, (dir / "graph.so").string());
     }
     path = store_cache_entry(key, ".so", (dir / "graph.so").string());
@@ -525,7 +526,7 @@ std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, const std::string& 
   }
   std::shared_ptr<SharedLibrary> library;
   {
-    RecordFunction record(hit ? "disk cache load" : "load", "compile_phase");
+    CompilePhase phase(hit ? "disk cache load" : "load");
     library = std::make_shared<SharedLibrary>(path);
   }
   std::vector<int> function_of(all.size());  // the function index of each region: its signature's
@@ -557,7 +558,7 @@ class HalideBackend final : public Backend {
     std::vector<Step> steps;
     std::vector<PlannedStep> plan;
     {
-      RecordFunction record("fusion plan", "compile_phase");
+      CompilePhase phase("fusion plan");
       plan = plan_fusion(*g);
     }
     std::map<int, std::vector<int>> in_place = in_place_outputs(*g, plan);
@@ -613,7 +614,7 @@ class HalideBackend final : public Backend {
       s.pipeline.jit_handlers().custom_free = [](Halide::JITUserContext* c, void* p) { pipeline_free(c, p); };
       auto t0 = std::chrono::steady_clock::now();
       {
-        RecordFunction record("code generation", "compile_phase");
+        CompilePhase phase("code generation");
         s.pipeline.compile_jit(jit_target());
       }
       log_line(LogChannel::output_code, "halide: " + region_what(s) + ", " + std::to_string(s.region.outputs.size()) +

@@ -55,7 +55,7 @@ const halide_device_interface_t* cuda_interface = nullptr;
 void load_runtime() {
   static std::once_flag once;
   std::call_once(once, [] {
-    RecordFunction record("Halide runtime load", "compile_phase");
+    CompilePhase phase("Halide runtime load");
     Halide::Target t = aot_target(true).without_feature(Halide::Target::NoRuntime);
     std::string key = cache_key({"halide-runtime", t.to_string()});
     std::string path = find_cache_entry(key, ".so");

@@ -124,7 +124,8 @@ BOOST_AUTO_TEST_CASE(zoo_training_steps_compiled_on_cuda_match_the_cpu, *needs_c
       zoo::ZooModel gpu = zoo::make_zoo_model(name, zoo::ZooSize::test, kCuda);
       optim::SGD cpu_opt(cpu.module->parameters(), {.lr = 0.05, .momentum = 0.9});
       optim::SGD gpu_opt(gpu.module->parameters(), {.lr = 0.05, .momentum = 0.9});
-      auto step = &bench::train_step;  // forward, loss, backward, step, zero_grad
+      // forward, loss, backward, step, zero_grad
+      auto step = [](zoo::ZooModel& m, optim::Optimizer& o, const TensorList& in) { return bench::train_step(m, o, in); };
       auto f = compile([&](std::vector<Tensor> xs) { return step(gpu, gpu_opt, xs); },
                        {.backend = "halide", .fullgraph = true, .name = "cuda_train_" + name});
       for (int i = 0; i < 2; ++i) {

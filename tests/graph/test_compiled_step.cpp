@@ -34,7 +34,8 @@ BOOST_AUTO_TEST_CASE(adamw_steps_of_every_zoo_model_match_eager) {
       // parameters would compare the rounding of the two backwards rather than their values.
       optim::AdamW eager_opt(eager.module->parameters(), {.lr = 1e-2, .eps = 1e-3});
       optim::AdamW compiled_opt(compiled.module->parameters(), {.lr = 1e-2, .eps = 1e-3});
-      auto step = &bench::train_step;  // forward, loss, backward, step, zero_grad
+      // forward, loss, backward, step, zero_grad
+      auto step = [](zoo::ZooModel& m, optim::Optimizer& o, const TensorList& in) { return bench::train_step(m, o, in); };
       auto f = compile([&](std::vector<Tensor> in) { return step(compiled, compiled_opt, in); },
                        {.backend = backend_under_test(), .fullgraph = true, .name = name + " step"});
       for (int i = 0; i < 3; ++i) {

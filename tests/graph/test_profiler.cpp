@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "schedules/disk_cache.h"
 #include "support/reference.h"
 
 using namespace kiln;
@@ -197,4 +198,32 @@ BOOST_AUTO_TEST_CASE(one_profiler_at_a_time) {
   p.stop();
   Profiler q;  // after stop(), a new one may start
   BOOST_TEST(q.running());
+}
+
+// CompileStats::phase_s accounts for the compile: its phases cover at least 90% of compile_s
+// (more than 100% only where regions generate code side by side on several threads).
+BOOST_AUTO_TEST_CASE(compile_phases_add_up_to_the_compile_time) {
+  std::string dir = (std::filesystem::temp_directory_path() / ("kiln-phases-" + std::to_string(::getpid()))).string();
+  std::string saved = disk_cache_dir();
+  set_disk_cache_dir(dir);  // empty: every phase runs
+  Tensor w = random_tensor({48, 24}, DType::f32, 7);
+  auto f = compile([&](const Tensor& x) { return layer_norm(gelu(matmul(x, w)), {24}).sum({0}); },
+                   {.backend = backend_under_test(), .name = "phases"});
+  f(random_tensor({16, 48}, DType::f32, 8));
+  set_disk_cache_dir(saved);
+  std::filesystem::remove_all(dir);
+  CompileStats s = f.stats();
+  double sum = 0;
+  std::string text;
+  for (const auto& [phase, t] : s.phase_s) {
+    BOOST_TEST(t >= 0);
+    sum += t;
+    text += " " + phase + " " + std::to_string(t);
+  }
+  BOOST_TEST(s.phase_s.count("dead code"));
+  if (backend_under_test() == "halide")
+    for (const char* phase : {"fusion plan", "lowering", "scheduling", "code generation", "link", "load"})
+      BOOST_TEST(s.phase_s.count(phase), "no phase " << phase << ":" << text);
+  // The eager backend "compiles" in microseconds, where bookkeeping outweighs the passes.
+  if (s.compile_s > 0.01) BOOST_TEST(sum >= 0.9 * s.compile_s, "phases " << sum << " s of " << s.compile_s << " s:" << text);
 }
