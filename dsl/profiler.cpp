@@ -10,6 +10,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 #include "dsl/atomic_file.h"
@@ -193,7 +194,12 @@ std::string Profiler::table(size_t max_rows) const {
   std::sort(sorted.begin(), sorted.end(), [](const Row& a, const Row& b) { return a.self > b.self; });
   double window = window_us();
   std::ostringstream os;
-  os << "profile: " << ev.size() << " events in " << fixed(window / 1e3, 3) << " ms (host)\n";
+  std::set<int> threads;
+  for (const ProfileEvent& e : ev) threads.insert(e.thread);
+  os << "profile: " << ev.size() << " events in " << fixed(window / 1e3, 3) << " ms (host)";
+  if (threads.size() > 1)
+    os << " on " << threads.size() << " threads (their shares of the window add up past 100% where they overlap)";
+  os << "\n";
   char line[512];
   std::snprintf(line, sizeof line, "  %-14s %-44s %8s %12s %12s %10s %7s\n", "category", "name", "calls", "total ms",
                 "self ms", "avg us", "self %");
