@@ -12,11 +12,6 @@ using namespace kiln::test;
 
 namespace {
 
-std::string backend_under_test() {
-  const char* b = std::getenv("KILN_BACKEND");
-  return b && *b ? b : "halide";
-}
-
 int count(const std::string& s, const std::string& what) {
   int n = 0;
   for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;

@@ -16,11 +16,6 @@ void check_params(const TensorList& got, const TensorList& want, const std::stri
     check_close(got[i], host_values(want[i]), want[i].shape(), {2e-4, 2e-5}, what + " parameter " + std::to_string(i));
 }
 
-std::string backend_under_test() {
-  const char* b = std::getenv("KILN_BACKEND");
-  return b && *b ? b : "halide";
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(adamw_steps_of_every_zoo_model_match_eager) {

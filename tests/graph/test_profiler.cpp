@@ -21,11 +21,6 @@ using namespace kiln::test;
 
 namespace {
 
-std::string backend_under_test() {
-  const char* b = std::getenv("KILN_BACKEND");
-  return b && *b ? b : "halide";
-}
-
 bool inside(const ProfileEvent& inner, const ProfileEvent& outer) {
   return inner.thread == outer.thread && inner.start_us >= outer.start_us &&
          inner.start_us + inner.duration_us <= outer.start_us + outer.duration_us + 1e-3;

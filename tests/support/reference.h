@@ -3,6 +3,7 @@
 #pragma once
 #include <boost/test/unit_test.hpp>
 
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -45,6 +46,12 @@ inline void check_close(const Tensor& got, const std::vector<double>& want, cons
 // The text of the one file in `dir` whose name ends with `suffix` (a debug dump's file); a
 // failed check when there is none or more than one.
 std::string dumped(const std::string& dir, const std::string& suffix);
+
+// The backend the compile tests run on: KILN_BACKEND (ctest runs some suites on both), else "halide".
+inline std::string backend_under_test() {
+  const char* b = std::getenv("KILN_BACKEND");
+  return b && *b ? b : "halide";
+}
 
 // Asserts that `fn` throws kiln::Error whose message contains every one of `parts`.
 void check_error(const std::function<void()>& fn, const std::vector<std::string>& parts);
