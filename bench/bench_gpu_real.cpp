@@ -5,7 +5,8 @@
 // inference eager and compiled, the training step (forward, loss, backward, AdamW, zero_grad)
 // eager and compiled as one graph, cold and warm compile seconds (warm: a fresh process with the
 // filled disk cache), peak device memory, where one compiled step spends its device time, and
-// the losses of 20 steps eager against compiled. Eager and compiled models run one after the
+// the losses of 20 steps eager against compiled; and the fused attention op alone in TFLOP/s
+// (bench/real_attention.h). Eager and compiled models run one after the
 // other, each alone on the device, so that each peak is its own. bench/torch/bench_real.py times
 // PyTorch by the same method; bench/torch/merge_real.py joins the two.
 //
@@ -28,6 +29,7 @@
 #include "bench/gpu_timing.h"
 #include "bench/json.h"
 #include "bench/op_profile.h"
+#include "bench/real_attention.h"
 #include "bench/real_kernels.h"
 #include "bench/timing.h"
 #include "bench/train_step.h"
@@ -473,13 +475,17 @@ int run_bench_gpu_real(const BenchOptions& opts) {
 
   std::printf("device-to-device copy: %.0f GB/s\n\n%-28s %-16s %13s %11s %8s\n", copy, "kernel", "shape",
               "compiled GB/s", "eager GB/s", "of copy");
-  KILN_CHECK(opts.only.empty() || opts.only == "kernels" || opts.only == "models",
-             "kiln bench gpu: --only takes kernels or models, not '", opts.only, "'");
+  KILN_CHECK(opts.only.empty() || opts.only == "kernels" || opts.only == "models" || opts.only == "attention",
+             "kiln bench gpu: --only takes kernels, models or attention, not '", opts.only, "'");
+  if (opts.only.empty() || opts.only == "attention") {
+    report.set("attention", measure_attention(d));
+    save();
+  }
   KILN_CHECK(opts.profile == "train" || opts.profile == "inference",
              "kiln bench gpu: --profile takes train or inference, not '", opts.profile, "'");
   Json kernels = Json::array();
   for (RealKernel& k : real_kernels(d)) {
-    if (opts.only == "models") break;
+    if (opts.only == "models" || opts.only == "attention") break;
     if (!opts.filter.empty() && k.name.find(opts.filter) == std::string::npos) continue;
     NoGradGuard no_grad;
     std::vector<Tensor> in = k.inputs();
@@ -506,7 +512,7 @@ int run_bench_gpu_real(const BenchOptions& opts) {
   Json models = Json::array();
   StepTables tables;
   for (const std::string& name : zoo::zoo_names(zoo::ZooSize::real)) {
-    if (opts.only == "kernels") break;
+    if (opts.only == "kernels" || opts.only == "attention") break;
     if (!opts.filter.empty() && name.find(opts.filter) == std::string::npos) continue;
     models.push(measure_model(name, opts, tables));
     report.set("models", models);

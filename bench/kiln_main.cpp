@@ -31,13 +31,14 @@ commands:
         single fused regions (rows, columns, transposes, a GEMM with its epilogue) compiled
         against eager: one line per schedule template case
   bench gpu [--device cuda[:N]] [--size bench|real] [--filter NAME] [--json FILE] [--check-dir DIR]
-            [--only kernels|models] [--profile train|inference] [--precision tf32|bf16]
+            [--only kernels|models|attention] [--profile train|inference] [--precision tf32|bf16]
         on a CUDA device: copy bandwidth, fused pointwise / softmax / layer_norm kernels (GB/s,
         compiled and eager), every zoo model eager against compiled, host overhead per call;
         --size real: every GPU schedule class at real sizes, GPT-2 small (batch 8 x 1024) and
         the real-size MLP and transformer block, inference and training step, TF32, with compile
         times, peak memory, a breakdown of the compiled step's device time and of the eager
-        step's time by op and backward node; --only runs the kernels or the models alone;
+        step's time by op and backward node, and the fused attention op alone (TFLOP/s, bf16
+        and f16, forward and backward); --only runs the kernels, models or attention alone;
         --profile picks the compiled calls that run between cuProfilerStart and cuProfilerStop
         (the window of bench/kernel_summary.cpp; default train); --precision bf16 (with --only
         models) runs the models' forward and loss under bf16 autocast

@@ -110,11 +110,16 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 Tensor embedding(const Tensor& weight, const Tensor& indices);  // rows of weight, indices i64/i32
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets);  // (N, C) logits, (N) i64, mean
 // softmax(scale * q k^T) v over (batch, heads, rows, features) operands. causal: query i sees keys
-// j <= i only. scale 0 means 1/sqrt(features). Eagerly one fused op (a CPU kernel; on CUDA cuBLAS
-// GEMMs around one kernel for the scale, mask and softmax), keeping no [rows, rows] scores for the
-// backward; traced, the matmul-softmax chain, which the compiler fuses (graph/fuse_attention.cpp).
+// j <= i only. scale 0 means 1/sqrt(features). Eagerly one fused op where a kernel exists (see
+// fused_attention_supported), keeping no [rows, rows] scores for the backward, else the
+// matmul-softmax chain; traced, the chain, which the compiler fuses (graph/fuse_attention.cpp).
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal = false,
                                     double scale = 0);
+// Whether the fused attention op has a kernel for this dtype, device and head sizes: f32 and f64
+// on the CPU (a fused kernel); f32 on CUDA (cuBLAS GEMMs around one probabilities kernel); bf16 and
+// f16 on CUDA (cuDNN's flash attention, when cuDNN loads and the head sizes are multiples of 8 up
+// to 128).
+bool fused_attention_supported(DType dtype, const Device& device, int64_t head_dim, int64_t value_dim);
 
 // Data movement. Views share storage; contiguous/cat/stack copy.
 Tensor reshape(const Tensor& x, const Shape& shape);

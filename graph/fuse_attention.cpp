@@ -16,12 +16,14 @@
 //   g  = where(mask, g, 0); g = mul(g, c) | div(g, c)          the where and scale rules, if present
 //   dq = matmul(g, transpose(kt)); dkt = matmul(transpose(q), g)   (replaced by dq, contiguous(dk^T))
 // Every intermediate must be read only inside the pattern (p, for one, by nothing but o's matmul
-// and the backward), else the chain is left as it is. CPU graphs only: the fused kernel is a CPU
-// kernel.
+// and the backward), else the chain is left as it is. Only where the op has a kernel
+// (fused_attention_supported: CPU f32 and f64, CUDA bf16 and f16 through cuDNN); CUDA f32 keeps
+// the chain.
 #include <algorithm>
 #include <cmath>
 #include <optional>
 
+#include "dsl/functions.h"
 #include "graph/passes.h"
 
 namespace kiln {
@@ -212,9 +214,10 @@ bool match_backward(const Graph& g, const Readers& rd, int p, Match& m, int mask
 std::optional<Match> match(const Graph& g, const Readers& rd, int sm) {
   const GraphNode& smn = g.nodes[size_t(sm)];
   const Value& pv = g.values[size_t(smn.outputs[0])];
-  if (pv.meta.shape.size() != 4 || !pv.meta.device.is_cpu() ||
-      (pv.meta.dtype != DType::f32 && pv.meta.dtype != DType::f64) || wrapped(smn.attrs.get<int64_t>("dim"), 4) != 3)
-    return std::nullopt;
+  if (pv.meta.shape.size() != 4 || wrapped(smn.attrs.get<int64_t>("dim"), 4) != 3) return std::nullopt;
+  // f32 on CUDA stays the chain: its compiled form (cuBLAS GEMMs around one fused softmax
+  // pipeline) measures as fast as the f32 op there, and fusion may join the softmax to its neighbours.
+  if (pv.meta.device.is_cuda() && pv.meta.dtype == DType::f32) return std::nullopt;
   Match m;
   int p = smn.outputs[0], s = smn.inputs[0];
   m.forward_nodes.push_back(sm);
@@ -255,6 +258,7 @@ std::optional<Match> match(const Graph& g, const Readers& rd, int sm) {
   m.v = on.inputs[1], m.out = on.outputs[0];
   const Shape& vs = g.values[size_t(m.v)].meta.shape;
   if (vs.size() != 4 || vs[0] != qs[0] || vs[1] != qs[1]) return std::nullopt;
+  if (!fused_attention_supported(pv.meta.dtype, pv.meta.device, qs[3], vs[3])) return std::nullopt;
   m.forward_nodes.push_back(m.out_node);
   if (rd.returned[size_t(p)]) return std::nullopt;
   if (rd.of[size_t(p)].size() > 1 && !match_backward(g, rd, p, m, mask, scale_node, where_node)) return std::nullopt;

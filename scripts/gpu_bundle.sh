@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds kiln here and packs what a GPU machine without Halide needs into gpu-bundle/ (under
-# 64 MiB): the kiln command line and the CUDA test programs (stripped, xz-compressed), the
+# 64 MiB): the kiln command line and the CUDA test programs (stripped, in one xz archive), the
 # kernel summary library (lib/, stripped, xz-compressed; built where CUPTI is found), Debian's
 # runtime libraries of Halide 14, LLVM 14 and Boost.Test (.deb files, unpacked there without
 # installing), and gpu-bundle/run.sh. On the GPU machine, from a copy of this source tree with
@@ -19,10 +19,12 @@ rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/debs"
 programs=(kiln)
 for t in "$build"/bin/test_cuda_*; do programs+=("$(basename "$t")"); done
-for p in "${programs[@]}"; do
-  strip -o "$bundle/bin/$p" "$build/bin/$p"
-  xz -T0 -6 "$bundle/bin/$p"
-done
+# One solid archive: the programs share most of their code (kiln and its kernels), which a
+# dictionary larger than one program stores once.
+staged=$(mktemp -d)
+for p in "${programs[@]}"; do strip -o "$staged/$p" "$build/bin/$p"; done
+tar -C "$staged" -cf - "${programs[@]}" | xz -T1 --lzma2=preset=6,dict=160MiB > "$bundle/bin/programs.tar.xz"
+rm -rf "$staged"
 summary_lib=libkiln_kernel_summary.so
 if [ -e "$build/lib/$summary_lib" ]; then
   strip -o "$bundle/lib/$summary_lib" "$build/lib/$summary_lib"

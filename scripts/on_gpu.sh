@@ -22,7 +22,7 @@ if [ ! -e "$deps/.done" ]; then
 fi
 bin=$deps/bin
 mkdir -p "$bin"
-for f in "$here"/bin/*.xz; do xz -dc "$f" > "$bin/$(basename "$f" .xz)"; chmod +x "$bin/$(basename "$f" .xz)"; done
+xz -dc "$here/bin/programs.tar.xz" | tar -C "$bin" -xf -
 # The kernel summary library (for CUDA_INJECTION64_PATH): $deps/usr/lib/x86_64-linux-gnu/libkiln_kernel_summary.so.
 for f in "$here"/lib/*.xz; do [ -e "$f" ] || continue; xz -dc "$f" > "$deps/usr/lib/x86_64-linux-gnu/$(basename "$f" .xz)"; done
 export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu:$deps/lib/x86_64-linux-gnu:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}

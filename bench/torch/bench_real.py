@@ -35,6 +35,8 @@ def parse_args():
     p.add_argument("--skip-kernels", action="store_true", help="no copy and kernel bandwidths")
     p.add_argument("--skip-models", action="store_true", help="no models")
     p.add_argument("--skip-mirror", action="store_true", help="no rows for the mirror (kiln's) attention")
+    p.add_argument("--attention", action="store_true",
+                   help="also time scaled_dot_product_attention alone (kiln bench gpu --only attention's cases)")
     p.add_argument("--check-dir", help="folder of kiln's GPT-2 small first step, to check against PyTorch's")
     p.add_argument("--keep-cache", action="store_true",
                    help="use the usual Inductor/Triton caches instead of fresh empty ones")
@@ -617,6 +619,46 @@ def bench_kernels(report, names):
         free_memory()
 
 
+ATTENTION_SHAPES = [(8, 12, 1024, 64), (4, 16, 4096, 64), (8, 16, 1024, 128)]
+
+
+def attention_flops(shape, causal):
+    """FlashAttention's count for the forward: two products of 2 B H Tq Tk D, halved when causal."""
+    b, h, t, d = shape
+    f = 4.0 * b * h * t * t * d
+    return f / 2 if causal else f
+
+
+def bench_attention(report):
+    """F.scaled_dot_product_attention alone, forward and backward, on kiln's cases
+    (bench/real_attention.cpp): the dispatcher picks its fastest backend, as for a user."""
+    rows = []
+    log(f"\n{'attention':22} {'dtype':6} {'causal':7} {'pass':9} {'ms':>10} {'TFLOP/s':>10}")
+    for shape in ATTENTION_SHAPES:
+        for dtype in (torch.bfloat16, torch.float16):
+            if dtype == torch.float16 and shape != ATTENTION_SHAPES[0]:
+                continue
+            for causal in (True, False):
+                q, k, v, dout = (torch.randn(shape, device="cuda", dtype=dtype, requires_grad=i < 3) for i in range(4))
+                out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                passes = {
+                    "forward": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
+                    "backward": lambda: torch.autograd.grad(out, (q, k, v), dout, retain_graph=True),
+                }
+                for name, fn in passes.items():
+                    with torch.no_grad() if name == "forward" else contextlib.nullcontext():
+                        ms = bench_torch.time_ms(fn)
+                    flops = attention_flops(shape, causal) * (2.5 if name == "backward" else 1.0)
+                    tflops = flops / (ms * 1e-3) / 1e12
+                    dname = "bf16" if dtype == torch.bfloat16 else "f16"
+                    log(f"{str(list(shape)):22} {dname:6} {'yes' if causal else 'no':7} {name:9} {ms:10.3f} {tflops:10.1f}")
+                    rows.append({"shape": list(shape), "dtype": dname, "causal": causal, "pass": name,
+                                 "torch_sdpa_ms": ms, "torch_sdpa_tflops": tflops})
+                del q, k, v, dout, out
+                free_memory()
+    report["attention"] = rows
+
+
 def main(args):
     if not torch.cuda.is_available():
         sys.exit("bench_real: needs a CUDA device")
@@ -642,6 +684,9 @@ def main(args):
         measure(report, "compile_warmup", ["compile_warmup_s"],
                 lambda: {"compile_warmup_s": bench_torch.warm_up_compiler()})
         log(f"compiler warm-up (imports, workers): {fmt(report['compile_warmup_s'], 2)} s")
+    if args.attention:
+        bench_attention(report)
+        bench_torch.write_json(args.json, report)
     if not args.skip_kernels:
         bench_kernels(report, kernels)
         bench_torch.write_json(args.json, report)

@@ -7,7 +7,8 @@
 #   python3 bench/torch/merge_real.py --kiln kiln-real.json --torch torch-real.json \
 #       --out h200-real-YYYY-MM-DD.json [--table h200-real-YYYY-MM-DD.md]
 #
-# Kernels are joined by name, models by name and precision (a row without one is "tf32"). Every
+# Kernels are joined by name, models by name and precision (a row without one is "tf32"), attention
+# rows by shape, dtype, mask and pass. Every
 # key of either side is kept; a value either side lacks is null, and a goal that needs it has
 # met: null.
 import argparse
@@ -152,6 +153,23 @@ def merge_kernels(kiln, torch, copy_gbps):
     return rows
 
 
+def merge_attention(kiln, torch):
+    """kiln's and torch's attention rows joined by shape, dtype, mask and pass."""
+    def key(r):
+        return (tuple(r.get("shape", [])), r.get("dtype"), bool(r.get("causal")), r.get("pass"))
+    k = {key(r): r for r in dict_list(kiln.get("attention"))}
+    t = {key(r): r for r in dict_list(torch.get("attention"))}
+    rows = []
+    for kk in list(k) + [x for x in t if x not in k]:
+        kr, tr = k.get(kk, {}), t.get(kk, {})
+        row = {"shape": list(kk[0]), "dtype": kk[1], "causal": kk[2], "pass": kk[3],
+               "kiln_ms": number(kr.get("kiln_ms")), "kiln_tflops": number(kr.get("kiln_tflops")),
+               "torch_sdpa_ms": number(tr.get("torch_sdpa_ms")), "torch_sdpa_tflops": number(tr.get("torch_sdpa_tflops"))}
+        row["kiln_over_torch_sdpa"] = ratio(row["kiln_tflops"], row["torch_sdpa_tflops"])
+        rows.append(row)
+    return rows
+
+
 # ---------------------------------------------------------------------------------------------
 # Goals
 
@@ -239,6 +257,7 @@ def merge(kiln, torch, sources):
         "torch_copy_gbps": number(torch.get("copy_gbps")),
         "models": merge_models(kiln, torch),
         "kernels": merge_kernels(kiln, torch, copy_gbps),
+        "attention": merge_attention(kiln, torch),
         "step_breakdown": dict_list(kiln.get("step_breakdown")),
         "check": torch.get("check") if isinstance(torch.get("check"), dict) else None,
     }
@@ -247,7 +266,7 @@ def merge(kiln, torch, sources):
     for k, v in kiln.items():
         report.setdefault(k, v)
     for k, v in torch.items():
-        if k not in ("device", "copy_gbps", "torch", "torch_version", "models", "kernels", "check"):
+        if k not in ("device", "copy_gbps", "torch", "torch_version", "models", "kernels", "attention", "check"):
             report.setdefault(torch_side(k), v)
     return report
 
@@ -288,6 +307,9 @@ def columns_table(rows, columns, lead):
 
 
 MODEL_LEAD = [("model", "name"), ("precision", "precision")]
+ATTENTION_COLUMNS = [("kiln ms", "kiln_ms", 3), ("kiln TFLOP/s", "kiln_tflops", 1),
+                     ("torch SDPA ms", "torch_sdpa_ms", 3), ("torch SDPA TFLOP/s", "torch_sdpa_tflops", 1),
+                     ("kiln / torch", "kiln_over_torch_sdpa", 2)]
 TIME_COLUMNS = [
     ("kiln eager ms", "kiln_eager_ms", 3), ("torch eager ms", "torch_eager_ms", 3),
     ("kiln / torch eager", "kiln_eager_over_torch_eager", 2),
@@ -393,6 +415,9 @@ def markdown(report):
         columns_table(report["models"], COMPILE_MEMORY_COLUMNS, MODEL_LEAD),
         "### Kernels",
         columns_table(report["kernels"], KERNEL_COLUMNS, [("kernel", "name"), ("shape", "shape")]),
+        "### Attention alone (TFLOP/s; torch: F.scaled_dot_product_attention)",
+        columns_table(report["attention"], ATTENTION_COLUMNS,
+                      [("shape", "shape"), ("dtype", "dtype"), ("causal", "causal"), ("pass", "pass")]),
         "### kiln's training step by category",
         step_breakdown_table(report),
         "### Check against PyTorch",

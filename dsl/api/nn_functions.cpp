@@ -5,6 +5,7 @@
 #include "dsl/autocast.h"
 #include "dsl/creation.h"
 #include "dsl/dispatch.h"
+#include "dsl/eager/attention_cudnn.h"
 #include "dsl/error.h"
 #include "dsl/functions.h"
 
@@ -48,13 +49,13 @@ Tensor attention_composite(const Tensor& q, const Tensor& k, const Tensor& v, bo
   return matmul(softmax(scores, -1), v);
 }
 
-// Whether the fused op has a kernel for these operands: f32 and f64 on the CPU, f32 on CUDA.
-bool fused_attention_kernel(const Tensor& q) {
-  DType t = q.dtype();
-  return q.device().is_cuda() ? t == DType::f32 : (t == DType::f32 || t == DType::f64);
-}
-
 }  // namespace
+
+bool fused_attention_supported(DType t, const Device& device, int64_t head_dim, int64_t value_dim) {
+  if (device.is_cpu()) return t == DType::f32 || t == DType::f64;
+  if (!device.is_cuda()) return false;
+  return t == DType::f32 || ((t == DType::bf16 || t == DType::f16) && cudnn_attention_supports(head_dim, value_dim));
+}
 
 Tensor scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, bool causal,
                                     double scale) {
@@ -66,7 +67,8 @@ Tensor scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in, cons
   AutocastSuspended inside;
   if (scale == 0) scale = 1.0 / std::sqrt(double(q.size(3)));
   bool traced = q.is_traced() || k.is_traced() || v.is_traced();
-  if (traced || !fused_attention_kernel(q)) return attention_composite(q, k, v, causal, scale);
+  if (traced || !fused_attention_supported(q.dtype(), q.device(), q.size(3), v.size(3)))
+    return attention_composite(q, k, v, causal, scale);
   return dispatch(op_def("attention"), {q, k, v}, {{"scale", scale}, {"causal", causal}})[0];
 }
 

@@ -1,16 +1,20 @@
-// attention and attention_backward on CUDA, f32: the products are cuBLAS GEMMs (through matmul),
-// the probabilities one kernel that fuses the scale, the causal mask and the softmax
-// (kiln_attention_probs, generators/attention_kernels.cpp). The [B, H, Tq, Tk] scores and
-// probabilities live only inside the op: the tape keeps q, k, v, out and each row's log-sum-exp,
-// and the backward recomputes the probabilities from them, as FlashAttention's backward does:
+// attention and attention_backward on CUDA. bf16 and f16 run cuDNN's fused flash attention
+// (attention_cudnn.h), which never writes the [B, H, Tq, Tk] scores. f32 (cuDNN has no f32
+// attention): the products are cuBLAS GEMMs (through matmul), the probabilities one kernel that
+// fuses the scale, the causal mask and the softmax (kiln_attention_probs,
+// generators/attention_kernels.cpp). The scores and probabilities live only inside the op: the
+// tape keeps q, k, v, out and each row's log-sum-exp, and the backward recomputes the
+// probabilities from them, as FlashAttention's backward does:
 //   forward:  S = q k^T; P, lse = probs(S); out = P v
 //   backward: P = exp(scale * S - lse), masked; dv = P^T dout; dP = dout v^T;
 //             dS = softmax_backward(P, dP) = P * (dP - rowsum(dP * P));
 //             dq = scale * dS k; dk = scale * dS^T q
 // Against the same math written with matmul, mul, where and softmax (GPT-2 small's attention on
 // one H200) this saves the passes of the scale and the mask, forward and backward, and the saved
-// scores. A fused (flash) kernel that never writes the scores is the next step.
+// scores.
+#include "dsl/cuda/cudnn_api.h"
 #include "dsl/dispatch.h"
+#include "dsl/eager/attention_cudnn.h"
 #include "dsl/eager/kernel_call.h"
 #include "dsl/eager/runners.h"
 #include "dsl/error.h"
@@ -41,10 +45,17 @@ void run_probs(const Tensor& scores, const Tensor& lse, bool lse_given, const Te
 }  // namespace
 
 TensorList run_attention_cuda(const OpDef& def, const TensorList& inputs, const Attrs& attrs) {
-  KILN_CHECK(inputs[0].dtype() == DType::f32, def.name, ": on CUDA only f32 is supported, got ", inputs[0].dtype(),
-             "; scaled_dot_product_attention writes other dtypes out with matmul and softmax");
   const double scale = attrs.get<double>("scale");
   const bool causal = attrs.get<bool>("causal");
+  if (inputs[0].dtype() != DType::f32) {  // bf16, f16 (the shape rule allows no other)
+    const int64_t d = inputs[0].size(3), dv = inputs[2].size(3);
+    KILN_CHECK(cudnn_attention_supports(d, dv), def.name, ": ", inputs[0].dtype(),
+               " on CUDA runs through cuDNN's fused attention, which needs head sizes that are multiples of 8 up "
+               "to 128 (got ", d, " and ", dv, ")", cudnn_available() ? "" : " and cuDNN: " + cudnn_unavailable_reason());
+    const TensorList& x = inputs;
+    if (def.name == "attention") return cudnn_attention_forward(x[0], x[1], x[2], scale, causal);
+    return cudnn_attention_backward(x[0], x[1], x[2], x[3], x[4], x[5], scale, causal);
+  }
   // Detached: the ops run here record nothing on the tape (the dispatcher records the attention op).
   const Tensor q = inputs[0].detach(), k = inputs[1].detach(), v = inputs[2].detach();
   TensorOptions opts{q.dtype(), q.device()};

@@ -1,11 +1,13 @@
 // attention, attention_backward: scaled dot-product attention as one op and its gradient, run by a
-// fused CPU kernel (dsl/eager/attention.cpp; the formulas are in dsl/eager/attention_kernel.h) or
-// on CUDA by cuBLAS GEMMs around one probabilities kernel (dsl/eager/attention_cuda.cpp).
+// fused CPU kernel (dsl/eager/attention.cpp; the formulas are in dsl/eager/attention_kernel.h), on
+// CUDA in f32 by cuBLAS GEMMs around one probabilities kernel (dsl/eager/attention_cuda.cpp), and
+// in bf16 and f16 by cuDNN's fused flash attention (dsl/eager/attention_cudnn.cpp).
 // Users reach it through scaled_dot_product_attention(); the compiler puts it in place of the
-// matmul-softmax-matmul it finds in a CPU graph (graph/fuse_attention.cpp). It has no Halide
+// matmul-softmax-matmul it finds in a graph where a kernel exists (graph/fuse_attention.cpp). It has no Halide
 // definition, so compiled graphs run it as an eager step, like a GEMM.
 //   attention(q [B, H, Tq, D], k [B, H, Tk, D], v [B, H, Tk, Dv], scale, causal)
-//     -> out [B, H, Tq, Dv], lse [B, H, Tq] (the log-sum-exp of each row of scaled scores)
+//     -> out [B, H, Tq, Dv], lse [B, H, Tq] (the log-sum-exp of each row of scaled scores; f32
+//        for bf16 and f16 operands)
 //   attention_backward(q, k, v, out, grad_out, lse, scale, causal) -> grad_q, grad_k, grad_v
 #include "dsl/ops/op_tables.h"
 
@@ -15,17 +17,25 @@ namespace kiln {
 
 namespace {
 
+// Each row's log-sum-exp is kept in f32 for 16-bit operands (cuDNN's statistics), else in q's dtype.
+DType lse_dtype(DType t) { return t == DType::f16 || t == DType::bf16 ? DType::f32 : t; }
+
 void check_operands(const std::string& op, const std::vector<TensorMeta>& in) {
   const char* names[] = {"q", "k", "v", "out", "grad_out", "lse"};
   common_device(op, in);
+  const DType t = in[0].dtype;
+  const bool on_cuda = in[0].device.is_cuda();
+  KILN_CHECK(t == DType::f32 || (on_cuda ? t == DType::bf16 || t == DType::f16 : t == DType::f64), op,
+             ": no kernel for ", t, " on ", in[0].device, " (", on_cuda ? "f32, bf16 and f16" : "f32 and f64",
+             " there); scaled_dot_product_attention writes other dtypes out with matmul and softmax");
   for (size_t i = 0; i < in.size(); ++i) {
     size_t rank = i == 5 ? 3 : 4;
     KILN_CHECK(in[i].shape.size() == rank, op, ": ", names[i], " must have ", rank, " dims (",
                rank == 4 ? "batch, heads, rows, features" : "batch, heads, rows", "), got shape ",
                to_string(in[i].shape));
-    KILN_CHECK(in[i].dtype == in[0].dtype && (in[0].dtype == DType::f32 || in[0].dtype == DType::f64), op,
-               ": all operands must be f32 or all f64, got ", in[0].dtype, " (q) and ", in[i].dtype, " (",
-               names[i], ")");
+    DType want = i == 5 ? lse_dtype(in[0].dtype) : in[0].dtype;
+    KILN_CHECK(in[i].dtype == want, op, ": q, k, v, out and grad_out must share one dtype and lse be ",
+               lse_dtype(in[0].dtype), " with it, got ", in[0].dtype, " (q) and ", in[i].dtype, " (", names[i], ")");
   }
   const Shape &q = in[0].shape, &k = in[1].shape, &v = in[2].shape;
   KILN_CHECK(k[0] == q[0] && v[0] == q[0] && k[1] == q[1] && v[1] == q[1], op,
@@ -47,7 +57,8 @@ void check_operands(const std::string& op, const std::vector<TensorMeta>& in) {
 std::vector<TensorMeta> infer_attention(const std::vector<TensorMeta>& in, const Attrs&) {
   check_operands("attention", in);
   const Shape &q = in[0].shape, &v = in[2].shape;
-  return {{{q[0], q[1], q[2], v[3]}, in[0].dtype, in[0].device}, {{q[0], q[1], q[2]}, in[0].dtype, in[0].device}};
+  return {{{q[0], q[1], q[2], v[3]}, in[0].dtype, in[0].device},
+          {{q[0], q[1], q[2]}, lse_dtype(in[0].dtype), in[0].device}};
 }
 
 std::vector<TensorMeta> infer_attention_backward(const std::vector<TensorMeta>& in, const Attrs&) {

@@ -1,5 +1,6 @@
 #include "support/reference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -143,6 +144,47 @@ std::string dumped(const std::string& dir, const std::string& suffix) {
   }
   BOOST_TEST(count == 1, "files ending in " << suffix << ": " << count);
   return found;
+}
+
+AttentionReference attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout, bool causal, double scale) {
+  const int64_t B = q.size(0), H = q.size(1), Tq = q.size(2), Tk = k.size(2), D = q.size(3), Dv = v.size(3);
+  std::vector<double> Q = host_values(q), K = host_values(k), V = host_values(v), G = host_values(dout);
+  AttentionReference r{std::vector<double>(size_t(B * H * Tq * Dv)), std::vector<double>(Q.size()),
+              std::vector<double>(K.size()), std::vector<double>(V.size())};
+  for (int64_t bh = 0; bh < B * H; ++bh) {
+    const double *q0 = &Q[size_t(bh * Tq * D)], *k0 = &K[size_t(bh * Tk * D)], *v0 = &V[size_t(bh * Tk * Dv)],
+                 *g0 = &G[size_t(bh * Tq * Dv)];
+    double *o0 = &r.out[size_t(bh * Tq * Dv)], *dq0 = &r.dq[size_t(bh * Tq * D)], *dk0 = &r.dk[size_t(bh * Tk * D)],
+           *dv0 = &r.dv[size_t(bh * Tk * Dv)];
+    for (int64_t i = 0; i < Tq; ++i) {
+      int64_t seen = causal ? std::min(i + 1, Tk) : Tk;
+      std::vector<double> p(static_cast<size_t>(seen)), dp(static_cast<size_t>(seen));
+      double max = -INFINITY, z = 0, delta = 0;
+      for (int64_t j = 0; j < seen; ++j) {
+        double s = 0;
+        for (int64_t d = 0; d < D; ++d) s += q0[i * D + d] * k0[j * D + d];
+        p[size_t(j)] = s * scale;
+        max = std::max(max, p[size_t(j)]);
+      }
+      for (double& x : p) z += (x = std::exp(x - max));
+      for (double& x : p) x /= z;
+      for (int64_t j = 0; j < seen; ++j)
+        for (int64_t e = 0; e < Dv; ++e) {
+          o0[i * Dv + e] += p[size_t(j)] * v0[j * Dv + e];
+          dp[size_t(j)] += g0[i * Dv + e] * v0[j * Dv + e];
+          dv0[j * Dv + e] += p[size_t(j)] * g0[i * Dv + e];
+        }
+      for (int64_t j = 0; j < seen; ++j) delta += p[size_t(j)] * dp[size_t(j)];
+      for (int64_t j = 0; j < seen; ++j) {
+        double ds = p[size_t(j)] * (dp[size_t(j)] - delta) * scale;
+        for (int64_t d = 0; d < D; ++d) {
+          dq0[i * D + d] += ds * k0[j * D + d];
+          dk0[j * D + d] += ds * q0[i * D + d];
+        }
+      }
+    }
+  }
+  return r;
 }
 
 }  // namespace kiln::test

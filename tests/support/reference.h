@@ -43,6 +43,14 @@ inline void check_close(const Tensor& got, const std::vector<double>& want, cons
   check_close(got, want, want_shape, tolerance(got.dtype()), what);
 }
 
+// Attention in double: out = softmax(scale q k^T, causally masked or not) v and the gradients of
+// sum(out * dout), per (batch, head), from the operands' values (any dtype, layout, device).
+struct AttentionReference {
+  std::vector<double> out, dq, dk, dv;
+};
+AttentionReference attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout,
+                                       bool causal, double scale);
+
 // The text of the one file in `dir` whose name ends with `suffix` (a debug dump's file); a
 // failed check when there is none or more than one.
 std::string dumped(const std::string& dir, const std::string& suffix);
