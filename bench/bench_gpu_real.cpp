@@ -6,7 +6,8 @@
 // eager and compiled as one graph, cold and warm compile seconds (warm: a fresh process with the
 // filled disk cache), peak device memory, where one compiled step spends its device time, and
 // the losses of 20 steps eager against compiled; and the fused attention op alone in TFLOP/s
-// (bench/real_attention.h). Eager and compiled models run one after the
+// (bench/real_attention.h); with --only precision, bf16 and f16 training against f32 over 200 steps
+// (bench/real_precision.h). Eager and compiled models run one after the
 // other, each alone on the device, so that each peak is its own. bench/torch/bench_real.py times
 // PyTorch by the same method; bench/torch/merge_real.py joins the two.
 //
@@ -30,6 +31,7 @@
 #include "bench/json.h"
 #include "bench/op_profile.h"
 #include "bench/real_attention.h"
+#include "bench/real_precision.h"
 #include "bench/real_kernels.h"
 #include "bench/timing.h"
 #include "bench/train_step.h"
@@ -475,8 +477,16 @@ int run_bench_gpu_real(const BenchOptions& opts) {
 
   std::printf("device-to-device copy: %.0f GB/s\n\n%-28s %-16s %13s %11s %8s\n", copy, "kernel", "shape",
               "compiled GB/s", "eager GB/s", "of copy");
-  KILN_CHECK(opts.only.empty() || opts.only == "kernels" || opts.only == "models" || opts.only == "attention",
-             "kiln bench gpu: --only takes kernels, models or attention, not '", opts.only, "'");
+  KILN_CHECK(opts.only.empty() || opts.only == "kernels" || opts.only == "models" || opts.only == "attention" ||
+                 opts.only == "precision",
+             "kiln bench gpu: --only takes kernels, models, attention or precision, not '", opts.only, "'");
+  if (opts.only == "precision") {  // its own run: three GPT-2 trainings
+    report.set("precision_check", compare_precisions(d, opts.steps));
+    save();
+    if (!opts.json_path.empty()) std::printf("wrote %s\n", opts.json_path.c_str());
+    std::filesystem::remove_all(cache_dir);
+    return 0;
+  }
   if (opts.only.empty() || opts.only == "attention") {
     report.set("attention", measure_attention(d));
     save();

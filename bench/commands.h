@@ -22,6 +22,7 @@ struct BenchOptions {
   std::string profile = "train";   // bench gpu --size real --profile train|inference: the compiled calls
                                    // run between cuProfilerStart and cuProfilerStop (kernel summary)
   std::string precision = "tf32";  // bench gpu --size real, compile-once: tf32, or bf16 (autocast)
+  int steps = 200;                 // bench gpu --size real --only precision: training steps per run
 };
 
 struct DemoOptions {

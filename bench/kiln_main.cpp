@@ -31,7 +31,8 @@ commands:
         single fused regions (rows, columns, transposes, a GEMM with its epilogue) compiled
         against eager: one line per schedule template case
   bench gpu [--device cuda[:N]] [--size bench|real] [--filter NAME] [--json FILE] [--check-dir DIR]
-            [--only kernels|models|attention] [--profile train|inference] [--precision tf32|bf16]
+            [--only kernels|models|attention|precision] [--profile train|inference] [--precision tf32|bf16]
+            [--steps N]
         on a CUDA device: copy bandwidth, fused pointwise / softmax / layer_norm kernels (GB/s,
         compiled and eager), every zoo model eager against compiled, host overhead per call;
         --size real: every GPU schedule class at real sizes, GPT-2 small (batch 8 x 1024) and
@@ -39,6 +40,8 @@ commands:
         times, peak memory, a breakdown of the compiled step's device time and of the eager
         step's time by op and backward node, and the fused attention op alone (TFLOP/s, bf16
         and f16, forward and backward); --only runs the kernels, models or attention alone;
+        --only precision trains GPT-2 small --steps N (default 200) steps in TF32, bf16 and f16
+        (GradScaler, an injected overflow) on one synthetic stream and compares the losses;
         --profile picks the compiled calls that run between cuProfilerStart and cuProfilerStop
         (the window of bench/kernel_summary.cpp; default train); --precision bf16 (with --only
         models) runs the models' forward and loss under bf16 autocast
@@ -94,6 +97,7 @@ kiln::bench::BenchOptions parse_bench_options(const std::vector<std::string>& ar
     else if (opt == "--only") o.only = v;
     else if (opt == "--profile") o.profile = v;
     else if (opt == "--precision") o.precision = v;
+    else if (opt == "--steps") o.steps = std::stoi(v);
   }
   return o;
 }
@@ -170,7 +174,7 @@ int main(int argc, char** argv) {
       }
       if (sub == "regions") return kiln::bench::run_bench_regions(parse_bench_options(args, 2, {"--scheduler", "--filter", "--json"}));
       if (sub == "gpu") {
-        o = parse_bench_options(args, 2, {"--device", "--filter", "--json", "--size", "--check-dir", "--only", "--profile", "--precision"});
+        o = parse_bench_options(args, 2, {"--device", "--filter", "--json", "--size", "--check-dir", "--only", "--profile", "--precision", "--steps"});
         o.self_path = self_path(argv[0]);
         return kiln::bench::run_bench_gpu(o);
       }

@@ -4,6 +4,7 @@
 
 #include "bench/gpu_timing.h"
 #include "dsl/dispatch.h"
+#include "dsl/eager/attention_cudnn.h"
 
 namespace kiln::bench {
 
@@ -57,6 +58,7 @@ Json measure_attention(Device d) {
       rows.push(j);
     }
   }
+  for (const std::string& plan : cudnn_attention_plans()) std::printf("  cuDNN plan: %s\n", plan.c_str());
   return rows;
 }
 

@@ -1,5 +1,9 @@
 #include "dsl/cuda/cudnn_graph.h"
 
+#include <algorithm>
+#include <cstdio>
+
+#include "dsl/cuda/cuda_api.h"
 #include "dsl/error.h"
 
 namespace kiln {
@@ -9,6 +13,7 @@ using namespace cudnn;
 CudnnGraph::~CudnnGraph() {
   if (!cudnn_available()) return;
   const CudnnApi& api = cudnn_api();
+  if (pack_) api.cudnnBackendDestroyDescriptor(pack_);
   for (auto it = owned_.rbegin(); it != owned_.rend(); ++it) api.cudnnBackendDestroyDescriptor(*it);
 }
 
@@ -140,8 +145,9 @@ void CudnnGraph::finalize(cudnnHandle_t handle) {
   check_cudnn(api.cudnnBackendGetAttribute(heur, kEngineHeurResults, kTypeBackendDescriptor, count, &got,
                                            configs.data()),
               name_ + ": reading the heuristics' engine configurations");
+  configurations_ = int(got);
   std::string failures;
-  for (int64_t i = 0; i < got; ++i) {
+  for (int64_t i = 0; i < got && plans_.size() < size_t(kMaxPlans); ++i) {
     cudnnBackendDescriptor_t plan = nullptr;
     check_cudnn(api.cudnnBackendCreateDescriptor(kExecutionPlanDescriptor, &plan), name_ + ": creating a plan");
     owned_.push_back(plan);
@@ -151,7 +157,7 @@ void CudnnGraph::finalize(cudnnHandle_t handle) {
     if (rc == kStatusSuccess) rc = api.cudnnBackendFinalize(plan);
     if (rc != kStatusSuccess) {
       try {
-        check_cudnn(rc, "configuration " + std::to_string(i));
+        check_cudnn(rc, "configuration " + std::to_string(i + 1));
       } catch (const Error& e) {
         failures += std::string("\n  ") + e.what();
       }
@@ -160,17 +166,69 @@ void CudnnGraph::finalize(cudnnHandle_t handle) {
     int64_t bytes = 0, n = 0;
     check_cudnn(api.cudnnBackendGetAttribute(plan, kExecutionPlanWorkspaceSize, kTypeInt64, 1, &n, &bytes),
                 name_ + ": reading the plan's workspace size");
-    plan_ = plan;
-    workspace_ = size_t(bytes);
-    engine_ = "configuration " + std::to_string(i + 1) + " of " + std::to_string(got);
-    return;
+    plans_.push_back({plan, size_t(bytes), int(i), -1});
   }
-  throw_error(name_, ": none of the ", got, " engine configurations cuDNN ", cudnn_version(),
-              " proposed makes a plan:", failures);
+  KILN_CHECK(!plans_.empty(), name_, ": none of the ", got, " engine configurations cuDNN ", cudnn_version(),
+             " proposed makes a plan:", failures);
+  tuned_ = plans_.size() == 1;
 }
 
-void CudnnGraph::execute(cudnnHandle_t handle, const std::map<int64_t, void*>& pointers, void* workspace) const {
-  KILN_CHECK(plan_, name_, ": internal: executed before finalize()");
+size_t CudnnGraph::workspace_bytes() const {
+  KILN_CHECK(!plans_.empty(), name_, ": internal: no plan before finalize()");
+  if (tuned_) return plans_[chosen_].workspace;
+  size_t most = 0;
+  for (const Plan& p : plans_) most = std::max(most, p.workspace);
+  return most;
+}
+
+std::string CudnnGraph::engine() const {
+  if (plans_.empty()) return "no plan";
+  const Plan& p = plans_[chosen_];
+  std::string s = "engine configuration " + std::to_string(p.index + 1) + " of " + std::to_string(configurations_);
+  if (p.ms >= 0) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, ", %.3f ms; %zu timed", p.ms, plans_.size());
+    s += buf;
+  }
+  return s;
+}
+
+void CudnnGraph::pick_fastest(cudnnHandle_t handle, void* stream, const std::map<int64_t, void*>& pointers,
+                              void* workspace) {
+  const CudaApi& cu = cuda_api();
+  auto s = static_cast<CUstream>(stream);
+  CUevent begin = nullptr, end = nullptr;
+  check_cuda(cu.cuEventCreate(&begin, 0), "cudnn: creating an event");
+  check_cuda(cu.cuEventCreate(&end, 0), "cudnn: creating an event");
+  for (Plan& p : plans_) {
+    run(handle, p, pointers, workspace);  // warm-up: loads the kernel
+    std::vector<double> ms;
+    for (int i = 0; i < 3; ++i) {
+      check_cuda(cu.cuEventRecord(begin, s), "cudnn: recording an event");
+      run(handle, p, pointers, workspace);
+      check_cuda(cu.cuEventRecord(end, s), "cudnn: recording an event");
+      check_cuda(cu.cuEventSynchronize(end), "cudnn: waiting for an event");
+      float t = 0;
+      check_cuda(cu.cuEventElapsedTime(&t, begin, end), "cudnn: reading an event");
+      ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    p.ms = ms[1];
+  }
+  cu.cuEventDestroy(begin);
+  cu.cuEventDestroy(end);
+  for (size_t i = 0; i < plans_.size(); ++i)
+    if (plans_[i].ms < plans_[chosen_].ms) chosen_ = i;
+  tuned_ = true;
+}
+
+void CudnnGraph::execute(cudnnHandle_t handle, const std::map<int64_t, void*>& pointers, void* workspace) {
+  KILN_CHECK(!plans_.empty(), name_, ": internal: executed before finalize()");
+  run(handle, plans_[chosen_], pointers, workspace);
+}
+
+void CudnnGraph::run(cudnnHandle_t handle, const Plan& plan, const std::map<int64_t, void*>& pointers,
+                     void* workspace) {
   const CudnnApi& api = cudnn_api();
   std::vector<int64_t> uids;
   std::vector<void*> ptrs;
@@ -185,22 +243,24 @@ void CudnnGraph::execute(cudnnHandle_t handle, const std::map<int64_t, void*>& p
       ptrs.push_back(it->second);
     }
   }
-  cudnnBackendDescriptor_t pack = nullptr;
-  check_cudnn(api.cudnnBackendCreateDescriptor(kVariantPackDescriptor, &pack), name_ + ": creating the variant pack");
-  struct Destroy {
-    const CudnnApi& api;
-    cudnnBackendDescriptor_t d;
-    ~Destroy() { api.cudnnBackendDestroyDescriptor(d); }
-  } destroy{api, pack};
-  check_cudnn(api.cudnnBackendSetAttribute(pack, kVariantPackUniqueIds, kTypeInt64, int64_t(uids.size()), uids.data()),
-              name_ + ": the variant pack's ids");
-  check_cudnn(
-      api.cudnnBackendSetAttribute(pack, kVariantPackDataPointers, kTypeVoidPtr, int64_t(ptrs.size()), ptrs.data()),
-      name_ + ": the variant pack's pointers");
-  check_cudnn(api.cudnnBackendSetAttribute(pack, kVariantPackWorkspace, kTypeVoidPtr, 1, &workspace),
-              name_ + ": the variant pack's workspace");
-  check_cudnn(api.cudnnBackendFinalize(pack), name_ + ": finalizing the variant pack");
-  check_cudnn(api.cudnnBackendExecute(handle, plan_, pack), name_ + ": executing");
+  ptrs.push_back(workspace);
+  if (!pack_ || ptrs != pack_pointers_) {
+    if (pack_) api.cudnnBackendDestroyDescriptor(pack_);
+    pack_ = nullptr;
+    cudnnBackendDescriptor_t pack = nullptr;
+    check_cudnn(api.cudnnBackendCreateDescriptor(kVariantPackDescriptor, &pack), name_ + ": creating the variant pack");
+    pack_ = pack;
+    check_cudnn(api.cudnnBackendSetAttribute(pack, kVariantPackUniqueIds, kTypeInt64, int64_t(uids.size()), uids.data()),
+                name_ + ": the variant pack's ids");
+    check_cudnn(api.cudnnBackendSetAttribute(pack, kVariantPackDataPointers, kTypeVoidPtr, int64_t(uids.size()),
+                                             ptrs.data()),
+                name_ + ": the variant pack's pointers");
+    check_cudnn(api.cudnnBackendSetAttribute(pack, kVariantPackWorkspace, kTypeVoidPtr, 1, &workspace),
+                name_ + ": the variant pack's workspace");
+    check_cudnn(api.cudnnBackendFinalize(pack), name_ + ": finalizing the variant pack");
+    pack_pointers_ = std::move(ptrs);
+  }
+  check_cudnn(api.cudnnBackendExecute(handle, plan.desc, pack_), name_ + ": executing");
 }
 
 }  // namespace kiln

@@ -8,7 +8,8 @@
 //   int64_t s = g.matmul(q, kt, g.virtual_tensor({b, h, s, s}));
 //   ...
 //   g.finalize(cudnn_handle());            // kiln::Error when no engine supports the graph
-//   g.execute({{q, q_ptr}, ...}, workspace);   // at least g.workspace_bytes() of device memory
+//   g.execute(handle, {{q, q_ptr}, ...}, workspace);   // at least g.workspace_bytes() of memory
+// A graph is used by one thread at a time (the attention cache holds a lock around each use).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -44,14 +45,24 @@ class CudnnGraph {
   int64_t matmul(int64_t a, int64_t b, int64_t c);
   int64_t reshape(int64_t x, int64_t y);
 
-  // Builds the operation graph, asks the heuristics for engine configurations and keeps the first
-  // one that makes an execution plan.
+  // Builds the operation graph, asks the heuristics for engine configurations and keeps the plans
+  // of the first kMaxPlans that build (kiln::Error naming cuDNN's reasons when none does).
   void finalize(cudnnHandle_t handle);
-  size_t workspace_bytes() const { return workspace_; }
-  // The chosen engine's description, for logs ("engine 3 of 5").
-  const std::string& engine() const { return engine_; }
-  // Runs the plan on the handle's stream. `pointers` gives every non-virtual, non-scalar tensor.
-  void execute(cudnnHandle_t handle, const std::map<int64_t, void*>& pointers, void* workspace) const;
+  // Device memory execute() needs: the most any kept plan needs until pick_fastest() chose one.
+  size_t workspace_bytes() const;
+  // The chosen plan, for logs ("engine configuration 2 of 7, 0.061 ms; 3 timed").
+  std::string engine() const;
+  bool tuned() const { return tuned_; }
+  // Times each kept plan on these operands (a warm-up run, then the median of three, between
+  // events on `stream`) and keeps the fastest, as cuDNN's frontend autotuning does. The outputs
+  // hold the last plan's results afterwards.
+  void pick_fastest(cudnnHandle_t handle, void* stream, const std::map<int64_t, void*>& pointers, void* workspace);
+  // Runs the chosen plan on the handle's stream. `pointers` gives every non-virtual, non-scalar
+  // tensor. The variant pack is rebuilt only when the pointers differ from the last call's (in
+  // steady state the caching allocator hands out the same blocks).
+  void execute(cudnnHandle_t handle, const std::map<int64_t, void*>& pointers, void* workspace);
+
+  static constexpr int kMaxPlans = 8;
 
  private:
   struct TensorInfo {
@@ -66,13 +77,25 @@ class CudnnGraph {
   void set(cudnnBackendDescriptor_t d, int attr, int type, int64_t count, const void* values, const char* what);
   void finish(cudnnBackendDescriptor_t d, const char* what);
 
+  struct Plan {
+    cudnnBackendDescriptor_t desc = nullptr;
+    size_t workspace = 0;
+    int index = 0;     // among the heuristics' configurations
+    double ms = -1;    // when timed
+  };
+  void run(cudnnHandle_t handle, const Plan& plan, const std::map<int64_t, void*>& pointers, void* workspace);
+
   std::string name_;
   std::map<int64_t, TensorInfo> tensors_;
   std::vector<cudnnBackendDescriptor_t> ops_;
   std::vector<cudnnBackendDescriptor_t> owned_;  // every descriptor, destroyed with the graph
-  cudnnBackendDescriptor_t plan_ = nullptr;
-  size_t workspace_ = 0;
-  std::string engine_;
+  std::vector<Plan> plans_;
+  size_t chosen_ = 0;
+  int configurations_ = 0;
+  bool tuned_ = false;
+  // The variant pack of the last call and the pointers and workspace it was built for.
+  cudnnBackendDescriptor_t pack_ = nullptr;
+  std::vector<void*> pack_pointers_;
   int64_t next_uid_ = 1;
 };
 

@@ -6,11 +6,14 @@
 //             dV = P^T dO; dS = (dO V^T - D) * P * scale; dK = dS^T Q; dQ = dS K
 // K and V enter transposed (their last two dims and strides swapped), as the backend expects;
 // the backward's D and its f32 dQ accumulator live in kiln-allocated memory beside the plan's
-// workspace. Plans are built once per shape, strides, dtype, scale and mask, and cached.
+// workspace. Plans are built once per shape, strides, dtype, scale and mask, and cached; on its
+// first use each graph times the plans of cuDNN's first few engine configurations and keeps the
+// fastest.
 #include "dsl/eager/attention_cudnn.h"
 
 #include <cmath>
 #include <cstring>
+#include <vector>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -131,17 +134,16 @@ std::unique_ptr<CudnnGraph> build_backward(const Tensor& q, const Tensor& k, con
   return g;
 }
 
-std::string key_of(const char* pass, const TensorList& operands, double scale, bool causal) {
-  std::string key = pass;
-  for (const Tensor& t : operands) {
-    key += "|" + std::string(name(t.dtype()));
-    for (int64_t d : t.shape()) key += "," + std::to_string(d);
-    key += "/";
-    for (int64_t s : t.strides()) key += "," + std::to_string(s);
-  }
-  uint64_t bits = 0;
+// The cache key: the pass, dtype, mask, scale and every operand's shape and strides.
+std::vector<int64_t> key_of(int64_t pass, const TensorList& operands, double scale, bool causal) {
+  int64_t bits = 0;
   std::memcpy(&bits, &scale, sizeof bits);
-  return key + "|" + std::to_string(bits) + (causal ? "|causal" : "");
+  std::vector<int64_t> key{pass, int64_t(operands[0].dtype()), int64_t(causal), bits};
+  for (const Tensor& t : operands) {
+    key.insert(key.end(), t.shape().begin(), t.shape().end());
+    key.insert(key.end(), t.strides().begin(), t.strides().end());
+  }
+  return key;
 }
 
 struct Cached {
@@ -150,10 +152,22 @@ struct Cached {
   BackwardIds backward{};
 };
 
+// Plans by key. A graph is used under the lock: it keeps its last variant pack and tunes itself
+// on its first use.
 std::mutex cache_mu;
-std::map<std::string, Cached>& cache() {
-  static std::map<std::string, Cached> c;
+std::map<std::vector<int64_t>, Cached>& cache() {
+  static std::map<std::vector<int64_t>, Cached> c;
   return c;
+}
+
+// Runs g on these pointers, first timing its plans when it has more than one (and, for the
+// backward, cuDNN clears its dQ accumulator itself, so that repeated runs are harmless).
+void run_graph(CudnnGraph& g, cudnnHandle_t handle, int index, const std::map<int64_t, void*>& pointers,
+               void* workspace, bool can_repeat) {
+  if (!g.tuned() && can_repeat)
+    g.pick_fastest(handle, cuda_context(index).stream, pointers, workspace);
+  else
+    g.execute(handle, pointers, workspace);
 }
 
 // f32 scratch of at least `bytes`, on q's device, through the caching allocator.
@@ -163,6 +177,18 @@ Tensor scratch(size_t bytes, const Tensor& like) {
 }
 
 }  // namespace
+
+std::vector<std::string> cudnn_attention_plans() {
+  std::lock_guard<std::mutex> lock(cache_mu);
+  std::vector<std::string> out;
+  for (const auto& [key, c] : cache()) {
+    std::string shape;
+    for (size_t i = 4; i < 8 && i < key.size(); ++i) shape += (shape.empty() ? "[" : ", ") + std::to_string(key[i]);
+    out.push_back(std::string(key[0] == 0 ? "forward " : "backward ") + shape + "]" + (key[2] ? " causal" : "") +
+                  " " + std::string(name(DType(key[1]))) + ": " + c.graph->engine());
+  }
+  return out;
+}
 
 bool cudnn_attention_supports(int64_t head_dim, int64_t value_dim) {
   return head_dim % 8 == 0 && value_dim % 8 == 0 && head_dim <= 128 && value_dim <= 128 && cudnn_available();
@@ -177,23 +203,18 @@ TensorList cudnn_attention_forward(const Tensor& q_in, const Tensor& k_in, const
   if (out.numel() == 0) return {out, lse};
   const int index = q.device().index;
   cudnnHandle_t handle = cudnn_handle(index);
-  const CudnnGraph* g;
-  ForwardIds id;
-  {
-    std::lock_guard<std::mutex> lock(cache_mu);
-    Cached& c = cache()[key_of("forward", {q, k, v}, scale, causal)];
-    if (!c.graph) {
-      c.graph = build_forward(q, k, v, out, scale, causal, c.forward);
-      c.graph->finalize(handle);
-    }
-    g = c.graph.get();
-    id = c.forward;
+  std::lock_guard<std::mutex> lock(cache_mu);
+  Cached& c = cache()[key_of(0, {q, k, v}, scale, causal)];
+  if (!c.graph) {
+    c.graph = build_forward(q, k, v, out, scale, causal, c.forward);
+    c.graph->finalize(handle);
   }
-  Tensor workspace = scratch(g->workspace_bytes(), q);
-  g->execute(handle,
-             {{id.q, q.data_ptr()}, {id.kt, k.data_ptr()}, {id.v, v.data_ptr()}, {id.o, out.data_ptr()},
-              {id.stats, lse.data_ptr()}},
-             workspace.data_ptr());
+  const ForwardIds& id = c.forward;
+  Tensor workspace = scratch(c.graph->workspace_bytes(), q);
+  run_graph(*c.graph, handle, index,
+            {{id.q, q.data_ptr()}, {id.kt, k.data_ptr()}, {id.v, v.data_ptr()}, {id.o, out.data_ptr()},
+             {id.stats, lse.data_ptr()}},
+            workspace.data_ptr(), true);
   return {out, lse};
 }
 
@@ -207,30 +228,27 @@ TensorList cudnn_attention_backward(const Tensor& q_in, const Tensor& k_in, cons
          grad_v = Tensor::empty(v.shape(), v.options());
   const int index = q.device().index;
   cudnnHandle_t handle = cudnn_handle(index);
-  const CudnnGraph* g;
-  BackwardIds id;
-  {
-    std::lock_guard<std::mutex> lock(cache_mu);
-    Cached& c = cache()[key_of("backward", {q, k, v, out, grad_out}, scale, causal)];
-    if (!c.graph) {
-      c.graph = build_backward(q, k, v, out, grad_out, grad_q, grad_k, grad_v, scale, causal, c.backward);
-      c.graph->finalize(handle);
-    }
-    g = c.graph.get();
-    id = c.backward;
+  std::lock_guard<std::mutex> lock(cache_mu);
+  Cached& c = cache()[key_of(1, {q, k, v, out, grad_out}, scale, causal)];
+  if (!c.graph) {
+    c.graph = build_backward(q, k, v, out, grad_out, grad_q, grad_k, grad_v, scale, causal, c.backward);
+    c.graph->finalize(handle);
   }
+  const BackwardIds& id = c.backward;
+  CudnnGraph* g = c.graph.get();
   // One block: D (f32 per row), the f32 dQ accumulator, then the plan's workspace.
   auto round = [](size_t n) { return (n + 255) / 256 * 256; };
   const size_t rowsum_bytes = round(size_t(lse.numel()) * 4), accum_bytes = round(size_t(q.numel()) * 4);
   Tensor block = scratch(rowsum_bytes + accum_bytes + g->workspace_bytes(), q);
   char* base = static_cast<char*>(block.data_ptr());
   // cuDNN clears the accumulator itself from 9.6 on; before, the caller must.
-  if (cudnn_version() < 90600)
+  const bool clears_itself = cudnn_version() >= 90600;
+  if (!clears_itself)
     check_cuda(cuda_api().cuMemsetD32Async(CUdeviceptr(base + rowsum_bytes), 0, size_t(q.numel()),
                                            cuda_context(index).stream),
                "attention backward: clearing the dQ accumulator");
-  g->execute(handle,
-             {{id.q, q.data_ptr()},
+  run_graph(*g, handle, index,
+            {{id.q, q.data_ptr()},
               {id.kt, k.data_ptr()},
               {id.vt, v.data_ptr()},
               {id.o, out.data_ptr()},
@@ -240,8 +258,8 @@ TensorList cudnn_attention_backward(const Tensor& q_in, const Tensor& k_in, cons
               {id.grad_k, grad_k.data_ptr()},
               {id.grad_v, grad_v.data_ptr()},
               {id.rowsum, base},
-              {id.grad_q_f32, base + rowsum_bytes}},
-             base + rowsum_bytes + accum_bytes);
+             {id.grad_q_f32, base + rowsum_bytes}},
+            base + rowsum_bytes + accum_bytes, clears_itself);
   return {grad_q, grad_k, grad_v};
 }
 
