@@ -25,8 +25,14 @@ std::string not_lowered_reason(const Graph& g, const GraphNode& n, const std::se
     if (op.family == KernelFamily::matmul)
       return "matmul runs as an eager GEMM kernel (a pipeline's GEMM needs f32, a weight read transposed and "
              "a 2-D input of at most 256 rows)";
-    if (op.family == KernelFamily::attention)
-      return "attention runs as its fused eager kernel (query blocks per batch and head; no [T, T] scores in memory)";
+    if (op.family == KernelFamily::attention) {
+      const Value& q = g.values[size_t(n.inputs[0])];
+      if (!q.meta.device.is_cuda())
+        return "attention runs as its fused eager kernel (query blocks per batch and head; no [T, T] scores in memory)";
+      return q.meta.dtype == DType::f32
+                 ? "attention runs as its eager kernel (cuBLAS products around one softmax kernel; no [T, T] scores kept)"
+                 : "attention runs as cuDNN's fused flash attention (no [T, T] scores in memory)";
+    }
     if (op.family == KernelFamily::embedding || op.family == KernelFamily::cross_entropy ||
         op.family == KernelFamily::embedding_backward)
       return "its indices are checked on the host before any read";

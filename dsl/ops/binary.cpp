@@ -67,8 +67,18 @@ void add_binary_ops(std::vector<OpDef>& defs) {
     KILN_CHECK(in[0].dtype == DType::bool_, "where: condition must have dtype bool, got ", in[0].dtype);
     return std::vector<TensorMeta>{{broadcast_all("where", in), result_type({in[1], in[2]}), dev}};
   };
+  // A bitwise choice, not Halide::select: when the condition is one value for the whole output (a
+  // GradScaler's found-inf flag), Halide 14's skip-stages pass turns a select into a host-side
+  // branch that reads the condition from host memory, which on CUDA is a device-only buffer (a
+  // null read; tests/cuda/test_mixed_precision.cpp). The bits of the chosen operand are kept
+  // exactly, inf and NaN included.
   w.pointwise = [](const std::vector<Expr>& in, const Attrs&) {
-    return Halide::select(in[0] != 0, in[1], in[2]);
+    Expr c = in[0] != 0;
+    Halide::Type t = in[1].type(), bits = Halide::UInt(t.bits());
+    if (t.is_bool()) return (c && in[1]) || (!c && in[2]);
+    Expr take_a = Halide::cast(bits, 0) - Halide::cast(bits, c);  // all ones or zero
+    Expr a = Halide::reinterpret(bits, in[1]), b = Halide::reinterpret(bits, in[2]);
+    return Halide::reinterpret(t, (a & take_a) | (b & ~take_a));
   };
   w.cheap = true;
   defs.push_back(std::move(w));

@@ -243,6 +243,25 @@ BOOST_AUTO_TEST_CASE(where_selects_with_broadcasting) {
   std::vector<double> want;
   for (double v : host_values(x)) want.push_back(v > 0 ? v : 0.0);
   check_close(where(gt(x, 0.0), x, 0.0), want, {8}, "where with scalar");
+  // The chosen operand's bits exactly (where is a bitwise choice): inf, NaN, -0, the smallest
+  // denormal, also as f16; and a 0-d condition, as a GradScaler's skip makes it.
+  const float inf = INFINITY, nan = NAN, tiny = 1e-45f;
+  Tensor special = from_vector<float>({inf, -inf, nan, -0.0f, tiny, 1.5f}, {6});
+  Tensor other = from_vector<float>({1, 2, 3, 4, 5, 6}, {6});
+  Tensor pick = from_vector<float>({1, 0, 1, 1, 1, 0}, {6}).to(bool_);
+  for (DType t : {f32, f16}) {
+    std::vector<double> got = host_values(where(pick, special.to(t), other.to(t))),
+                        exp = host_values(special.to(t)), alt = host_values(other.to(t));
+    std::vector<double> expected{exp[0], alt[1], exp[2], exp[3], exp[4], alt[5]};
+    for (size_t i = 0; i < got.size(); ++i) {
+      BOOST_TEST_CONTEXT("where bits " << name(t) << " element " << i) {
+        BOOST_TEST((std::isnan(got[i]) ? std::isnan(expected[i]) : got[i] == expected[i]));
+        BOOST_TEST(std::signbit(got[i]) == std::signbit(expected[i]));
+      }
+    }
+  }
+  Tensor flag = full({}, 1.0).to(bool_);
+  check_close(where(flag, special, other), host_values(special), {6}, {0, 0}, "where with a 0-d condition");
 }
 
 BOOST_AUTO_TEST_CASE(cast_between_all_dtypes) {
