@@ -95,8 +95,8 @@ struct OpDef {
   // eq, ne, lt, le, gt, ge: a bool mask that graph passes recompute exactly from its inputs
   // rather than save, and whose inputs keep the bits they had when it was computed.
   bool comparison = false;
-  // One instruction an element (add, mul, a comparison, where, neg, ...): a fused region computes
-  // it again wherever it is read rather than store and load it.
+  // A few instructions an element (add, mul, a comparison, where, neg, cast, ...): a fused region
+  // computes it again wherever it is read rather than store and load it.
   bool cheap = false;
   AutocastRule autocast = AutocastRule::none;
   // Pointwise ops: the dtype the inputs are converted to before the kernel runs (comparisons

@@ -88,7 +88,18 @@ std::vector<int> cross_entropy(Emitter& e, int x, int targets, int lse) {
                 {"dtype", std::string(name(DType::i64))}, {"device", e.device.str()}};
   int target = e.op("minimum", {e.op("maximum", {targets, index.constant(0)}), index.constant(double(classes - 1))});
   int at = e.op("add", {e.op("arange", {}, offsets), target});
-  int picked = e.view(e.op("embedding", {e.view(x, {rows * classes, 1}), at}), {rows});
+  // Under autocast x is the f32 cast of bf16 logits: the gather reads the logits themselves and
+  // casts the one it picks, so that no step stores x (the row reductions and the gradient's
+  // pipeline compute the cast where they read it: schedules/fusion.cpp).
+  int source = x;
+  if (int p = e.g.values[size_t(x)].producer; p >= 0 && e.g.nodes[size_t(p)].op->family == KernelFamily::cast) {
+    const Value& from = e.g.values[size_t(e.g.nodes[size_t(p)].inputs[0])];
+    if (is_floating(from.meta.dtype) && itemsize(from.meta.dtype) < itemsize(DType::f32) &&
+        from.strides == contiguous_strides(from.meta.shape))
+      source = e.g.nodes[size_t(p)].inputs[0];
+  }
+  int picked = e.view(e.op("embedding", {e.view(source, {rows * classes, 1}), at}), {rows});
+  if (source != x) picked = e.cast(picked, DType::f32);
   int loss = e.reduce("mean", e.op("sub", {lse, picked}), {}, false);
   return {loss, lse};
 }

@@ -23,14 +23,6 @@ constexpr int64_t kElementsPerTask = 1 << 16;  // a task of Halide's thread pool
 constexpr int kTile = 128, kMinTile = 64, kBlock = 8;
 constexpr int kColumnsPerTask = 128;  // a column reduction task: 8 AVX-512 vectors of columns (measured: 64 to 256 alike, 1.8-1.9 ms on softmax(2048², 0); one vector per task 2.9 ms)
 
-constexpr int64_t kMaxCatChunks = 8;  // unrolled copies of a cat's loop body
-
-struct CatChunks {
-  int dim = -1;       // Halide's dim (innermost 0)
-  int64_t width = 0;  // 0: not a cat in whole chunks
-  int64_t extent = 0;  // the cat's size along the dim
-};
-
 int vector_lanes(const Func& f) { return jit_target().natural_vector_size(f.output_types()[0]); }
 
 // Input elements read per element of `value`: more than one for a reduction's result.
@@ -224,26 +216,6 @@ void schedule_gemm(Func f, Func acc) {
   std::vector<Var> a = pure_vars(acc);  // j, m, batch..., p
   acc.compute_at(f, mo).vectorize(a[0], lanes).unroll(a[0]).unroll(a[1]);
   acc.update().reorder(a[0], a[1], acc.rvars(0)[0]).vectorize(a[0], lanes).unroll(a[0]).unroll(a[1]);
-}
-
-// A cat along a dim whose pieces have static sizes, all multiples of `width` (their greatest
-// common divisor), in at most kMaxCatChunks chunks; `dim` is Halide's (innermost 0).
-CatChunks cat_chunks(const Graph& g, int value) {
-  int p = g.values[size_t(value)].producer;
-  if (p < 0 || g.nodes[size_t(p)].op->family != KernelFamily::cat) return {};
-  const GraphNode& n = g.nodes[size_t(p)];
-  const SymShape& out = g.values[size_t(value)].sym;
-  int rank = int(out.size());
-  int d = wrap_dim("cat", n.attrs.get<int64_t>("dim"), rank);
-  if (!out[size_t(d)].is_static()) return {};
-  int64_t width = 0;
-  for (int x : n.inputs) {
-    const SymShape& s = g.values[size_t(x)].sym;
-    if (int(s.size()) != rank || !s[size_t(d)].is_static()) return {};
-    width = std::gcd(width, s[size_t(d)].coeff);
-  }
-  if (width == 0 || out[size_t(d)].coeff / width > kMaxCatChunks) return {};
-  return {rank - 1 - d, width, out[size_t(d)].coeff};
 }
 
 }  // namespace

@@ -104,11 +104,13 @@ bool reads_region(const Graph& g, const GraphNode& n, const std::set<int>& made)
 
 // A value that one region makes and later regions read is stored by its maker and loaded by its
 // readers. Where it is one cheap op (is_cheap_pointwise) of one value of its own size that is
-// stored anyway (a graph input or another step's result, such as a GEMM's output) and of small
-// operands (a bias), each reading region computes it again from those instead: the loads are the
-// same bytes, and the maker no longer writes it. A train step's `mm + b` before GELU is read by
+// stored anyway (a graph input or another step's result, such as a GEMM's output, or a view of
+// one), no wider than it, and of small operands (a bias), each reading region computes it again
+// from those instead (with the views):
+// the loads are the same bytes or fewer, and the maker no longer writes it. A train step's `mm + b` before GELU is read by
 // GELU and by GELU's derivative far later: recomputed there, the forward pipeline writes one
-// [4, 256, 2048] tensor instead of two.
+// [4, 256, 2048] tensor instead of two. Under bf16 autocast the cross-entropy's f32 cast of the
+// [8192, 50304] bf16 logits is read by the loss and its gradient: each reads the bf16 logits.
 void recompute_cheap_values(const Graph& g, std::vector<PlannedStep>& steps) {
   std::vector<int> step_of = step_of_nodes(g, steps);
   std::vector<std::vector<int>> readers = readers_of(g);
@@ -122,11 +124,27 @@ void recompute_cheap_values(const Graph& g, std::vector<PlannedStep>& steps) {
     if (graph_outputs.count(v) || size < 2) continue;
     int full = 0;
     bool ok = true;
+    std::vector<int> views;  // views made here between a stored value and n, recomputed with it
     for (int u : n.inputs) {
+      // Through views of its own step (the logits' [8, 1024, 50304] -> [8192, 50304]) to the
+      // value they show.
+      int shown = u;
+      std::vector<int> chain;
+      for (int p = g.values[size_t(shown)].producer;
+           p >= 0 && step_of[size_t(p)] == si && g.nodes[size_t(p)].op->schedule_class == ScheduleClass::view &&
+           g.nodes[size_t(p)].inputs.size() == 1;
+           p = g.values[size_t(shown)].producer) {
+        chain.push_back(p);
+        shown = g.nodes[size_t(p)].inputs[0];
+      }
       const Value& in = g.values[size_t(u)];
       int64_t un = numel(in.meta.shape);
-      bool stored = in.producer < 0 || step_of[size_t(in.producer)] != si;
-      if (un == size && stored) ++full;
+      const int shown_by = g.values[size_t(shown)].producer;
+      bool stored = shown_by < 0 || step_of[size_t(shown_by)] != si;
+      if (stored) views.insert(views.end(), chain.begin(), chain.end());
+      // A narrowing cast (f32 -> bf16) would have its readers load the wider value instead.
+      bool no_wider = itemsize(in.meta.dtype) <= itemsize(g.values[size_t(v)].meta.dtype);
+      if (un == size && stored && no_wider) ++full;
       else if (un * 8 > size) ok = false;  // only small operands besides the one stored value
     }
     std::set<int> targets;
@@ -137,9 +155,11 @@ void recompute_cheap_values(const Graph& g, std::vector<PlannedStep>& steps) {
       else targets.insert(rs);
     }
     if (!ok || full != 1 || targets.empty()) continue;
+    views.push_back(int(i));
     for (int rs : targets) {
       std::vector<int>& nodes = steps[size_t(rs)].region.nodes;
-      nodes.insert(std::lower_bound(nodes.begin(), nodes.end(), int(i)), int(i));
+      for (int k : views)
+        if (auto at = std::lower_bound(nodes.begin(), nodes.end(), k); at == nodes.end() || *at != k) nodes.insert(at, k);
       steps[size_t(rs)].region.recomputed.push_back(v);
     }
   }

@@ -226,9 +226,11 @@ void column_reduction(Func g, int64_t kept, int64_t length, Func f = Func()) {
 }
 
 // Consecutive elements of `bytes` each per access: 16 bytes' worth (PTX's widest load or store),
-// at most 4; 1 for 8-byte values: Halide 14 + LLVM 14's NVPTX backend crashed compiling
-// arange(16) in i64 with 2 lanes (tests/schedules/test_gpu_schedule.cpp).
-int lanes_for_bytes(size_t bytes) { return bytes >= 8 ? 1 : int(std::min<size_t>(4, 16 / bytes)); }
+// at most 8 (bf16 and f16: 8; they had 4, 8-byte accesses: bf16 GELU over [8192, 3072] ran at 2.0
+// TB/s on one H200 where torch.compile's 16-byte accesses reached 2.7); 1 for 8-byte values:
+// Halide 14 + LLVM 14's NVPTX backend crashed compiling arange(16) in i64 with 2 lanes
+// (tests/schedules/test_gpu_schedule.cpp).
+int lanes_for_bytes(size_t bytes) { return bytes >= 8 ? 1 : int(std::min<size_t>(8, 16 / bytes)); }
 
 // The most consecutive elements per access the region's widest value allows; with `row` > 0,
 // only values walked along rows of that length count (their last dim is `row`): a cross
@@ -284,16 +286,36 @@ int vector_lanes(const Graph& g, const Region& r, int value) {
   return d.is_static() && d.coeff >= lanes && d.coeff % lanes == 0 ? lanes : 1;
 }
 
-void pointwise(Func f, int lanes) {
+// One thread per point, `lanes` consecutive elements a thread. A cat in whole chunks
+// (cat_chunks) runs its chunks inside each thread, unrolled: each copy reads its own piece. As
+// one point per thread, every thread loaded all of the pieces (the select of the cat's clamped
+// loads) and kept one: GPT-2's gradient of q, k and v merged into [8, 1024, 2304] read 3x its
+// bytes (33 us a layer on one H200, torch.compile 18).
+void pointwise(Func f, int lanes, CatChunks cat = {}) {
   std::vector<Var> v = pure_vars(f);
   if (v.empty()) {
     f.gpu_single_thread();
     return;
   }
+  Var co("co");
+  bool chunks = cat.width > 0 && (cat.dim != 0 || cat.width % lanes == 0);
+  if (chunks) {
+    Var ci("ci");
+    f.bound(v[size_t(cat.dim)], 0, int(cat.extent)).split(v[size_t(cat.dim)], co, ci, int(cat.width), kGuard);
+    v[size_t(cat.dim)] = ci;
+  }
+  std::vector<VarOrRVar> inside;  // each thread's own loops, innermost first
   if (lanes > 1) {
     Var xo("xo"), xi("xi");
     f.split(v[0], xo, xi, lanes, kGuard).vectorize(xi);
     v[0] = xo;
+    inside.push_back(xi);
+  }
+  if (chunks) {
+    inside.push_back(co);
+    std::vector<VarOrRVar> order = inside;
+    order.insert(order.end(), v.begin(), v.end());
+    f.reorder(order).unroll(co);
   }
   thread_per_point(f, v);
 }
@@ -316,7 +338,7 @@ void stage_block_row(const ScheduleRoot& root, const std::vector<ImageParam>& in
   });
 }
 
-// Consecutive elements a lane reads per step of a warp's row of `width` lanes: up to 4 (16 bytes),
+// Consecutive elements a lane reads per step of a warp's row of `width` lanes: up to 16 bytes,
 // fewer when the row is shorter than a step of its lanes; 1 for 8-byte values (see vector_lanes).
 int warp_row_lanes(const Graph& g, const Region& r, int64_t length, int width) {
   int lanes = access_lanes(g, r, length);
@@ -445,6 +467,7 @@ int64_t row_length(const Graph& g, int value) {
   return s.empty() ? 1 : s.back();
 }
 
+// `shared`: the Funcs that several roots compute (shared_funcs).
 void schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, const LoweredRegion& lowered,
                    const std::set<std::string>& shared) {
   Func f = root.func;
@@ -454,11 +477,14 @@ void schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, co
   const int reducing = reducing_value(root);
   Reduces kind = root.inner.empty() ? Reduces::nothing : reduction_kind(g, reducing);
   if (kind == Reduces::nothing) {
-    if (std::optional<AcrossRead> read = across_read(g, r, lowered, root)) {
+    // A tile staged for a reader that another root inlines too (a transpose read by two outputs:
+    // fuzz seed 1027) would be computed inside one root's loops and read by both.
+    std::optional<AcrossRead> read = across_read(g, r, lowered, root);
+    if (read && !shared.count(read->reader.name())) {
       transposed_tiles(root, *read);
       return;
     }
-    pointwise(f, vector_lanes(g, r, root.value));
+    pointwise(f, vector_lanes(g, r, root.value), cat_chunks(g, root.value));
     for (Func inner : root.inner) on_one_thread(inner);  // no such op lowers on CUDA; kept off the host
     return;
   }

@@ -1,5 +1,6 @@
 #include "schedules/schedule_roots.h"
 
+#include <numeric>
 #include <set>
 #include <string>
 
@@ -100,6 +101,24 @@ Reduces reduction_kind(const Graph& g, int value) {
 int reducing_value(const ScheduleRoot& root) {
   if (root.fused_row_op >= 0) return root.fused_row_op;
   return root.reduction >= 0 ? root.reduction : root.value;
+}
+
+CatChunks cat_chunks(const Graph& g, int value) {
+  int p = g.values[size_t(value)].producer;
+  if (p < 0 || g.nodes[size_t(p)].op->family != KernelFamily::cat) return {};
+  const GraphNode& n = g.nodes[size_t(p)];
+  const SymShape& out = g.values[size_t(value)].sym;
+  int rank = int(out.size());
+  int d = wrap_dim("cat", n.attrs.get<int64_t>("dim"), rank);
+  if (!out[size_t(d)].is_static()) return {};
+  int64_t width = 0;
+  for (int x : n.inputs) {
+    const SymShape& s = g.values[size_t(x)].sym;
+    if (int(s.size()) != rank || !s[size_t(d)].is_static()) return {};
+    width = std::gcd(width, s[size_t(d)].coeff);
+  }
+  if (width == 0 || out[size_t(d)].coeff / width > kMaxCatChunks) return {};
+  return {rank - 1 - d, width, out[size_t(d)].coeff};
 }
 
 std::vector<ScheduleRoot> schedule_roots(const LoweredRegion& lowered) {

@@ -39,6 +39,18 @@ Reduces reduction_kind(const Graph& g, int value);
 // reduction it stores, else the root's own value.
 int reducing_value(const ScheduleRoot& root);
 
+// A cat along a dim whose pieces have static sizes, all multiples of `width` (their greatest
+// common divisor), in at most kMaxCatChunks chunks. Both schedules split the dim into its chunks
+// and unroll them, so that each copy of the loop body reads its own piece (the cat's select
+// resolves) instead of every piece, clamped.
+constexpr int64_t kMaxCatChunks = 8;
+struct CatChunks {
+  int dim = -1;        // Halide's dim (innermost 0)
+  int64_t width = 0;   // 0: not a cat in whole chunks
+  int64_t extent = 0;  // the cat's size along the dim
+};
+CatChunks cat_chunks(const Graph& g, int value);
+
 // The pure vars of f, innermost first.
 std::vector<Halide::Var> pure_vars(const Halide::Func& f);
 

@@ -35,18 +35,36 @@ bool stored_pointwise(const Graph& g, const LoweredRegion& l, size_t k) {
   return l.outputs[k].name() == l.values.at(v).func.name();
 }
 
+// The row op whose result output b casts (under autocast, a layer norm's output is cast to bf16
+// for the next product), fused into b's Func (lower_region's fused_row_ops); -1 when none.
+int cast_row_op(const Graph& g, const LoweredRegion& l, int b) {
+  const GraphNode& n = g.nodes[size_t(g.values[size_t(b)].producer)];
+  if (n.op->family != KernelFamily::cast || n.inputs.size() != 1) return -1;
+  int u = n.inputs[0];
+  int p = g.values[size_t(u)].producer;
+  if (p < 0 || g.nodes[size_t(p)].op->schedule_class != ScheduleClass::normalization || !l.values.count(u) ||
+      !l.fused_row_ops.count(l.values.at(u).func.name()))
+    return -1;
+  return p;
+}
+
 // Whether region outputs k and k + 1, a and b, are computed together: see the header.
 bool pairs(const Graph& g, const Region& r, const LoweredRegion& l, size_t k) {
   int a = l.output_values[k], b = l.output_values[k + 1];
   const Value& vb = g.values[size_t(b)];
-  if (!stored_pointwise(g, l, k) || vb.meta.dtype != DType::f32 || vb.sym != g.values[size_t(a)].sym || vb.producer < 0 ||
+  if (!stored_pointwise(g, l, k) || vb.sym != g.values[size_t(a)].sym || vb.producer < 0 ||
       l.outputs[k + 1].name() != l.values.at(b).func.name() || l.reduction_epilogues.count(b))
     return false;
-  const GraphNode& nb = g.nodes[size_t(vb.producer)];
-  if (nb.op->schedule_class != ScheduleClass::normalization || reduction_kind(g, b) != Reduces::rows) return false;
-  for (int n : r.nodes)  // b's op is a's one reader in the region
-    if (n != vb.producer && std::count(g.nodes[size_t(n)].inputs.begin(), g.nodes[size_t(n)].inputs.end(), a)) return false;
+  const int cast_of = cast_row_op(g, l, b);
+  const int row_op = cast_of >= 0 ? cast_of : vb.producer;
+  if (cast_of < 0 && vb.meta.dtype != DType::f32) return false;
+  const GraphNode& nb = g.nodes[size_t(row_op)];
+  if (nb.op->schedule_class != ScheduleClass::normalization || reduction_kind(g, nb.outputs[0]) != Reduces::rows)
+    return false;
+  for (int n : r.nodes)  // the row op is a's one reader in the region
+    if (n != row_op && std::count(g.nodes[size_t(n)].inputs.begin(), g.nodes[size_t(n)].inputs.end(), a)) return false;
   if (std::find(nb.inputs.begin(), nb.inputs.end(), a) == nb.inputs.end()) return false;
+  if (cast_of >= 0) return true;  // the row op is fused into b's Func, which is stored as an output
   // An output computed over an input's memory (in_place.h) is still safe: each element of the
   // pair reads the inputs at its own position only, and a row's reductions read the row before
   // the row is written.

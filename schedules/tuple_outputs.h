@@ -14,7 +14,8 @@
 namespace kiln {
 
 // On CUDA: each pair of consecutive region outputs (a, b) where b is a row op of a's shape that
-// reads a, a is a pointwise value nothing else in the region reads, both f32, becomes one Func
+// reads a (or b casts such a row op's result, fused into it: autocast's bf16 layer norm), a is a
+// pointwise value nothing else in the region reads, both f32 (b cast), becomes one Func
 // Tuple(a, b) in lowered.outputs (its buffers in the same order as the region's outputs, so the
 // backend binds them unchanged); lowered.output_values gives b as the value that schedules it.
 // Then each run of two or more consecutive outputs that are f32 pointwise values of one shape,

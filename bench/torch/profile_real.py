@@ -2,10 +2,12 @@
 # categories that `kiln bench gpu --size real` prints for kiln's compiled step (GEMMs, fused
 # attention, generated kernels, other kernels, copies), so the two can be read side by side:
 #
-#   python3 bench/torch/profile_real.py [--attention sdpa|mirror] [--eager] [--inference] [--json FILE]
+#   python3 bench/torch/profile_real.py [--attention sdpa|mirror] [--eager] [--inference]
+#       [--precision tf32|bf16] [--json FILE]
 #
 # The step is bench_real.py's (torch.compile(model), the loss, backward, fused AdamW; with
-# --inference the forward under no_grad, as bench_real.py times it), warmed up, then STEPS steps
+# --inference the forward under no_grad, as bench_real.py times it; with --precision bf16 under
+# bf16 autocast, as bench_real.py --precision bf16), warmed up, then STEPS steps
 # under torch.profiler; the device time of each kernel is summed by category and
 # divided by STEPS. A kernel's category comes from its name (NAME_RULES below, first match wins).
 import argparse
@@ -45,7 +47,7 @@ def profile_step(attention, compiled, inference):
     forward = torch.compile(model) if compiled else model
     if inference:
         def step():
-            with torch.no_grad():
+            with torch.no_grad(), bench_real.autocast():
                 forward(*inputs)
     else:
         model.train()
@@ -77,14 +79,17 @@ def main():
     p.add_argument("--eager", action="store_true", help="profile the eager step, not torch.compile's")
     p.add_argument("--inference", action="store_true", help="profile the forward under no_grad, not the training step")
     p.add_argument("--json", help="write the categories and the costliest kernels here")
+    p.add_argument("--precision", default="tf32", choices=["tf32", "bf16"],
+                   help="f32 with TF32 matmuls, or the forward and loss under bf16 autocast")
     p.add_argument("--top", type=int, default=25)
     args = p.parse_args()
+    bench_real.ARGS = args  # bench_real.autocast() reads the precision from it
     if not torch.cuda.is_available():
         sys.exit("profile_real: needs a CUDA device")
     bench_real.configure_torch()
     by_cat, by_kernel = profile_step(args.attention, not args.eager, args.inference)
     what = (f"gpt2_small {'inference' if args.inference else 'train step'}, "
-            f"{'eager' if args.eager else 'torch.compile'}, {args.attention} attention")
+            f"{'eager' if args.eager else 'torch.compile'}, {args.attention} attention, {args.precision}")
     total = sum(by_cat.values())
     print(f"{what}: device time by category per step (of {total:.2f} ms of kernels):")
     for cat, ms in sorted(by_cat.items(), key=lambda kv: -kv[1]):

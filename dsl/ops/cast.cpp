@@ -11,6 +11,9 @@ void add_cast_ops(std::vector<OpDef>& defs) {
   d.schedule_class = ScheduleClass::pointwise;
   d.family = KernelFamily::cast;
   d.num_inputs = 1;
+  // A few integer or float instructions an element (bf16 -> f32 is a shift): recomputed where it
+  // is read. Across regions only where it widens (fusion.cpp): a reader then loads fewer bytes.
+  d.cheap = true;
   d.compute_dtype = [](const std::vector<TensorMeta>& in) { return in[0].dtype; };
   d.infer = [](const std::vector<TensorMeta>& in, const Attrs& a) {
     return std::vector<TensorMeta>{{in[0].shape, dtype_from_name(a.get<std::string>("dtype")), in[0].device}};

@@ -19,9 +19,9 @@ namespace {
 
 struct Builder {
   Graph g;
-  int input(const Shape& s) {
+  int input(const Shape& s, DType t = DType::f32) {
     return g.add_input(InputKind::argument, int(g.inputs.size()), "arg" + std::to_string(g.inputs.size()),
-                       {s, DType::f32, Device::cpu()}, static_shape(s), contiguous_strides(s));
+                       {s, t, Device::cpu()}, static_shape(s), contiguous_strides(s));
   }
   int op(const char* name, const std::vector<int>& ins) { return g.add_inferred_node(op_def(name), {}, ins)[0]; }
   int scalar(double v) {
@@ -152,6 +152,42 @@ BOOST_AUTO_TEST_CASE(index_values_are_recomputed_by_their_readers_not_loaded) {
   Tensor x = kiln::test::random_tensor({3, 16, 16}, f32, 31), w = kiln::test::random_tensor({16, 16}, f32, 32);
   auto f = compile(masked, {.backend = "halide"});
   kiln::test::check_close(f(x, w), kiln::test::host_values(masked(x, w)), {3, 16, 16}, "masked softmax twice");
+}
+
+// A cast that widens (bf16 -> f32) of a view, read by regions on both sides of a GEMM, is computed
+// again (with its view) by each of them from the 2-byte values, never stored (under bf16 autocast the cross-entropy's f32
+// cast of GPT-2's [8192, 50304] logits was a 1.6 GB tensor written by a pass of its own and read
+// by the loss and its gradient). A cast that narrows (f32 -> bf16) stays stored: its readers would
+// load the wider values.
+BOOST_AUTO_TEST_CASE(a_widening_cast_is_recomputed_by_its_readers_a_narrowing_one_is_stored) {
+  for (DType from : {DType::bf16, DType::f32}) {
+    const DType to = from == DType::bf16 ? DType::f32 : DType::bf16;
+    Builder b;
+    int x = b.input({4, 16, 96}, from), w = b.input({96, 96}, to);
+    int rows = b.g.add_inferred_node(op_def("view"), {{"shape", std::vector<int64_t>{64, 96}}}, {x})[0];
+    int y = b.g.add_inferred_node(op_def("cast"), {{"dtype", std::string(name(to))}}, {rows})[0];
+    int p = b.g.add_inferred_node(op_def("softmax"), {{"dim", int64_t(-1)}}, {y})[0];
+    int m = b.op("matmul", {p, w});
+    b.g.outputs = {b.op("add", {y, m})};
+    const Graph& g = b.g;
+    std::vector<PlannedStep> plan = plan_fusion(g);
+    bool stored = false, recomputed = false;
+    for (const PlannedStep& s : plan) {
+      if (s.node >= 0) continue;
+      stored = stored || std::count(s.region.outputs.begin(), s.region.outputs.end(), y);
+      recomputed = recomputed || std::count(s.region.recomputed.begin(), s.region.recomputed.end(), y);
+    }
+    BOOST_TEST(stored == (from != DType::bf16), name(from) << " -> " << name(to) << "\n" << fusion_text(g, plan));
+    BOOST_TEST(recomputed == (from == DType::bf16), fusion_text(g, plan));
+  }
+  // The widening cast's readers compute the same values as eager.
+  auto f = [](const Tensor& x, const Tensor& w) {
+    Tensor y = x.reshape({64, 96}).to(DType::f32);
+    return y + matmul(softmax(y, -1), w);
+  };
+  Tensor x = kiln::test::random_tensor({4, 16, 96}, f32, 41).to(DType::bf16), w = kiln::test::random_tensor({96, 96}, f32, 42);
+  auto compiled = compile(f, {.backend = "halide"});
+  kiln::test::check_close(compiled(x, w), kiln::test::host_values(f(x, w)), {64, 96}, "bf16 cast read across a GEMM");
 }
 
 // The chain a reader recomputes may hold a one-element constant that another region reads alone

@@ -58,6 +58,9 @@ class KeepShapes final : public Backend {
   std::vector<Graph> graphs;
   std::string_view name() const override { return name_; }
   bool takes_captured_graphs() const override { return captured_; }
+  // The compile path then runs the passes it runs for the halide backend (split long reductions,
+  // fused attention), so the regions checked are those the GPU runs.
+  bool fuses_ops() const override { return !captured_; }
   std::shared_ptr<CompiledGraph> compile(std::shared_ptr<const Graph> g, const BackendOptions&) override {
     graphs.push_back(*g);
     return std::make_shared<ShapesOnlyGraph>(std::move(g));
