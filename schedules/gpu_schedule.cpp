@@ -225,12 +225,14 @@ void column_reduction(Func g, int64_t kept, int64_t length, Func f = Func()) {
   }
 }
 
-// Consecutive elements of `bytes` each per access: 16 bytes' worth (PTX's widest load or store),
-// at most 8 (bf16 and f16: 8; they had 4, 8-byte accesses: bf16 GELU over [8192, 3072] ran at 2.0
-// TB/s on one H200 where torch.compile's 16-byte accesses reached 2.7); 1 for 8-byte values:
-// Halide 14 + LLVM 14's NVPTX backend crashed compiling arange(16) in i64 with 2 lanes
-// (tests/schedules/test_gpu_schedule.cpp).
-int lanes_for_bytes(size_t bytes) { return bytes >= 8 ? 1 : int(std::min<size_t>(8, 16 / bytes)); }
+// Consecutive elements of `bytes` each per access: 16 bytes' worth (PTX's widest load or store)
+// for 4- and 2-byte values (bf16 and f16 had 4, 8-byte accesses: bf16 GELU over [8192, 3072] ran
+// at 2.0 TB/s on one H200 where torch.compile's 16-byte accesses reached 2.7); 4 for 1-byte
+// values, and where no value counts (access_lanes' rows of bools only, or none: with 8, a sum
+// over a [1, 3, 7, 8] tensor's dims {0, 1, 3} gave wrong values on the H200, fuzz seed 1023); 1
+// for 8-byte values: Halide 14 + LLVM 14's NVPTX backend crashed compiling arange(16) in i64
+// with 2 lanes (tests/schedules/test_gpu_schedule.cpp).
+int lanes_for_bytes(size_t bytes) { return bytes >= 8 ? 1 : bytes == 2 ? 8 : 4; }
 
 // The most consecutive elements per access the region's widest value allows; with `row` > 0,
 // only values walked along rows of that length count (their last dim is `row`): a cross

@@ -8,7 +8,8 @@
 // (default 2000 programs on "eager", 100 on others, which compile for real), KILN_FUZZ_SCHEDULER
 // the halide backend's scheduler (kiln, mullapudi2016, adams2019, li2018), e.g.
 //   KILN_FUZZ_BACKEND=halide KILN_FUZZ_PROGRAMS=1000 build/bin/test_graph_fuzz_compile
-// KILN_FUZZ_PRINT=1 prints each program before it runs (for crashes).
+// KILN_FUZZ_PRINT=1 prints each program before it runs (for crashes); KILN_FUZZ_LOW_PRECISION=1
+// generates the programs of the CUDA suite (f16 and bf16 values too) in compiled_programs_match_eager.
 // tests/CMakeLists.txt runs the halide backend in CI as shards of this program (fuzz_halide_*).
 #include <array>
 #include <cmath>
@@ -247,7 +248,9 @@ BOOST_AUTO_TEST_CASE(compiled_programs_match_eager) {
   register_test_backends();
   std::string b = fuzz_backend();
   uint64_t count = fuzz_programs(b), first = env_count("KILN_FUZZ_FIRST_SEED", 0);
-  FuzzSummary sum = fuzz(first, count, {}, b, b != "eager");
+  FuzzConfig config;
+  config.low_precision = std::getenv("KILN_FUZZ_LOW_PRECISION") != nullptr;  // the CUDA suite's programs
+  FuzzSummary sum = fuzz(first, count, config, b, b != "eager");
   BOOST_TEST_MESSAGE(count << " programs on backend " << b << "; steps per op: " << sum.coverage());
   if (count >= 200)  // a generator that silently stopped emitting an op would test nothing there
     for (int i = 0; i < kNumFuzzOps; ++i)
