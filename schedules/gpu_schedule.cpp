@@ -225,14 +225,15 @@ void column_reduction(Func g, int64_t kept, int64_t length, Func f = Func()) {
   }
 }
 
-// Consecutive elements of `bytes` each per access: 16 bytes' worth (PTX's widest load or store)
-// for 4- and 2-byte values (bf16 and f16 had 4, 8-byte accesses: bf16 GELU over [8192, 3072] ran
-// at 2.0 TB/s on one H200 where torch.compile's 16-byte accesses reached 2.7); 4 for 1-byte
-// values, and where no value counts (access_lanes' rows of bools only, or none: with 8, a sum
-// over a [1, 3, 7, 8] tensor's dims {0, 1, 3} gave wrong values on the H200, fuzz seed 1023); 1
-// for 8-byte values: Halide 14 + LLVM 14's NVPTX backend crashed compiling arange(16) in i64
-// with 2 lanes (tests/schedules/test_gpu_schedule.cpp).
-int lanes_for_bytes(size_t bytes) { return bytes >= 8 ? 1 : bytes == 2 ? 8 : 4; }
+// Consecutive elements of `bytes` each per access: 16 bytes' worth (PTX's widest load or store),
+// at most 4; 1 for 8-byte values: Halide 14 + LLVM 14's NVPTX backend crashed compiling
+// arange(16) in i64 with 2 lanes (tests/schedules/test_gpu_schedule.cpp). 8 lanes for 2-byte
+// values measured worse on one H200 (2026-12-04, GPT-2's bf16 step): Halide proves no 16-byte
+// alignment through a head merge or a cat, so the 8 moved as scalar 2-byte accesses 16 bytes
+// apart, and the head copy took 26.7 us against 8.6 (bf16 GELU gained 2 of 49 us); with 8 for
+// 1-byte values a sum over a [1, 3, 7, 8] tensor's dims {0, 1, 3} gave wrong values (fuzz seed
+// 1023).
+int lanes_for_bytes(size_t bytes) { return bytes >= 8 ? 1 : int(std::min<size_t>(4, 16 / bytes)); }
 
 // The most consecutive elements per access the region's widest value allows; with `row` > 0,
 // only values walked along rows of that length count (their last dim is `row`): a cross
@@ -340,7 +341,7 @@ void stage_block_row(const ScheduleRoot& root, const std::vector<ImageParam>& in
   });
 }
 
-// Consecutive elements a lane reads per step of a warp's row of `width` lanes: up to 16 bytes,
+// Consecutive elements a lane reads per step of a warp's row of `width` lanes: up to 4 (16 bytes),
 // fewer when the row is shorter than a step of its lanes; 1 for 8-byte values (see vector_lanes).
 int warp_row_lanes(const Graph& g, const Region& r, int64_t length, int width) {
   int lanes = access_lanes(g, r, length);
