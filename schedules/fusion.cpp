@@ -106,8 +106,8 @@ bool reads_region(const Graph& g, const GraphNode& n, const std::set<int>& made)
 // readers. Where it is one cheap op (is_cheap_pointwise) of one value of its own size that is
 // stored anyway (a graph input or another step's result, such as a GEMM's output, or a view of
 // one), no wider than it, and of small operands (a bias), each reading region computes it again
-// from those instead (with the views):
-// the loads are the same bytes or fewer, and the maker no longer writes it. A train step's `mm + b` before GELU is read by
+// from those instead (with the views): the loads are the same bytes or fewer, and the maker no
+// longer writes it. A train step's `mm + b` before GELU is read by
 // GELU and by GELU's derivative far later: recomputed there, the forward pipeline writes one
 // [4, 256, 2048] tensor instead of two. Under bf16 autocast the cross-entropy's f32 cast of the
 // [8192, 50304] bf16 logits is read by the loss and its gradient: each reads the bf16 logits.
