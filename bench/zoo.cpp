@@ -71,7 +71,7 @@ ZooModel make_norm_softmax(ZooSize size) {
 ZooModel make_gpt(const std::string& name, const nn::GptConfig& cfg, int64_t batch) {
   std::ostringstream d;
   d << "TinyGpt (vocab " << cfg.vocab << ", width " << cfg.width << ", " << cfg.heads << " heads, " << cfg.layers
-    << " layers), tokens " << to_string(Shape{batch, cfg.seq}) << " i64 -> logits "
+    << " layers" << (cfg.gelu == "tanh" ? ", tanh GELU" : "") << "), tokens " << to_string(Shape{batch, cfg.seq}) << " i64 -> logits "
     << to_string(Shape{batch, cfg.seq, cfg.vocab});
   ZooModel m = single_input(name, d.str(), std::make_shared<nn::TinyGpt>(cfg),
                             [=] { return randint(0, cfg.vocab, {batch, cfg.seq}); });
@@ -85,9 +85,11 @@ ZooModel make_tiny_gpt(ZooSize size) {
                   size == ZooSize::test ? 4 : 32);
 }
 
-// GPT-2 small (124M parameters; the vocabulary padded to 50304 as nanoGPT does), batch 8 x 1024.
+// GPT-2 small (124M parameters; the vocabulary padded to 50304 as nanoGPT does), batch 8 x 1024,
+// with GPT-2's own GELU (the tanh form, HuggingFace's "gelu_new").
 ZooModel make_gpt2_small() {
-  return make_gpt("gpt2_small", {.vocab = 50304, .seq = 1024, .width = 768, .heads = 12, .layers = 12}, 8);
+  return make_gpt("gpt2_small",
+                  {.vocab = 50304, .seq = 1024, .width = 768, .heads = 12, .layers = 12, .gelu = "tanh"}, 8);
 }
 
 }  // namespace

@@ -74,6 +74,8 @@ std::shared_ptr<CompiledGraph> compile_graph(const Graph& captured, Backend& cho
   // matmul_bias has no derivative rule.
   bool recorded = captured.needs_autograd() && !captured.joint;
   step(label, "cuBLAS bias epilogues", *g, [&] { return recorded ? 0 : cublas_bias_epilogue(*g); });
+  step(label, "cuBLAS GELU epilogues", *g, [&] { return recorded ? 0 : cublas_gelu_epilogues(*g); });
+  step(label, "cuBLAS bias-gradient epilogues", *g, [&] { return recorded ? 0 : cublas_bias_grad_epilogues(*g); });
   step(label, "common subexpressions", *g, [&] { return eliminate_common_subexpressions(*g); });
   step(label, "dead code", *g, [&] { return eliminate_dead_code(*g); });
 

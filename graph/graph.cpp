@@ -67,6 +67,24 @@ std::vector<std::vector<int>> readers_of(const Graph& g) {
   return readers;
 }
 
+std::vector<int> view_chain(const Graph& g, int v) {
+  std::vector<int> chain;
+  while (g.values[size_t(v)].producer >= 0) {
+    const GraphNode& n = g.nodes[size_t(g.values[size_t(v)].producer)];
+    if (n.op->schedule_class != ScheduleClass::view) break;
+    chain.insert(chain.begin(), g.values[size_t(v)].producer);
+    v = n.inputs[0];
+  }
+  return chain;
+}
+
+bool transposes_flattened(const Graph& g, int base, int a) {
+  const Value &b = g.values[size_t(base)], &v = g.values[size_t(a)];
+  const Shape& s = b.meta.shape;
+  if (s.size() < 2 || b.strides != contiguous_strides(s) || v.offset != b.offset) return false;
+  return v.meta.shape == Shape{s.back(), numel(s) / s.back()} && v.strides == Strides{1, s.back()};
+}
+
 std::string value_type_str(const Value& v) {
   std::string out(name(v.meta.dtype));
   out += to_string(v.sym);

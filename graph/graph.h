@@ -122,6 +122,13 @@ std::string node_text(const Graph& g, const GraphNode& n);
 // The nodes that read each value, in graph order (a node once per input slot that reads it).
 std::vector<std::vector<int>> readers_of(const Graph& g);
 
+// The view nodes from a non-view value (the base) to v, in order; empty when v is not a view.
+std::vector<int> view_chain(const Graph& g, int v);
+
+// Whether value a reads value base (dense, [d0, ..., dn]) as [dn, d0*...*dn-1]: the transpose of
+// its leading dims flattened (a Linear's output gradient in its weight gradient, dy.flatten(0, -2).t()).
+bool transposes_flattened(const Graph& g, int base, int a);
+
 // How a pass rebuilds a graph: a new graph with the old one's inputs and symbols; then each old
 // node copied (inputs renumbered) or replaced by new nodes (map its outputs with set()); finish()
 // renumbers the outputs.

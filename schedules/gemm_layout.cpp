@@ -14,27 +14,6 @@ namespace {
 // Smaller operands stay as they are: short strides cost little, and a copy has a fixed cost.
 constexpr int64_t kDenseGemmMinRows = 256;
 
-// The views from a non-view value (the base) to v, in order; empty when v is not a view.
-std::vector<int> view_chain(const Graph& g, int v) {
-  std::vector<int> chain;
-  while (g.values[size_t(v)].producer >= 0) {
-    const GraphNode& n = g.nodes[size_t(g.values[size_t(v)].producer)];
-    if (n.op->schedule_class != ScheduleClass::view) break;
-    chain.insert(chain.begin(), g.values[size_t(v)].producer);
-    v = n.inputs[0];
-  }
-  return chain;
-}
-
-// a is base (dense, [d0, ..., dn]) read as [dn, d0*...*dn-1]: the transpose of its leading dims
-// flattened (a Linear's output gradient in its weight gradient, dy.flatten(0, -2).t()).
-bool transposes_flattened(const Graph& g, int base, int a) {
-  const Value &b = g.values[size_t(base)], &v = g.values[size_t(a)];
-  const Shape& s = b.meta.shape;
-  if (s.size() < 2 || b.strides != contiguous_strides(s) || v.offset != b.offset) return false;
-  return v.meta.shape == Shape{s.back(), numel(s) / s.back()} && v.strides == Strides{1, s.back()};
-}
-
 // Whether operand `k` (0: a, 1: b) of matmul node n is a 2-D view read across its layout: a
 // with its rows strided (the kernel walks a along k), b with its columns strided (the kernel packs
 // b's panels along n). A weight the backend packs once per version (weight_packing.h) is left to

@@ -51,27 +51,28 @@ class CausalSelfAttention(nn.Module):
 class TransformerBlock(nn.Module):
     """Pre-norm: h = x + attn(ln1(x)); out = h + proj(gelu(fc(ln2(h)))), MLP width 4C."""
 
-    def __init__(self, width, heads):
+    def __init__(self, width, heads, gelu="none"):
         super().__init__()
         self.ln1 = nn.LayerNorm(width, eps=1e-5)
         self.attn = CausalSelfAttention(width, heads)
         self.ln2 = nn.LayerNorm(width, eps=1e-5)
         self.fc = nn.Linear(width, 4 * width)
         self.proj = nn.Linear(4 * width, width)
+        self.gelu = gelu  # "none" (erf) or "tanh" (GPT-2's form), as kiln's nn::TransformerBlock
 
     def forward(self, x):
         h = x + self.attn(self.ln1(x))
-        return h + self.proj(F.gelu(self.fc(self.ln2(h))))
+        return h + self.proj(F.gelu(self.fc(self.ln2(h)), approximate=self.gelu))
 
 
 class TinyGpt(nn.Module):
     """Token and position embeddings, N blocks, a final norm, a head without bias."""
 
-    def __init__(self, vocab, seq, width, heads, layers):
+    def __init__(self, vocab, seq, width, heads, layers, gelu="none"):
         super().__init__()
         self.wte = nn.Embedding(vocab, width)
         self.wpe = nn.Embedding(seq, width)
-        self.blocks = nn.ModuleList(TransformerBlock(width, heads) for _ in range(layers))
+        self.blocks = nn.ModuleList(TransformerBlock(width, heads, gelu) for _ in range(layers))
         self.ln_f = nn.LayerNorm(width, eps=1e-5)
         self.head = nn.Linear(width, vocab, bias=False)
         with torch.no_grad():

@@ -9,8 +9,9 @@
 #
 # The models are zoo.py's classes at other sizes, so the parameter names are zoo.py's and kiln's
 # (wte.weight, blocks.0.attn.qkv.weight, ..., head.weight): a state_dict that kiln saved as
-# safetensors loads with load_state_dict(strict=True). GELU is the exact erf form, LayerNorm eps
-# is 1e-5, as in zoo.py. The two attentions share zoo.CausalSelfAttention's parameters (one qkv
+# safetensors loads with load_state_dict(strict=True). GELU is the exact erf form, except in
+# gpt2_small, which uses GPT-2's own tanh form (as kiln's zoo does); LayerNorm eps is 1e-5, as in
+# zoo.py. The two attentions share zoo.CausalSelfAttention's parameters (one qkv
 # Linear C -> 3C laid out [q | k | v], then proj):
 #   "sdpa"   - F.scaled_dot_product_attention(q, k, v, is_causal=True), PyTorch's fused kernel;
 #   "mirror" - zoo.py's matmul, scale, causal where, softmax, matmul, as kiln computes it.
@@ -25,7 +26,7 @@ NAMES = ["gpt2_small", "mlp", "transformer_block"]
 ATTENTION_MODELS = ["gpt2_small", "transformer_block"]  # the ones with an "sdpa" and a "mirror" form
 
 # The real-size shapes.
-GPT2_SMALL = dict(vocab=50304, seq=1024, width=768, heads=12, layers=12, batch=8)
+GPT2_SMALL = dict(vocab=50304, seq=1024, width=768, heads=12, layers=12, batch=8, gelu="tanh")
 MLP = dict(batch=8192, width=2048, hidden=8192)
 TRANSFORMER_BLOCK = dict(batch=8, seq=1024, width=1024, heads=16)
 
@@ -58,7 +59,7 @@ def set_attention(module, attention):
 
 def _gpt2_small(device):
     c = GPT2_SMALL
-    module = zoo.TinyGpt(c["vocab"], c["seq"], c["width"], c["heads"], c["layers"])
+    module = zoo.TinyGpt(c["vocab"], c["seq"], c["width"], c["heads"], c["layers"], c["gelu"])
     shape = (c["batch"], c["seq"])
     return module, lambda: (torch.randint(0, c["vocab"], shape, dtype=torch.int64, device=device),)
 

@@ -50,7 +50,13 @@ enum CublasValue : int {
   kCublasLtDescTransB = 4,
   kCublasLtDescEpilogue = 7,
   kCublasLtDescBiasPointer = 8,
+  kCublasLtDescEpilogueAuxPointer = 11,
+  kCublasLtDescEpilogueAuxLd = 12,
   kCublasLtEpilogueBias = 4,
+  kCublasLtEpilogueGeluBias = 36,
+  kCublasLtEpilogueGeluAuxBias = 164,
+  kCublasLtEpilogueDGelu = 192,
+  kCublasLtEpilogueBgradb = 512,
   kCublasLtPrefMaxWorkspaceBytes = 1,
 };
 

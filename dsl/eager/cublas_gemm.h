@@ -30,10 +30,23 @@ void cublas_gemm(const Tensor& a, const Tensor& b, const Tensor& out, const Gemm
 // their operands. The pointer arrays go up with cuda_upload_arguments (no host wait).
 void cublas_gemm_each(const Tensor& a, const Tensor& b, const Tensor& out, const GemmProblem& p,
                       const std::vector<std::array<int64_t, 3>>& offsets);
-// out = a @ b + bias (bias [n], added to every row) for one matrix (p.batch == 1), through cuBLASLt
-// with its bias epilogue: the GEMM writes its output once, bias added. Descriptors and the
-// algorithm are chosen once per problem form.
-void cublas_gemm_bias(const Tensor& a, const Tensor& b, const Tensor& bias, const Tensor& out, const GemmProblem& p);
+// What cuBLASLt computes in a GEMM's epilogue, on the product P = a @ b (out [m, n]):
+//   bias           out = P + bias (bias [n], added to every row)
+//   bias_gelu      out = gelu(P + bias), GELU's tanh form (cuBLASLt has no other)
+//   bias_gelu_aux  the same, and aux = P + bias (GELU's input, which its derivative reads)
+//   dgelu          out = P * gelu'(aux), the tanh form: the gradient of GELU's input
+//   bgradb         out = P, and bias = a summed along k ([m]): a Linear's bias gradient beside its
+//                  weight gradient (a = dy^T)
+enum class GemmEpilogue { bias, bias_gelu, bias_gelu_aux, dgelu, bgradb };
+
+// out = epilogue(a @ b) for one matrix (p.batch == 1) through cuBLASLt: the GEMM writes its output
+// once, with no pass of its own for the epilogue. bias is read, or written (bgradb); aux is
+// [m, n], dense like out. Descriptors are made once per problem form; its first call times the
+// heuristic's candidate algorithms and keeps the fastest. Returns false, having queued nothing, where
+// cuBLASLt offers no algorithm for the form (or aux's row length is not a multiple of 8): the
+// caller then computes it another way.
+bool cublas_gemm_epilogue(const Tensor& a, const Tensor& b, const Tensor& out, const GemmProblem& p, GemmEpilogue e,
+                          const Tensor& bias, const Tensor& aux);
 bool cublas_operand_ok(const GemmStrides& s, int64_t rows, int64_t cols);
 
 }  // namespace kiln

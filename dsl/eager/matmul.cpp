@@ -244,10 +244,9 @@ bool run_cublas(Tensor a, Tensor b, const Tensor& bias, const Tensor& out) {
   if (copy[0]) a = dense_copy(a);
   if (copy[1]) b = dense_copy(b);
   Plan plan = plan_gemm(a, b, batch_of(out.shape(), a.dim(), b.dim()));
-  if (bias.defined() && bias.stride(0) == 1 && one_matrix(plan)) {
-    cublas_gemm_bias(a, b, bias, out, plan.p);
+  if (bias.defined() && bias.stride(0) == 1 && one_matrix(plan) &&
+      cublas_gemm_epilogue(a, b, out, plan.p, GemmEpilogue::bias, bias, Tensor()))
     return true;
-  }
   if (plan.outer_extent.empty()) {
     cublas_gemm(a, b, out, plan.p, 0, 0, 0);
     return false;
@@ -258,16 +257,67 @@ bool run_cublas(Tensor a, Tensor b, const Tensor& bias, const Tensor& out) {
   return false;
 }
 
+// The GEMMs with GELU (tanh form) in cuBLASLt's epilogue: matmul_bias_gelu (a, b, bias ->
+// gelu(a @ b + bias), and with aux = 1 also a @ b + bias) and matmul_gelu_backward (a, b, x ->
+// (a @ b) * gelu'(x)). Where the epilogue does not apply (the CPU, a batch of products, a form
+// cuBLASLt does not take) the product runs first and GELU's kernels after it.
+TensorList run_gelu_gemm(const std::vector<TensorMeta>& om, const TensorList& in, bool backward) {
+  const TensorMeta& m = om[0];
+  const bool aux = om.size() > 1;
+  if (m.device.is_cuda() && m.dtype != DType::f64) {
+    Tensor a = in[0], b = in[1], x = in[2];
+    std::array<bool, 2> copy = cublas_dense_copies(a.shape(), a.strides(), b.shape(), b.strides(), m.shape);
+    if (copy[0]) a = dense_copy(a);
+    if (copy[1]) b = dense_copy(b);
+    Plan plan = plan_gemm(a, b, batch_of(m.shape, a.dim(), b.dim()));
+    if (one_matrix(plan) && (backward ? x.is_contiguous() : x.stride(0) == 1)) {
+      Tensor out = Tensor::empty(m.shape, {m.dtype, m.device});
+      Tensor pre = aux ? Tensor::empty(m.shape, {m.dtype, m.device}) : Tensor();
+      bool done = backward ? cublas_gemm_epilogue(a, b, out, plan.p, GemmEpilogue::dgelu, Tensor(), x)
+                           : cublas_gemm_epilogue(a, b, out, plan.p,
+                                                  aux ? GemmEpilogue::bias_gelu_aux : GemmEpilogue::bias_gelu, x, pre);
+      if (done) return aux ? TensorList{out, pre} : TensorList{out};
+    }
+  }
+  if (backward) return {gelu_backward(matmul(in[0], in[1]), in[2], "tanh")};
+  Tensor pre = add(matmul(in[0], in[1]), in[2]);
+  Tensor out = gelu(pre, "tanh");
+  return aux ? TensorList{out, pre} : TensorList{out};
+}
+
+// matmul_bias_grad (a, b -> a @ b, a summed along its last dim): on CUDA the sum in cuBLASLt's
+// BGRADB epilogue where it applies; elsewhere the product, then a sum kernel.
+TensorList run_bias_grad_gemm(const std::vector<TensorMeta>& om, const TensorList& in) {
+  const TensorMeta& m = om[0];
+  if (m.device.is_cuda() && m.dtype != DType::f64) {
+    Tensor a = in[0], b = in[1];
+    std::array<bool, 2> copy = cublas_dense_copies(a.shape(), a.strides(), b.shape(), b.strides(), m.shape);
+    if (copy[0]) a = dense_copy(a);
+    if (copy[1]) b = dense_copy(b);
+    Plan plan = plan_gemm(a, b, batch_of(m.shape, a.dim(), b.dim()));
+    if (one_matrix(plan)) {
+      Tensor out = Tensor::empty(m.shape, {m.dtype, m.device}), bias = Tensor::empty(om[1].shape, {m.dtype, m.device});
+      if (cublas_gemm_epilogue(a, b, out, plan.p, GemmEpilogue::bgradb, bias, Tensor())) return {out, bias};
+    }
+  }
+  return {matmul(in[0], in[1]), sum(in[0], {-1})};
+}
+
 }  // namespace
 
 void set_matmul_backend(MatmulBackend b) { backend.store(b); }
 MatmulBackend matmul_backend() { return backend.load(); }
 
-// matmul, and matmul_bias (a third input, bias [N], added to every row of the product).
+// matmul, matmul_bias (a third input, bias [N], added to every row of the product), and the GEMMs
+// with GELU and bias-gradient epilogues (run_gelu_gemm, run_bias_grad_gemm).
 TensorList run_matmul(const OpDef& def, const TensorList& in, const Attrs& attrs) {
   std::vector<TensorMeta> metas;
   for (const Tensor& t : in) metas.push_back({t.shape(), t.dtype(), t.device()});
-  TensorMeta om = def.infer(metas, attrs)[0];
+  std::vector<TensorMeta> oms = def.infer(metas, attrs);
+  if (def.name == "matmul_bias_gelu" || def.name == "matmul_gelu_backward")
+    return run_gelu_gemm(oms, in, def.name == "matmul_gelu_backward");
+  if (def.name == "matmul_bias_grad") return run_bias_grad_gemm(oms, in);
+  TensorMeta om = oms[0];
   const bool cuda = om.device.is_cuda();
   const Tensor bias = in.size() > 2 ? in[2] : Tensor();
   DType kt = om.dtype == DType::f64 || (cuda && (om.dtype == DType::f16 || om.dtype == DType::bf16))

@@ -26,7 +26,9 @@ Tensor CausalSelfAttention::forward(const Tensor& x) {
   return proj_->forward(y.transpose(1, 2).flatten(2));
 }
 
-TransformerBlock::TransformerBlock(int64_t width, int64_t heads) {
+TransformerBlock::TransformerBlock(int64_t width, int64_t heads, std::string gelu) : gelu_(std::move(gelu)) {
+  KILN_CHECK(gelu_ == "none" || gelu_ == "tanh", "nn::TransformerBlock: gelu must be 'none' or 'tanh', got '", gelu_,
+             "'");
   ln1_ = register_module("ln1", std::make_shared<LayerNorm>(width));
   attn_ = register_module("attn", std::make_shared<CausalSelfAttention>(width, heads));
   ln2_ = register_module("ln2", std::make_shared<LayerNorm>(width));
@@ -36,14 +38,14 @@ TransformerBlock::TransformerBlock(int64_t width, int64_t heads) {
 
 Tensor TransformerBlock::forward(const Tensor& x) {
   Tensor h = x + attn_->forward(ln1_->forward(x));
-  return h + proj_->forward(gelu(fc_->forward(ln2_->forward(h))));
+  return h + proj_->forward(gelu(fc_->forward(ln2_->forward(h)), gelu_));
 }
 
 TinyGpt::TinyGpt(const GptConfig& cfg) : cfg_(cfg) {
   wte_ = register_module("wte", std::make_shared<Embedding>(cfg.vocab, cfg.width));
   wpe_ = register_module("wpe", std::make_shared<Embedding>(cfg.seq, cfg.width));
   for (int64_t l = 0; l < cfg.layers; ++l)
-    blocks_.push_back(register_module("blocks." + std::to_string(l), std::make_shared<TransformerBlock>(cfg.width, cfg.heads)));
+    blocks_.push_back(register_module("blocks." + std::to_string(l), std::make_shared<TransformerBlock>(cfg.width, cfg.heads, cfg.gelu)));
   ln_f_ = register_module("ln_f", std::make_shared<LayerNorm>(cfg.width));
   head_ = register_module("head", std::make_shared<Linear>(cfg.width, cfg.vocab, /*bias=*/false));
   // GPT-2's initialisation: small normal embeddings.

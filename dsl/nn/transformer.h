@@ -4,6 +4,8 @@
 //   nn::TinyGpt gpt({.vocab = 12, .seq = 16, .width = 64, .heads = 4, .layers = 2});
 //   Tensor logits = gpt.forward(tokens);   // (B, T) i64 -> (B, T, vocab)
 #pragma once
+#include <string>
+
 #include "dsl/nn/layers.h"
 
 namespace kiln::nn {
@@ -20,10 +22,12 @@ class CausalSelfAttention : public Module {
 
 class TransformerBlock : public Module {
  public:
-  TransformerBlock(int64_t width, int64_t heads);
+  // gelu: the MLP's GELU, "none" (the exact erf form) or "tanh" (GPT-2's own approximation).
+  TransformerBlock(int64_t width, int64_t heads, std::string gelu = "none");
   Tensor forward(const Tensor& x) override;  // x + attn(ln1(x)), then + mlp(ln2(.))
 
  private:
+  std::string gelu_;
   std::shared_ptr<LayerNorm> ln1_, ln2_;
   std::shared_ptr<CausalSelfAttention> attn_;
   std::shared_ptr<Linear> fc_, proj_;
@@ -31,6 +35,7 @@ class TransformerBlock : public Module {
 
 struct GptConfig {
   int64_t vocab = 64, seq = 64, width = 128, heads = 4, layers = 2;
+  std::string gelu = "none";  // the blocks' GELU: "none" (erf) or "tanh" (GPT-2's form)
 };
 
 class TinyGpt : public Module {

@@ -5,6 +5,7 @@
 // Float dtypes only; f16/bf16 accumulate in f32. The Halide definition is the plain sum over K
 // for any ranks; the eager generator schedules it as a register-tiled GEMM.
 #include "dsl/halide_def.h"
+#include "dsl/ops/math_functions.h"
 #include "dsl/ops/op_tables.h"
 
 namespace kiln {
@@ -119,6 +120,82 @@ std::vector<HalideTensor> define_matmul_bias(const std::vector<HalideTensor>& in
   return {{out, product.shape, t}};
 }
 
+// The GEMMs with cuBLASLt's GELU epilogues take GPT-2's tanh form only (cuBLASLt has no other).
+void check_tanh_gelu(const std::string& op, const Attrs& attrs) {
+  const auto& ap = attrs.get_or<std::string>("approximate", "tanh");
+  KILN_CHECK(ap == "tanh", op, ": cuBLASLt's GELU epilogue computes the tanh form; approximate must be 'tanh', got '",
+             ap, "'");
+}
+
+// matmul_bias_gelu(a, b, bias) = gelu(matmul(a, b) + bias, "tanh"), and with aux = 1 also the
+// product plus bias (GELU's input, which its derivative reads).
+std::vector<TensorMeta> infer_matmul_bias_gelu(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  check_tanh_gelu("matmul_bias_gelu", attrs);
+  std::vector<TensorMeta> out = infer_matmul_bias(in, attrs);
+  if (attrs.get_or<bool>("aux", false)) out.push_back(out[0]);
+  return out;
+}
+
+std::vector<HalideTensor> define_matmul_bias_gelu(const std::vector<HalideTensor>& in, const Attrs& attrs) {
+  HalideTensor pre = define_matmul_bias(in, attrs)[0];
+  std::vector<Var> v = halide_vars(int(pre.shape.size()));
+  Type acc_t = pre.dtype == DType::f64 ? Float(64) : Float(32);
+  Func out("matmul_bias_gelu");
+  out(v) = store_value(gelu_expr(cast(acc_t, load_value(pre.func(v), pre.dtype)), "tanh"), pre.dtype);
+  std::vector<HalideTensor> outs{{out, pre.shape, pre.dtype}};
+  if (attrs.get_or<bool>("aux", false)) outs.push_back(pre);
+  return outs;
+}
+
+// matmul_gelu_backward(a, b, x) = gelu_backward(matmul(a, b), x, "tanh"): the gradient of GELU's
+// input x from the gradient of its output, which the product computes.
+std::vector<TensorMeta> infer_matmul_gelu_backward(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  check_tanh_gelu("matmul_gelu_backward", attrs);
+  std::vector<TensorMeta> out = infer_matmul({in[0], in[1]}, attrs);
+  KILN_CHECK(in[2].shape == out[0].shape && in[2].dtype == out[0].dtype, "matmul_gelu_backward: GELU's input must be ",
+             to_string(out[0].shape), " ", out[0].dtype, " (the product's), got ", to_string(in[2].shape), " ",
+             in[2].dtype);
+  common_device("matmul_gelu_backward", in);
+  return out;
+}
+
+std::vector<HalideTensor> define_matmul_gelu_backward(const std::vector<HalideTensor>& in, const Attrs& attrs) {
+  HalideTensor product = define_matmul({in[0], in[1]}, attrs)[0];
+  const HalideTensor& x = in[2];
+  std::vector<Var> v = halide_vars(int(product.shape.size()));
+  DType t = product.dtype;
+  Type acc_t = t == DType::f64 ? Float(64) : Float(32);
+  Func out("matmul_gelu_backward");
+  out(v) = store_value(cast(acc_t, load_value(product.func(v), t)) *
+                           gelu_grad_expr(cast(acc_t, load_value(x.func(v), t)), "tanh"),
+                       t);
+  return {{out, product.shape, t}};
+}
+
+// matmul_bias_grad(a, b) = {a @ b, a summed along its last dim}: for a 2-D a [M, K], the bias
+// gradient [M] of a Linear whose weight gradient the product is (a = dy^T, K the tokens).
+std::vector<TensorMeta> infer_matmul_bias_grad(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  KILN_CHECK(in[0].shape.size() == 2 && in[1].shape.size() == 2, "matmul_bias_grad: operands must be 2-D, got ",
+             to_string(in[0].shape), " and ", to_string(in[1].shape));
+  std::vector<TensorMeta> out = infer_matmul(in, attrs);
+  out.push_back({Shape{in[0].shape[0]}, out[0].dtype, out[0].device});
+  return out;
+}
+
+std::vector<HalideTensor> define_matmul_bias_grad(const std::vector<HalideTensor>& in, const Attrs& attrs) {
+  HalideTensor product = define_matmul(in, attrs)[0];
+  const HalideTensor& a = in[0];
+  DType t = product.dtype;
+  Type acc_t = t == DType::f64 ? Float(64) : Float(32);
+  Var i("i");
+  RDom k(0, a.shape[1], "k");
+  Func acc("matmul_bias_grad_sum"), out("matmul_bias_grad");
+  acc(i) = cast(acc_t, 0);
+  acc(i) += cast(acc_t, load_value(a.func(k.x, i), t));
+  out(i) = store_value(acc(i), t);
+  return {product, {out, {a.shape[0]}, t}};
+}
+
 }  // namespace
 
 void add_matmul_ops(std::vector<OpDef>& defs) {
@@ -139,6 +216,24 @@ void add_matmul_ops(std::vector<OpDef>& defs) {
   d.define = define_matmul_bias;
   d.differentiable = false;
   d.autocast = AutocastRule::none;  // made after autocast's casts, from a product already cast
+  defs.push_back(d);
+  // The product with its bias and GELU (tanh form) in cuBLASLt's epilogue, and GELU's backward in
+  // the epilogue of the product that computes the gradient of GELU's output: made on CUDA by the
+  // compile pass cublas_gelu_epilogues (graph/passes.h) after differentiation.
+  d.name = "matmul_bias_gelu";
+  d.infer = infer_matmul_bias_gelu;
+  d.define = define_matmul_bias_gelu;
+  defs.push_back(d);
+  d.name = "matmul_gelu_backward";
+  d.infer = infer_matmul_gelu_backward;
+  d.define = define_matmul_gelu_backward;
+  defs.push_back(d);
+  // A Linear's weight gradient with its bias gradient summed in cuBLASLt's epilogue (BGRADB): made
+  // on CUDA by the compile pass cublas_bias_grad_epilogues (graph/passes.h).
+  d.name = "matmul_bias_grad";
+  d.num_inputs = 2;
+  d.infer = infer_matmul_bias_grad;
+  d.define = define_matmul_bias_grad;
   defs.push_back(std::move(d));
 }
 

@@ -1,5 +1,5 @@
 // Unary pointwise ops: one table entry each (name, Halide expression, dtype rule); also gelu's
-// derivative (gelu_backward, two inputs), whose math sits beside gelu's.
+// derivative (gelu_backward, two inputs). GELU's math is in math_functions.h.
 #include "dsl/halide_def.h"
 #include "dsl/ops/math_functions.h"
 #include "dsl/ops/op_tables.h"
@@ -12,32 +12,6 @@ namespace {
 
 Expr one(const Expr& x) { return Halide::Internal::make_one(x.type()); }
 Expr sigmoid_expr(Expr x) { return one(x) / (one(x) + Halide::exp(-x)); }
-
-Expr constant(const Expr& x, double v) { return Halide::cast(x.type(), Expr(v)); }
-
-constexpr double kGeluK = 0.7978845608028654, kGeluC = 0.044715;  // sqrt(2 / pi), the cubic term
-
-// gelu(x) = x (1 + s(x)) / 2 with s(x) = erf(x / sqrt 2), or in the tanh form
-// s(x) = tanh(u), u = sqrt(2 / pi) (x + 0.044715 x^3).
-Expr gelu_s(const Expr& x, const std::string& approximate) {
-  if (approximate == "tanh") return tanh_expr(constant(x, kGeluK) * (x + constant(x, kGeluC) * x * x * x));
-  return erf_expr(x * constant(x, 0.7071067811865476));
-}
-
-Expr gelu_expr(Expr x, const std::string& approximate) {
-  return constant(x, 0.5) * x * (one(x) + gelu_s(x, approximate));
-}
-
-// d/dx gelu(x) = (1 + s) / 2 + x s'(x) / 2: s' = 2 phi(x) for erf (phi the normal density), and
-// (1 - s^2) k (1 + 3 c x^2) for the tanh form (k = kGeluK, c = kGeluC).
-Expr gelu_grad_expr(Expr x, const std::string& approximate) {
-  Expr half = constant(x, 0.5), s = gelu_s(x, approximate);
-  if (approximate == "tanh")
-    return half * (one(x) + s) + half * x * (one(x) - s * s) * constant(x, kGeluK) *
-                                     (one(x) + constant(x, 3 * kGeluC) * x * x);
-  Expr pdf = Halide::exp(constant(x, -0.5) * x * x) * constant(x, 0.3989422804014327);  // 1 / sqrt(2 pi)
-  return half * (one(x) + s) + x * pdf;
-}
 
 void check_approximate(const std::string& op, const Attrs& a) {
   const auto& ap = a.get_or<std::string>("approximate", "none");

@@ -232,6 +232,84 @@ BOOST_AUTO_TEST_CASE(matmul_bias_adds_the_bias_in_the_gemm, *needs_cuda()) {
   }
 }
 
+// The GEMMs with GELU's tanh form in cuBLASLt's epilogue (made by the compile pass
+// cublas_gelu_epilogues): matmul_bias_gelu with and without GELU's input as a second output, and
+// matmul_gelu_backward, in f32, f16 and bf16, against double loops; GPT-2 small's fc shape among
+// them. Rows of 12 cannot carry aux (cuBLASLt wants a multiple of 8): the op computes the product
+// and then GELU's kernels, with the same values.
+BOOST_AUTO_TEST_CASE(gelu_epilogues_match_double_loops, *needs_cuda()) {
+  struct Case {
+    Shape x;
+    int64_t n;
+  };
+  const Attrs tanh{{"approximate", std::string("tanh")}};
+  uint64_t seed = 70;
+  for (const Case& c : {Case{{64, 96}, 80}, Case{{3, 17, 32}, 40}, Case{{40, 16}, 12}, Case{{256, 768}, 3072}}) {
+    const int64_t k = c.x.back();
+    Tensor x = random_tensor(c.x, DType::f32, seed++), w = random_tensor({c.n, k}, DType::f32, seed++, -0.2, 0.2);
+    Tensor bias = random_tensor({c.n}, DType::f32, seed++);
+    Shape out_shape = c.x;
+    out_shape.back() = c.n;
+    for (DType t : {DType::f32, DType::f16, DType::bf16}) {
+      BOOST_TEST_CONTEXT(to_string(c.x) << " x [" << c.n << ", " << k << "] in " << name(t)) {
+        Tensor xt = x.to(t), wt = w.to(t), bt = bias.to(t);  // the reference reads the rounded values
+        std::vector<double> pre = linear_reference(xt, wt, bt), y(pre.size());
+        for (size_t i = 0; i < pre.size(); ++i) y[i] = gelu_reference(pre[i], "tanh");
+        // f32: the product to 1e-4; GELU and its derivative to 1e-3 (cuBLASLt may take a fast tanh).
+        Tolerance tol = t == DType::f32 ? Tolerance{1e-3, 1e-3} : Tolerance{2e-2, 0.1};
+        Tolerance product_tol = t == DType::f32 ? Tolerance{1e-4, 1e-4} : tol;
+        for (bool aux : {false, true}) {
+          Attrs attrs = tanh;
+          attrs.set("aux", aux);
+          TensorList got = dispatch(op_def("matmul_bias_gelu"), {xt.to(kCuda), wt.to(kCuda).t(), bt.to(kCuda)}, attrs);
+          BOOST_TEST_REQUIRE(got.size() == (aux ? 2u : 1u));
+          BOOST_TEST(got[0].dtype() == t);
+          check_close(got[0].to(Device::cpu()).to(DType::f64), y, out_shape, tol, "matmul_bias_gelu");
+          if (aux) check_close(got[1].to(Device::cpu()).to(DType::f64), pre, out_shape, product_tol, "GELU's input");
+        }
+        Tensor g = random_tensor(c.x, DType::f32, seed++).to(t), at = random_tensor(out_shape, DType::f32, seed++).to(t);
+        std::vector<double> product = linear_reference(g, wt, Tensor()), xv = host_values(at), want(product.size());
+        for (size_t i = 0; i < want.size(); ++i) want[i] = product[i] * gelu_grad_reference(xv[i], "tanh");
+        Tensor got = dispatch(op_def("matmul_gelu_backward"), {g.to(kCuda), wt.to(kCuda).t(), at.to(kCuda)}, tanh)[0];
+        check_close(got.to(Device::cpu()).to(DType::f64), want, out_shape, tol, "matmul_gelu_backward");
+      }
+    }
+  }
+}
+
+// matmul_bias_grad (made by the compile pass cublas_bias_grad_epilogues): a Linear's weight
+// gradient dy^T x with its bias gradient, dy summed over the tokens, in cuBLASLt's BGRADB
+// epilogue, in f32, f16 and bf16 (f64 takes the product and a sum kernel), against double loops;
+// GPT-2 small's fc shape among them.
+BOOST_AUTO_TEST_CASE(bias_grad_epilogue_matches_double_loops, *needs_cuda()) {
+  struct Case {
+    int64_t m, k, n;  // dy [m, n], x [m, k]: the product is [n, k], the bias gradient [n]
+  };
+  uint64_t seed = 80;
+  for (const Case& c : {Case{64, 24, 40}, Case{200, 48, 16}, Case{1024, 768, 3072}}) {
+    Tensor dy = random_tensor({c.m, c.n}, DType::f32, seed++), x = random_tensor({c.m, c.k}, DType::f32, seed++);
+    for (DType t : {DType::f32, DType::f16, DType::bf16, DType::f64}) {
+      BOOST_TEST_CONTEXT("dy [" << c.m << ", " << c.n << "], x [" << c.m << ", " << c.k << "] in " << name(t)) {
+        Tensor dyt = dy.to(t), xt = x.to(t);
+        std::vector<double> dyv = host_values(dyt), xv = host_values(xt), dw(size_t(c.n * c.k), 0.0), db(size_t(c.n), 0.0);
+        for (int64_t i = 0; i < c.m; ++i)
+          for (int64_t j = 0; j < c.n; ++j) {
+            double g = dyv[size_t(i * c.n + j)];
+            db[size_t(j)] += g;
+            for (int64_t q = 0; q < c.k; ++q) dw[size_t(j * c.k + q)] += g * xv[size_t(i * c.k + q)];
+          }
+        TensorList got = dispatch(op_def("matmul_bias_grad"), {dyt.to(kCuda).t(), xt.to(kCuda)});
+        BOOST_TEST_REQUIRE(got.size() == 2u);
+        BOOST_TEST(got[1].dtype() == t);
+        // Sums of up to 1024 terms of size ~1: 16-bit results keep 8 or 11 bits.
+        Tolerance tol = t == DType::f64 ? Tolerance{1e-10, 1e-10} : t == DType::f32 ? Tolerance{1e-4, 1e-3} : Tolerance{2e-2, 0.5};
+        check_close(got[0].to(Device::cpu()).to(DType::f64), dw, {c.n, c.k}, tol, "weight gradient");
+        check_close(got[1].to(Device::cpu()).to(DType::f64), db, {c.n}, tol, "bias gradient");
+      }
+    }
+  }
+}
+
 // scaled_dot_product_attention: the fused op on CUDA (cuBLAS products around the probabilities
 // kernel) against the CPU's fused kernel, forward and gradients, causal and not, with q, k, v as
 // the strided head views of one qkv projection and at GPT-2 small's head size and length. The CPU

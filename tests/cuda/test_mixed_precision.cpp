@@ -1,7 +1,8 @@
 // Mixed-precision training steps compiled on CUDA against the same steps run eagerly on CUDA:
 // forward and loss under autocast (bf16 or f16), backward, a GradScaler's scale, unscale, skip
 // and update where one is used, and AdamW; step 2 feeds an inf, which a GradScaler must skip.
-// Each case is its own test (a crash in one names it).
+// Also a transformer block whose GELU runs in cuBLASLt's epilogues. Each case is its own test (a
+// crash in one names it).
 #include <limits>
 
 #include "cuda/cuda_available.h"
@@ -62,4 +63,46 @@ BOOST_AUTO_TEST_CASE(f16_step_without_a_grad_scaler_matches_eager, *needs_cuda()
 
 BOOST_AUTO_TEST_CASE(bf16_step_without_a_grad_scaler_matches_eager, *needs_cuda()) {
   check_compiled_step(DType::bf16, false);
+}
+
+// A transformer block with GPT-2's tanh GELU: its bf16 training step compiled on CUDA, where the
+// fc product, bias and GELU run as one cuBLASLt call and GELU's derivative in the epilogue of the
+// gradient's product (graph/passes.h: cublas_gelu_epilogues), against the same step run eagerly
+// on CUDA (GELU's own kernels). SGD, so that the weights move by the gradients themselves.
+BOOST_AUTO_TEST_CASE(bf16_step_with_gelu_epilogues_matches_eager, *needs_cuda()) {
+  auto make = [] {
+    manual_seed(12);
+    auto m = std::make_shared<nn::TransformerBlock>(64, 4, "tanh");
+    m->to(kCuda);
+    return m;
+  };
+  auto eager_model = make(), compiled_model = make();
+  optim::SGD eager_opt(eager_model->parameters(), {.lr = 0.1}), compiled_opt(compiled_model->parameters(), {.lr = 0.1});
+  auto step = [](nn::TransformerBlock& m, optim::SGD& opt, const Tensor& x) {
+    Tensor loss;
+    {
+      AutocastGuard autocast(kCuda, DType::bf16);
+      Tensor y = m.forward(x).to(DType::f32);
+      loss = mean(y * y);
+    }
+    loss.backward();
+    opt.step();
+    opt.zero_grad();
+    return loss;
+  };
+  auto f = compile([&](const Tensor& x) { return step(*compiled_model, compiled_opt, x); },
+                   {.backend = "halide", .fullgraph = true, .name = "gelu epilogue step"});
+  const Tolerance tol{2e-2, 2e-3};  // bf16 rounds GELU's input before (eager) or after (epilogue) GELU
+  for (int i = 0; i < 3; ++i) {
+    BOOST_TEST_CONTEXT("step " << i) {
+      Tensor x = random_tensor({2, 16, 64}, DType::f32, uint64_t(90 + i)).to(kCuda);
+      Tensor want = step(*eager_model, eager_opt, x);
+      Tensor got = f(x);
+      check_close(got, host_values(want), {}, tol, "loss");
+      std::vector<Tensor> pc = compiled_model->parameters(), pe = eager_model->parameters();
+      for (size_t k = 0; k < pc.size(); ++k)
+        check_close(pc[k], host_values(pe[k]), pe[k].shape(), tol, "parameter " + std::to_string(k));
+    }
+  }
+  BOOST_TEST(f.stats().compiles == 1);
 }

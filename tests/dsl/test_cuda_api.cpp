@@ -28,7 +28,13 @@ static_assert(kCublasCompute32F == CUBLAS_COMPUTE_32F && kCublasCompute32FFastTf
 static_assert(kCublasLtDescTransA == CUBLASLT_MATMUL_DESC_TRANSA && kCublasLtDescTransB == CUBLASLT_MATMUL_DESC_TRANSB &&
               kCublasLtDescEpilogue == CUBLASLT_MATMUL_DESC_EPILOGUE &&
               kCublasLtDescBiasPointer == CUBLASLT_MATMUL_DESC_BIAS_POINTER &&
+              kCublasLtDescEpilogueAuxPointer == CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER &&
+              kCublasLtDescEpilogueAuxLd == CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD &&
               kCublasLtEpilogueBias == CUBLASLT_EPILOGUE_BIAS &&
+              kCublasLtEpilogueGeluBias == CUBLASLT_EPILOGUE_GELU_BIAS &&
+              kCublasLtEpilogueGeluAuxBias == CUBLASLT_EPILOGUE_GELU_AUX_BIAS &&
+              kCublasLtEpilogueDGelu == CUBLASLT_EPILOGUE_DGELU &&
+              kCublasLtEpilogueBgradb == CUBLASLT_EPILOGUE_BGRADB &&
               kCublasLtPrefMaxWorkspaceBytes == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES);
 static_assert(sizeof(kiln::CublasLtHeuristic) == sizeof(cublasLtMatmulHeuristicResult_t) &&
               offsetof(kiln::CublasLtHeuristic, workspace_size) == offsetof(cublasLtMatmulHeuristicResult_t, workspaceSize) &&

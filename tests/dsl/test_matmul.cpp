@@ -2,6 +2,7 @@
 // backend (the Halide kernels, Eigen, and the automatic choice): 1-D, 2-D, batched and broadcast
 // shapes, sizes that hit and miss the tile specializations, size-1 and empty dims, transposed and
 // sliced operands, every float dtype, and every error path.
+#include "dsl/dispatch.h"
 #include "dsl/eager/eigen_gemm.h"
 #include "dsl/eager/matmul.h"
 #include "support/reference.h"
@@ -194,4 +195,52 @@ BOOST_AUTO_TEST_CASE(matmul_and_linear_errors) {
   check_error([&] { linear(zeros({2, 4}), zeros({5, 4}), zeros({4})); }, {"linear", "bias", "[5]", "[4]"});
   check_error([&] { linear(zeros({2, 4}, {.dtype = i32}), zeros({5, 4}, {.dtype = i32})); }, {"linear", "floating", "i32"});
   check_error([&] { linear(zeros({2, 4}), zeros({5, 4}), zeros({5}, {.dtype = f64})); }, {"linear", "bias", "f64"});
+}
+
+// The GEMMs with GELU epilogues (made on CUDA by the compile pass cublas_gelu_epilogues) run on the
+// CPU too, as the product and then GELU's kernels: matmul_bias_gelu (with and without GELU's input
+// as a second output) and matmul_gelu_backward against double loops; the erf form is refused
+// (cuBLASLt has only the tanh form).
+BOOST_AUTO_TEST_CASE(gelu_gemm_ops_match_double_loops) {
+  const int64_t M = 13, K = 20, N = 24;
+  Tensor x = random_tensor({M, K}, f32, 61), w = random_tensor({N, K}, f32, 62), bias = random_tensor({N}, f32, 63);
+  std::vector<double> pre = linear_reference(x, w, bias), y(pre.size());
+  for (size_t i = 0; i < pre.size(); ++i) y[i] = gelu_reference(pre[i], "tanh");
+  for (bool aux : {false, true}) {
+    TensorList out = dispatch(op_def("matmul_bias_gelu"), {x, w.t(), bias},
+                              {{"approximate", std::string("tanh")}, {"aux", aux}});
+    BOOST_TEST_REQUIRE(out.size() == (aux ? 2u : 1u));
+    check_close(out[0], y, {M, N}, "matmul_bias_gelu");
+    if (aux) check_close(out[1], pre, {M, N}, "matmul_bias_gelu: GELU's input");
+  }
+  Tensor g = random_tensor({M, K}, f32, 64), w2 = random_tensor({N, K}, f32, 65), at = random_tensor({M, N}, f32, 66);
+  std::vector<double> product = linear_reference(g, w2, Tensor()), xv = host_values(at), want(product.size());
+  for (size_t i = 0; i < want.size(); ++i) want[i] = product[i] * gelu_grad_reference(xv[i], "tanh");
+  check_close(dispatch(op_def("matmul_gelu_backward"), {g, w2.t(), at}, {{"approximate", std::string("tanh")}})[0], want,
+              {M, N}, "matmul_gelu_backward");
+  const Attrs none{{"approximate", std::string("none")}}, tanh{{"approximate", std::string("tanh")}};
+  check_error([&] { dispatch(op_def("matmul_bias_gelu"), {x, w.t(), bias}, none); },
+              {"matmul_bias_gelu", "tanh form", "'none'"});
+  check_error([&] { dispatch(op_def("matmul_gelu_backward"), {g, w2.t(), random_tensor({M, N + 1}, f32, 67)}, tanh); },
+              {"matmul_gelu_backward", "GELU's input must be [13, 24] f32", "[13, 25]"});
+}
+
+// matmul_bias_grad (made on CUDA by the compile pass cublas_bias_grad_epilogues) on the CPU: the
+// product of dy^T [N, M] and x [M, K], and dy^T summed along M (a Linear's bias gradient), against
+// double loops.
+BOOST_AUTO_TEST_CASE(bias_grad_gemm_op_matches_double_loops) {
+  const int64_t M = 17, K = 6, N = 9;
+  Tensor dy = random_tensor({M, N}, f32, 71), x = random_tensor({M, K}, f32, 72);
+  TensorList out = dispatch(op_def("matmul_bias_grad"), {dy.t(), x});
+  BOOST_TEST_REQUIRE(out.size() == 2u);
+  std::vector<double> dyv = host_values(dy), xv = host_values(x), dw(size_t(N * K), 0.0), db(size_t(N), 0.0);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t n = 0; n < N; ++n) {
+      db[size_t(n)] += dyv[size_t(i * N + n)];
+      for (int64_t k = 0; k < K; ++k) dw[size_t(n * K + k)] += dyv[size_t(i * N + n)] * xv[size_t(i * K + k)];
+    }
+  check_close(out[0], dw, {N, K}, "matmul_bias_grad: the product");
+  check_close(out[1], db, {N}, "matmul_bias_grad: the sum");
+  check_error([&] { dispatch(op_def("matmul_bias_grad"), {random_tensor({2, M, N}, f32, 73), x}); },
+              {"matmul_bias_grad", "2-D", "[2, 17, 9]"});
 }

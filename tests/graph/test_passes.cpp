@@ -231,6 +231,86 @@ BOOST_AUTO_TEST_CASE(cublas_bias_epilogue_folds_a_linears_bias_on_cuda_only) {
   }
 }
 
+// GELU's tanh form moves into the cuBLASLt GEMM beside it, on CUDA only: a Linear's product,
+// bias and GELU become matmul_bias_gelu, writing GELU's input too (aux) only where something else
+// reads it; gelu_backward of a product read by nothing else becomes matmul_gelu_backward. Kept:
+// the erf form, a product that is also returned, and GELU's input in rows not a multiple of 8
+// long (cuBLASLt's rule for aux). The folded graph, run on the CPU, gives the same values.
+BOOST_AUTO_TEST_CASE(cublas_gelu_epilogues_fold_tanh_gelu_on_cuda_only) {
+  const Attrs tanh{{"approximate", std::string("tanh")}}, erf{{"approximate", std::string("none")}};
+  const Attrs swap{{"dim0", int64_t(0)}, {"dim1", int64_t(1)}};
+  for (bool cuda : {false, true}) {
+    Builder b;
+    if (cuda) b.device = Device::cuda(0);
+    const int64_t B = 2, T = 5, C = 6, N = 16, K2 = 9;
+    int x = b.input({B, T, C}), w = b.input({N, C}), bias = b.input({N});
+    auto linear = [&](int weight, int bias_) { return b.op("add", {b.op("matmul", {x, b.op("transpose", {weight}, swap)}), bias_}); };
+    int y1 = b.op("gelu", {linear(w, bias)}, tanh);  // folded, GELU's input not kept
+    int pre = linear(w, bias);
+    int y2 = b.op("gelu", {pre}, tanh);  // folded with aux: the backward reads pre
+    int gy = b.input({B, T, K2}), w2 = b.input({K2, N});
+    int d1 = b.op("gelu_backward", {b.op("matmul", {gy, w2}), pre}, tanh);  // folded
+    int y3 = b.op("gelu", {linear(w, bias)}, erf);                          // kept: the erf form
+    int w12 = b.input({12, C}), bias12 = b.input({12}), w2_12 = b.input({K2, 12});
+    int pre12 = linear(w12, bias12);
+    int y4 = b.op("gelu", {pre12}, tanh);                                        // kept: aux rows of 12
+    int d2 = b.op("gelu_backward", {b.op("matmul", {gy, w2_12}), pre12}, tanh);  // kept: the same
+    int shared = b.op("matmul", {gy, w2});
+    int d3 = b.op("gelu_backward", {shared, pre}, tanh);  // kept: the product is returned too
+    b.g.outputs = {y1, y2, d1, y3, y4, d2, d3, shared};
+    Graph g = b.g;
+    BOOST_TEST_CONTEXT((cuda ? "cuda" : "cpu")) {
+      BOOST_TEST(cublas_bias_epilogue(g) == (cuda ? 4 : 0));
+      BOOST_TEST(cublas_gelu_epilogues(g) == (cuda ? 3 : 0));
+      check_valid(g);
+      BOOST_TEST(count_op(g, "matmul_bias_gelu") == (cuda ? 2 : 0));
+      BOOST_TEST(count_op(g, "matmul_gelu_backward") == (cuda ? 1 : 0));
+      BOOST_TEST(count_op(g, "gelu") == (cuda ? 2 : 4));
+      BOOST_TEST(count_op(g, "gelu_backward") == (cuda ? 2 : 3));
+      if (!cuda) continue;
+      int with_aux = 0;
+      for (const GraphNode& n : g.nodes)
+        if (n.op->name == "matmul_bias_gelu") with_aux += n.outputs.size() == 2;
+      BOOST_TEST(with_aux == 1);
+      check_same_on_cpu(b.g, g, 35, "cublas_gelu_epilogues");
+    }
+  }
+}
+
+// A Linear's bias gradient, a sum of dy over every dim but the last, is summed on CUDA in the
+// epilogue of its weight gradient's GEMM, matmul(dy.flatten(0, -2).t(), x): both become
+// matmul_bias_grad at the earlier one's place, whether the sum or the product comes first. Kept:
+// the CPU, a sum over other dims, a product that reads dy untransposed. Same values on the CPU.
+BOOST_AUTO_TEST_CASE(cublas_bias_grad_epilogues_fold_a_linears_bias_gradient_on_cuda_only) {
+  for (bool cuda : {false, true}) {
+    Builder b;
+    if (cuda) b.device = Device::cuda(0);
+    const int64_t B = 2, T = 5, C = 6, N = 8;
+    auto flat = [&](int v) { return b.op("flatten", {v}, {{"start_dim", int64_t(0)}, {"end_dim", int64_t(-2)}}); };
+    auto t = [&](int v) { return b.op("transpose", {v}, {{"dim0", int64_t(0)}, {"dim1", int64_t(1)}}); };
+    auto sum = [&](int v, std::vector<int64_t> dims) { return b.op("sum", {v}, {{"dims", dims}, {"keepdim", true}}); };
+    int x = b.input({B, T, C}), dy = b.input({B, T, N}), dy2 = b.input({B, T, N}), dy3 = b.input({B, T, N});
+    int db = sum(dy, {0, 1});                           // folded: the sum first
+    int dw = b.op("matmul", {t(flat(dy)), flat(x)});
+    int dw2 = b.op("matmul", {t(flat(dy2)), flat(x)});  // folded: the product first
+    int db2 = sum(dy2, {0, 1});
+    int db3 = sum(dy3, {1, 2});                                       // kept: other dims
+    int y3 = b.op("matmul", {flat(dy3), b.input({N, C})});           // kept: dy3 read as it is
+    int db4 = sum(dy3, {0, 1});                                       // kept: no product reads dy3^T
+    b.g.outputs = {db, dw, dw2, db2, db3, y3, db4};
+    Graph g = b.g;
+    BOOST_TEST_CONTEXT((cuda ? "cuda" : "cpu")) {
+      BOOST_TEST(cublas_bias_grad_epilogues(g) == (cuda ? 2 : 0));
+      check_valid(g);
+      BOOST_TEST(count_op(g, "matmul_bias_grad") == (cuda ? 2 : 0));
+      BOOST_TEST(count_op(g, "sum") == (cuda ? 2 : 4));
+      BOOST_TEST(count_op(g, "matmul") == (cuda ? 1 : 3));
+      if (!cuda) continue;
+      check_same_on_cpu(b.g, g, 37, "cublas_bias_grad_epilogues");
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(fold_views_keeps_symbolic_shapes_exact) {
   Builder b;
   int s0 = b.g.shape_env->new_symbol(5, "arg 0 dim 0");

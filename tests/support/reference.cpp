@@ -146,6 +146,33 @@ std::string dumped(const std::string& dir, const std::string& suffix) {
   return found;
 }
 
+double gelu_reference(double x, const std::string& approximate) {
+  if (approximate == "tanh") return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+  return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+}
+
+double gelu_grad_reference(double x, const std::string& approximate) {
+  if (approximate == "tanh") {
+    const double k = std::sqrt(2 / M_PI), c = 0.044715, t = std::tanh(k * (x + c * x * x * x));
+    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * c * x * x);
+  }
+  return 0.5 * (1 + std::erf(x / std::sqrt(2.0))) + x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
+}
+
+std::vector<double> linear_reference(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  const int64_t n = w.size(0), k = w.size(1), m = x.numel() / k;
+  std::vector<double> vx = host_values(x), vw = host_values(w), vb;
+  if (bias.defined()) vb = host_values(bias);
+  std::vector<double> out(size_t(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = vb.empty() ? 0 : vb[size_t(j)];
+      for (int64_t q = 0; q < k; ++q) s += vx[size_t(i * k + q)] * vw[size_t(j * k + q)];
+      out[size_t(i * n + j)] = s;
+    }
+  return out;
+}
+
 AttentionReference attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout, bool causal, double scale) {
   const int64_t B = q.size(0), H = q.size(1), Tq = q.size(2), Tk = k.size(2), D = q.size(3), Dv = v.size(3);
   std::vector<double> Q = host_values(q), K = host_values(k), V = host_values(v), G = host_values(dout);

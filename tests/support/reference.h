@@ -43,6 +43,15 @@ inline void check_close(const Tensor& got, const std::vector<double>& want, cons
   check_close(got, want, want_shape, tolerance(got.dtype()), what);
 }
 
+// GELU in double: the exact form x (1 + erf(x / sqrt 2)) / 2 (approximate "none") or the tanh
+// form (approximate "tanh"), and its derivative.
+double gelu_reference(double x, const std::string& approximate);
+double gelu_grad_reference(double x, const std::string& approximate);
+
+// A Linear in double: x [M, K] (batch dims folded into M) times w [N, K] transposed, plus bias [N]
+// (undefined: none); row-major [M, N].
+std::vector<double> linear_reference(const Tensor& x, const Tensor& w, const Tensor& bias);
+
 // Attention in double: out = softmax(scale q k^T, causally masked or not) v and the gradients of
 // sum(out * dout), per (batch, head), from the operands' values (any dtype, layout, device).
 struct AttentionReference {
