@@ -36,12 +36,6 @@ bool sums_leading_dims(const Graph& g, const GraphNode& s) {
   return true;
 }
 
-// The base value of v's views, or v itself.
-int view_base(const Graph& g, int v) {
-  std::vector<int> chain = view_chain(g, v);
-  return chain.empty() ? v : g.nodes[size_t(chain.front())].inputs[0];
-}
-
 // Where base's producer sits (-1 for a graph input).
 int position(const Graph& g, int v) { return g.values[size_t(v)].producer; }
 

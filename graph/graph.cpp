@@ -78,6 +78,11 @@ std::vector<int> view_chain(const Graph& g, int v) {
   return chain;
 }
 
+int view_base(const Graph& g, int v) {
+  std::vector<int> chain = view_chain(g, v);
+  return chain.empty() ? v : g.nodes[size_t(chain.front())].inputs[0];
+}
+
 bool transposes_flattened(const Graph& g, int base, int a) {
   const Value &b = g.values[size_t(base)], &v = g.values[size_t(a)];
   const Shape& s = b.meta.shape;

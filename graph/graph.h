@@ -124,6 +124,8 @@ std::vector<std::vector<int>> readers_of(const Graph& g);
 
 // The view nodes from a non-view value (the base) to v, in order; empty when v is not a view.
 std::vector<int> view_chain(const Graph& g, int v);
+// The value v's views start from (v itself when it is no view).
+int view_base(const Graph& g, int v);
 
 // Whether value a reads value base (dense, [d0, ..., dn]) as [dn, d0*...*dn-1]: the transpose of
 // its leading dims flattened (a Linear's output gradient in its weight gradient, dy.flatten(0, -2).t()).

@@ -33,12 +33,7 @@ bool packs_weight(const Graph& g, const GraphNode& n) {
   const Value& b = g.values[size_t(n.inputs[1])];
   if (!b.meta.device.is_cpu()) return false;  // cuBLAS reads transposed weights as they are
   if (is_contiguous(b.meta.shape, b.strides) || b.meta.shape.size() != 2) return false;
-  int v = n.inputs[1];
-  while (g.values[size_t(v)].producer >= 0) {
-    const GraphNode& p = g.nodes[size_t(g.values[size_t(v)].producer)];
-    if (p.op->schedule_class != ScheduleClass::view) return false;
-    v = p.inputs[0];
-  }
+  int v = view_base(g, n.inputs[1]);
   for (const GraphInput& in : g.inputs)
     if (in.value == v) return in.kind == InputKind::captured;
   return false;
