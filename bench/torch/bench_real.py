@@ -42,7 +42,16 @@ def parse_args():
                    help="use the usual Inductor/Triton caches instead of fresh empty ones")
     p.add_argument("--precision", choices=["tf32", "bf16"], default="tf32",
                    help="the models' precision: f32 with TF32 matmuls, or bf16 autocast")
+    p.add_argument("--compile-mode", choices=["default", "reduce-overhead", "max-autotune",
+                                              "max-autotune-no-cudagraphs"], default="default",
+                   help="torch.compile's mode for the models' compiled rows (reduce-overhead replays "
+                        "CUDA graphs)")
     return p.parse_args()
+
+
+def compile_mode():
+    """torch.compile's mode argument: None for its default."""
+    return None if ARGS is None or ARGS.compile_mode == "default" else ARGS.compile_mode
 
 
 def use_fresh_cache_dirs():
@@ -290,7 +299,7 @@ def inference_compiled(name, attention, prefix):
     model, make_inputs = fresh_model(name, attention)
     inputs = make_inputs()
     with torch.no_grad(), model_timing(), autocast():
-        return bench_torch.compiled_forward(model, inputs, None, prefix + "compile")
+        return bench_torch.compiled_forward(model, inputs, compile_mode(), prefix + "compile")
 
 
 def train_step(forward, model, inputs, loss_fn):
@@ -328,7 +337,7 @@ def training(name, attention, prefix, compiled):
             step = train_step(model, model, inputs, loss_fn)
             return {prefix + "eager_train_ms": time_ms(step), prefix + "eager_peak_gb": peak_gb(step)}
         with bench_torch.fresh_compile_cache():
-            step = train_step(torch.compile(model), model, inputs, loss_fn)
+            step = train_step(torch.compile(model, mode=compile_mode()), model, inputs, loss_fn)
             cold = first_call_s(step)
             return {prefix + "compile_train_ms": time_ms(step), prefix + "compile_train_cold_s": cold,
                     prefix + "peak_gb": peak_gb(step)}
@@ -666,6 +675,7 @@ def main(args):
     kernels = selected(args.kernels, kernel_names(), "kernel")
     configure_torch()
     report = {"torch": torch.__version__, "device": torch.cuda.get_device_name(), "precision": precision(),
+              "compile_mode": args.compile_mode,
               "cuda_version": torch.version.cuda, "fresh_cache": CACHE_ROOT is not None,
               "timing": {"kernels": {"warmup": bench_torch.WARMUP, "min_iters": bench_torch.MIN_ITERS,
                                      "min_seconds": bench_torch.MIN_SECONDS},
@@ -675,7 +685,7 @@ def main(args):
                          "statistic": "median of per-call CUDA event times"},
               "copy_gbps": None, "kernels": [], "models": []}
     log(f"bench_real: {report['device']}, torch {report['torch']}, TF32 on, models in {precision()}, "
-        f"caches {'fresh' if CACHE_ROOT else 'kept'}")
+        f"torch.compile mode {args.compile_mode}, caches {'fresh' if CACHE_ROOT else 'kept'}")
     if args.check_dir:  # first: it is quick, and the rest is worth less if it fails
         report["check"] = check(args.check_dir)
         print_check(report["check"])
