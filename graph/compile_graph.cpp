@@ -73,9 +73,14 @@ std::shared_ptr<CompiledGraph> compile_graph(const Graph& captured, Backend& cho
   // Not where autograd records the graph's ops (inputs require grad, no backward of its own):
   // matmul_bias has no derivative rule.
   bool recorded = captured.needs_autograd() && !captured.joint;
-  step(label, "cuBLAS bias epilogues", *g, [&] { return recorded ? 0 : cublas_bias_epilogue(*g); });
-  step(label, "cuBLAS GELU epilogues", *g, [&] { return recorded ? 0 : cublas_gelu_epilogues(*g); });
-  step(label, "cuBLAS bias-gradient epilogues", *g, [&] { return recorded ? 0 : cublas_bias_grad_epilogues(*g); });
+  // What each epilogue pass folded into a cuBLASLt GEMM and what it kept apart, and why: part of
+  // the fusion plan (KILN_LOGS=fusion).
+  std::vector<std::string> epilogues;
+  std::vector<std::string>* notes = log_enabled(LogChannel::fusion) ? &epilogues : nullptr;
+  step(label, "cuBLAS bias epilogues", *g, [&] { return recorded ? 0 : cublas_bias_epilogue(*g, notes); });
+  step(label, "cuBLAS GELU epilogues", *g, [&] { return recorded ? 0 : cublas_gelu_epilogues(*g, notes); });
+  step(label, "cuBLAS bias-gradient epilogues", *g, [&] { return recorded ? 0 : cublas_bias_grad_epilogues(*g, notes); });
+  for (const std::string& e : epilogues) log_line(LogChannel::fusion, label + ": cuBLAS epilogue: " + e);
   step(label, "common subexpressions", *g, [&] { return eliminate_common_subexpressions(*g); });
   step(label, "dead code", *g, [&] { return eliminate_dead_code(*g); });
 

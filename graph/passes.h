@@ -49,8 +49,9 @@ int cublas_gemm_operands(Graph& g);
 // by nothing else, becomes matmul_bias(a, b, bias): cuBLASLt adds the bias in its GEMM's epilogue
 // (where cublas_bias_epilogue_applies, dsl/eager/matmul.h). GPT-2's q, k, v projection otherwise
 // wrote its [8192, 2304] product and read it back to add the bias, 36 us a layer on an H200.
-// Runs after differentiation: matmul_bias has no derivative rule. Returns the matmuls folded.
-int cublas_bias_epilogue(Graph& g);
+// Runs after differentiation: matmul_bias has no derivative rule. `notes` gets a line per add of
+// a matmul's product on CUDA: folded, or kept apart and why. Returns the matmuls folded.
+int cublas_bias_epilogue(Graph& g, std::vector<std::string>* notes = nullptr);
 
 // On CUDA, after cublas_bias_epilogue, GELU in its tanh form (GPT-2's) moves into the epilogue of
 // the cuBLASLt GEMM beside it: gelu(matmul_bias(a, b, bias)) becomes matmul_bias_gelu(a, b, bias),
@@ -58,17 +59,19 @@ int cublas_bias_epilogue(Graph& g);
 // gelu_backward); gelu_backward(matmul(a, b), x), the product read by nothing else, becomes
 // matmul_gelu_backward(a, b, x). In GPT-2's bf16 step the two GELU kernels of a layer took 50 and
 // 59 us on an H200, each reading and writing [8192, 3072]. Not for the erf form (cuBLASLt has
-// none), a batch of products, or an aux whose rows are not a multiple of 8 long. Returns the
-// GELUs folded.
-int cublas_gelu_epilogues(Graph& g);
+// none), a batch of products, or an aux whose rows are not a multiple of 8 long. `notes` gets a
+// line per GELU or GELU gradient of a GEMM's product on CUDA: folded, or kept apart and why.
+// Returns the GELUs folded.
+int cublas_gelu_epilogues(Graph& g, std::vector<std::string>* notes = nullptr);
 
 // On CUDA, a Linear's bias gradient, sum(dy) over every dim but the last, is summed in the epilogue
 // (cuBLASLt's BGRADB) of the weight gradient's GEMM, matmul(dy.flatten(0, -2).t(), x), which
 // reads dy anyway: both become matmul_bias_grad(dy^T, x) -> {the weight gradient, the bias
 // gradient}, at the earlier of the two places (the operands' views are made again there). In
 // GPT-2's bf16 step the bias gradients of the fc and qkv Linears took 25 and 22 us a layer on an
-// H200 as column-sum kernels. Static shapes, dy dense and of the sum's dtype. Returns the sums folded.
-int cublas_bias_grad_epilogues(Graph& g);
+// H200 as column-sum kernels. Static shapes, dy dense and of the sum's dtype. `notes` gets a line
+// per such sum on CUDA: folded, or kept apart and why. Returns the sums folded.
+int cublas_bias_grad_epilogues(Graph& g, std::vector<std::string>* notes = nullptr);
 
 // On CUDA, for a contiguous static f32 input (graph/split_long_reductions.cpp): softmax,
 // log_softmax and logsumexp along its last dim, rows of at least 16384 elements, become a split

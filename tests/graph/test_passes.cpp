@@ -3,6 +3,7 @@
 // cublas_gemm_operands copies for cuBLAS the head views it cannot read in place, and
 // decompose leaves only primitive ops whose results, run op by op through dispatch() on fresh
 // random inputs, match the composite ops and plain double loops.
+#include <algorithm>
 #include <cmath>
 
 #include "dsl/dispatch.h"
@@ -199,6 +200,11 @@ BOOST_AUTO_TEST_CASE(cublas_gemm_operands_copies_what_cublas_cannot_read_on_cuda
   }
 }
 
+// How many of the lines contain `part`.
+int lines_with(const std::vector<std::string>& lines, const std::string& part) {
+  return int(std::count_if(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(part) != std::string::npos; }));
+}
+
 // A Linear's product plus its bias, on CUDA, becomes matmul_bias (cuBLASLt adds the bias in its
 // epilogue), also with the bias first and the weight read transposed; not on the CPU, not when the
 // product is read elsewhere or returned, not for a per-head batched product (no one matrix for
@@ -221,9 +227,17 @@ BOOST_AUTO_TEST_CASE(cublas_bias_epilogue_folds_a_linears_bias_on_cuda_only) {
     b.g.outputs = {y1, y2, y3, shared, y4, y5};
     Graph g = b.g;
     BOOST_TEST_CONTEXT((cuda ? "cuda" : "cpu")) {
-      BOOST_TEST(cublas_bias_epilogue(g) == (cuda ? 2 : 0));
+      std::vector<std::string> notes;
+      BOOST_TEST(cublas_bias_epilogue(g, &notes) == (cuda ? 2 : 0));
       check_valid(g);
       BOOST_TEST(count_op(g, "matmul_bias") == (cuda ? 2 : 0));
+      // The fusion plan's lines: each add of a product on CUDA, folded or kept and why.
+      BOOST_TEST(notes.size() == (cuda ? 5u : 0u));
+      BOOST_TEST(lines_with(notes, "bias added in cuBLASLt's epilogue") == (cuda ? 2 : 0));
+      BOOST_TEST(lines_with(notes, "kept apart, the product is read elsewhere") == (cuda ? 1 : 0));
+      BOOST_TEST(lines_with(notes, "add(matmul [2, 3, 5, 6] x [2, 3, 6, 7], [7]): kept apart, cuBLASLt cannot read") ==
+                 (cuda ? 1 : 0));
+      BOOST_TEST(lines_with(notes, "kept apart, the other operand is not a bias") == (cuda ? 1 : 0));
       BOOST_TEST(count_op(g, "matmul") == (cuda ? 3 : 5));
       if (!cuda) continue;
       check_same_on_cpu(b.g, g, 33, "cublas_bias_epilogue");
@@ -261,7 +275,16 @@ BOOST_AUTO_TEST_CASE(cublas_gelu_epilogues_fold_tanh_gelu_on_cuda_only) {
     Graph g = b.g;
     BOOST_TEST_CONTEXT((cuda ? "cuda" : "cpu")) {
       BOOST_TEST(cublas_bias_epilogue(g) == (cuda ? 4 : 0));
-      BOOST_TEST(cublas_gelu_epilogues(g) == (cuda ? 3 : 0));
+      std::vector<std::string> notes;
+      BOOST_TEST(cublas_gelu_epilogues(g, &notes) == (cuda ? 3 : 0));
+      BOOST_TEST(notes.size() == (cuda ? 7u : 0u));
+      BOOST_TEST(lines_with(notes, "): GELU computed in cuBLASLt's epilogue") == (cuda ? 2 : 0));
+      BOOST_TEST(lines_with(notes, "gelu_backward(matmul [2, 5, 9] x [9, 16]): GELU's gradient taken in cuBLASLt's epilogue") ==
+                 (cuda ? 1 : 0));
+      BOOST_TEST(lines_with(notes, "kept apart, erf GELU") == (cuda ? 1 : 0));
+      BOOST_TEST(lines_with(notes, "kept apart, GELU's input is not stored as dense rows a multiple of 8 long") ==
+                 (cuda ? 2 : 0));
+      BOOST_TEST(lines_with(notes, "kept apart, the product is read elsewhere") == (cuda ? 1 : 0));
       check_valid(g);
       BOOST_TEST(count_op(g, "matmul_bias_gelu") == (cuda ? 2 : 0));
       BOOST_TEST(count_op(g, "matmul_gelu_backward") == (cuda ? 1 : 0));
@@ -300,7 +323,13 @@ BOOST_AUTO_TEST_CASE(cublas_bias_grad_epilogues_fold_a_linears_bias_gradient_on_
     b.g.outputs = {db, dw, dw2, db2, db3, y3, db4};
     Graph g = b.g;
     BOOST_TEST_CONTEXT((cuda ? "cuda" : "cpu")) {
-      BOOST_TEST(cublas_bias_grad_epilogues(g) == (cuda ? 2 : 0));
+      std::vector<std::string> notes;
+      BOOST_TEST(cublas_bias_grad_epilogues(g, &notes) == (cuda ? 2 : 0));
+      BOOST_TEST(notes.size() == (cuda ? 3u : 0u));
+      BOOST_TEST(lines_with(notes, "over its leading dims: summed in the epilogue (BGRADB) of matmul [8, 10] x [10, 6]") ==
+                 (cuda ? 2 : 0));
+      BOOST_TEST(lines_with(notes, "sum of [2, 5, 8] over its leading dims: kept apart, no GEMM reads dy transposed") ==
+                 (cuda ? 1 : 0));
       check_valid(g);
       BOOST_TEST(count_op(g, "matmul_bias_grad") == (cuda ? 2 : 0));
       BOOST_TEST(count_op(g, "sum") == (cuda ? 2 : 4));
