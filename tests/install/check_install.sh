@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the kiln build tree BUILD into a temporary prefix, builds tests/install against it as
+# a project of its own (find_package(kiln)), runs it, and checks that the installed package
+# refers to nothing in the build or source tree.
+# Usage: check_install.sh BUILD
+set -euo pipefail
+build=$(cd "$1" && pwd)
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+cmake --install "$build" --prefix "$work/prefix" >/dev/null
+source_root=$(cd "$here/../.." && pwd)
+if grep -rl -e "$build" -e "$source_root" "$work/prefix/lib/cmake/kiln"; then
+  echo "the installed CMake package refers to the build or source tree (files above)" >&2
+  exit 1
+fi
+cmake -S "$here" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$work/build" -j "$(nproc 2>/dev/null || echo 2)" >/dev/null
+KILN_CACHE_DIR="$work/cache" "$work/build/kiln_install_check"
