@@ -1,5 +1,6 @@
 #include "graph/graph.h"
 
+#include <algorithm>
 #include <bit>
 #include <sstream>
 #include <variant>
@@ -182,6 +183,10 @@ void GraphRewrite::replace(const GraphNode& node, size_t first_new, const std::v
 Graph GraphRewrite::finish() && {
   out.outputs = ids(g_.outputs);
   return std::move(out);
+}
+
+bool Graph::on_cuda() const {
+  return std::any_of(values.begin(), values.end(), [](const Value& v) { return v.meta.device.is_cuda(); });
 }
 
 bool Graph::needs_autograd() const {

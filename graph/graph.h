@@ -98,6 +98,8 @@ class Graph {
   // Autograd must record this graph's ops: an input requires grad and an op runs with grad on
   // (and the graph did not already trace its own backward).
   bool needs_autograd() const;
+  // Whether any value lives on a CUDA device.
+  bool on_cuda() const;
   // Per value: whether it carries gradient (it depends on an input that requires grad through
   // differentiable ops run with grad on, and is floating-point).
   std::vector<bool> grad_carrying_values() const;

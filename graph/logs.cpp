@@ -107,4 +107,8 @@ void debug_dump(const std::string& name, const std::string& ext, const std::stri
   write_file_atomic("KILN_DEBUG_DIR", dir + "/" + name + "." + ext, {{contents.data(), contents.size()}});
 }
 
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
 }  // namespace kiln

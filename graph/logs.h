@@ -3,6 +3,7 @@
 // and say where: "[kiln:graph_breaks] model.cpp:42: item(): the value is read on the host".
 // KILN_DEBUG_DIR=path makes debug_dump() write each captured graph there (text and Graphviz dot).
 #pragma once
+#include <chrono>
 #include <source_location>
 #include <string>
 #include <string_view>
@@ -17,6 +18,8 @@ void set_logs(std::string_view channels);
 bool log_enabled(LogChannel c);
 void log_line(LogChannel c, const std::string& message);
 void log_line(LogChannel c, const std::source_location& where, const std::string& message);
+// Milliseconds from t0 to now, for the times log lines quote.
+double ms_since(std::chrono::steady_clock::time_point t0);
 // "file.cpp:42" (the file's base name).
 std::string where_str(const std::source_location& where);
 

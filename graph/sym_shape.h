@@ -42,10 +42,14 @@ struct Symbol {
 
 class ShapeEnv {
  public:
+  ShapeEnv() = default;
+  explicit ShapeEnv(std::vector<Symbol> symbols) : symbols_(std::move(symbols)) {}  // as symbols() gave them
+
   int new_symbol(int64_t hint, std::string source);
   int root(int s) const;
   const Symbol& symbol(int s) const { return symbols_[s]; }
   int symbol_count() const { return int(symbols_.size()); }
+  const std::vector<Symbol>& symbols() const { return symbols_; }
 
   // Canonical form: symbols replaced by their roots, specialized ones folded into the constant.
   SymDim canonical(const SymDim& d) const;

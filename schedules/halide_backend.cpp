@@ -3,7 +3,8 @@
 // eager kernel (matmul, random draws, gathers whose indices are checked on the host); a value
 // crosses between steps as a tensor. With the disk cache on (the default), a graph's pipelines are
 // compiled to objects, linked into one shared library in the cache and loaded from there, so a
-// later process skips lowering and LLVM; with KILN_CACHE=0 they are JIT-compiled in process.
+// later process skips lowering and LLVM; with KILN_CACHE=0 they are JIT-compiled in process. This
+// file compiles; the steps then run in schedules/graph_executor.cpp.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -11,13 +12,10 @@
 #include <filesystem>
 #include <iostream>
 #include <mutex>
-#include <optional>
 #include <thread>
 #include <sstream>
 #include <unistd.h>
 
-#include "autograd/grad_mode.h"
-#include "dsl/dispatch.h"
 #include "dsl/error.h"
 #include "dsl/ops/math_functions.h"
 #include "dsl/profiler.h"
@@ -31,80 +29,63 @@
 #include "schedules/gpu_launch_check.h"
 #include "schedules/in_place.h"
 #include "schedules/gpu_schedule.h"
+#include "schedules/graph_executor.h"
 #include "schedules/jit_target.h"
 #include "schedules/lower_region.h"
 #include "schedules/pipeline_memory.h"
 #include "schedules/region_signature.h"
 #include "schedules/schedule_source.h"
 #include "schedules/shared_library.h"
-#include "schedules/step_timing.h"
 #include "schedules/weight_packing.h"
 
 namespace kiln {
 
 namespace {
 
-struct Step {
-  int node = -1;  // an eager node, or -1 for a region
+// A step as the executor runs it, with what compiling its region takes.
+struct Step : ExecutorStep {
   bool cuda = false;  // the region's values live on the GPU: CUDA target, GPU schedule
-  Region region;
   LoweredRegion lowered;
-  Halide::Pipeline pipeline;          // JIT-compiled (KILN_CACHE=0)
-  RegionFunction function = nullptr;  // or loaded from the cache's shared library
-  std::shared_ptr<PackedWeight> packed_b;  // an eager matmul's weight, packed once per version
-  std::vector<std::shared_ptr<PackedWeight>> packers;  // per region input: its packed panels, or null
+  Halide::Pipeline pipeline;
 };
-
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// A tensor's dims as Halide sees them (innermost first).
-std::vector<halide_dimension_t> as_buffer_dims(const Tensor& t) {
-  const TensorImpl& ti = t.impl();
-  int rank = int(ti.shape.size());
-  std::vector<halide_dimension_t> dims(static_cast<size_t>(rank));
-  for (int d = 0; d < rank; ++d) {
-    KILN_CHECK(ti.shape[d] <= INT32_MAX && std::abs(ti.strides[d]) <= INT32_MAX, "halide backend: tensor of shape ",
-               to_string(ti.shape), " is too large for Halide's 32-bit indexing");
-    dims[size_t(rank - 1 - d)] = {0, int32_t(ti.shape[d]), int32_t(ti.strides[d]), 0};
-  }
-  return dims;
-}
 
 // A tensor as a Halide buffer over the same host memory (the JIT path).
 Halide::Buffer<> as_buffer(const Tensor& t) {
-  std::vector<halide_dimension_t> dims = as_buffer_dims(t);
+  std::vector<halide_dimension_t> dims = halide_dims(t);
   return Halide::Buffer<>(halide_type(t.dtype()), t.data_ptr(), int(dims.size()), dims.data());
 }
-
-// A tensor as a raw halide_buffer_t for a cached pipeline: host memory, or CUDA memory tagged with
-// the standalone runtime's device interface (up to date on the device: Halide copies nothing).
-struct RawBuffer {
-  halide_buffer_t buf{};
-  std::vector<halide_dimension_t> dims;
-
-  explicit RawBuffer(const Tensor& t) : dims(as_buffer_dims(t)) {
-    buf.type = halide_type(t.dtype());
-    buf.dimensions = int32_t(dims.size());
-    buf.dim = dims.data();
-    if (t.device().is_cuda()) {
-      buf.device = reinterpret_cast<uint64_t>(t.data_ptr());
-      buf.device_interface = runtime_cuda_interface();
-    } else {
-      buf.host = static_cast<uint8_t*>(t.data_ptr());
-    }
-  }
-  RawBuffer(const RawBuffer&) = delete;
-  RawBuffer& operator=(const RawBuffer&) = delete;
-};
 
 bool on_cuda(const Graph& g, const std::vector<int>& values) {
   return std::any_of(values.begin(), values.end(), [&](int v) { return g.values[size_t(v)].meta.device.is_cuda(); });
 }
 
-bool graph_on_cuda(const Graph& g) {
-  return std::any_of(g.values.begin(), g.values.end(), [](const Value& v) { return v.meta.device.is_cuda(); });
+// Runs a JIT-compiled region (KILN_CACHE=0) on host tensors: inputs, then outputs.
+JitRegion jit_runner(const Step& s) {
+  return [region = s.region, lowered = s.lowered, pipeline = s.pipeline](const std::vector<Tensor>& tensors,
+                                                                          const std::vector<int32_t>& sizes) {
+    std::vector<Halide::Buffer<>> buffers;
+    for (const Tensor& t : tensors) buffers.push_back(as_buffer(t));
+    size_t n_in = region.inputs.size();
+    Halide::ParamMap params;
+    for (size_t k = 0; k < n_in; ++k) params.set(lowered.inputs[k], buffers[k]);
+    for (size_t k = 0; k < sizes.size(); ++k) params.set(lowered.symbols.at(region.symbols[k]), sizes[k]);
+    std::vector<Halide::Buffer<>> outs(buffers.begin() + long(n_in), buffers.end());
+    Halide::Realization real(outs);
+    Halide::Pipeline p = pipeline;  // a handle: realize() is not const
+    try {
+      p.realize(real, jit_target(), params);
+    } catch (const Halide::Error& e) {
+      throw_error("halide backend: ", region_what(region), " failed: ", e.what());
+    }
+  };
+}
+
+// The executor of the compiled steps (graph_executor.h).
+std::shared_ptr<CompiledGraph> executor(std::shared_ptr<const Graph> g, const std::vector<Step>& steps,
+                                        std::shared_ptr<SharedLibrary> library, std::map<int, std::vector<int>> in_place,
+                                        std::map<int, int> over) {
+  return make_graph_executor({std::move(g), std::vector<ExecutorStep>(steps.begin(), steps.end()), std::move(in_place),
+                              std::move(over), std::move(library)});
 }
 
 // The graph with its CPU GEMM steps' transposed operands made dense (gemm_layout.h); `n` counts
@@ -114,210 +95,6 @@ std::shared_ptr<const Graph> with_dense_gemm_operands(std::shared_ptr<const Grap
   n = dense_gemm_operands(*rewritten);
   return n == 0 ? g : rewritten;
 }
-
-std::string region_what(const Step& s) { return "a pipeline of " + std::to_string(s.region.nodes.size()) + " ops"; }
-
-class HalideGraph final : public CompiledGraph {
- public:
-  HalideGraph(std::shared_ptr<const Graph> g, std::vector<Step> steps, std::shared_ptr<SharedLibrary> library,
-              std::map<int, std::vector<int>> in_place, std::map<int, int> over)
-      : g_(std::move(g)),
-        steps_(std::move(steps)),
-        library_(std::move(library)),
-        in_place_(std::move(in_place)),
-        over_(std::move(over)) {
-    // Where each symbol's size is read at run time, and every region output's dims, canonical.
-    const Graph& graph = *g_;
-    for (size_t i = 0; i < graph.inputs.size(); ++i) {
-      const SymShape& sym = graph.values[size_t(graph.inputs[i].value)].sym;
-      for (size_t d = 0; d < sym.size(); ++d) {
-        SymDim c = graph.shape_env->canonical(sym[d]);
-        if (c.syms.size() == 1 && c.coeff == 1 && !c.opaque) symbol_sources_.push_back({c.syms[0], i, d});
-      }
-    }
-    for (const Step& s : steps_)
-      for (int v : s.region.outputs) output_dims_[v] = graph.shape_env->canonical(graph.values[size_t(v)].sym);
-    plan_releases();
-    on_cuda_ = graph_on_cuda(graph);
-  }
-
-  int kernel_count() const override {
-    int n = 0;
-    for (const Step& s : steps_) n += s.node < 0 || g_->nodes[size_t(s.node)].op->schedule_class != ScheduleClass::view;
-    return n;
-  }
-
-  TensorList run(const TensorList& inputs) const override {
-    NoGradGuard no_grad;  // its eager steps never record: a graph's backward is a graph of its own
-    const Graph& g = *g_;
-    std::vector<Tensor> values(g.values.size());
-    for (size_t i = 0; i < inputs.size(); ++i) values[size_t(g.inputs[i].value)] = inputs[i];
-    std::map<int, Tensor> into;  // this run's in-place outputs: the input tensors they overwrite
-    for (const auto& [v, positions] : in_place_) {
-      const Tensor& t = inputs[size_t(positions[0])];
-      bool alone = t.impl().offset == 0 && t.is_contiguous() && !t.is_traced();
-      for (size_t j = 0; alone && j < inputs.size(); ++j)
-        alone = !inputs[j].shares_storage_with(t) || std::count(positions.begin(), positions.end(), int(j)) > 0;
-      if (alone) into[v] = t;
-    }
-    if (!into.empty()) count_in_place_outputs(int64_t(into.size()));
-    std::vector<int64_t> symbols(size_t(g.shape_env->symbol_count()), -1);
-    for (const SymbolSource& src : symbol_sources_) symbols[size_t(src.symbol)] = inputs[src.input].impl().shape[src.dim];
-    bool perf = log_enabled(LogChannel::perf);
-    StepTimer* timer = on_cuda_ ? active_step_timer() : nullptr;
-    for (size_t si = 0; si < steps_.size(); ++si) {
-      const Step& s = steps_[si];
-      auto t0 = std::chrono::steady_clock::now();
-      if (timer) timer->before(step_category(s), step_what(s));
-      std::optional<RecordFunction> record;
-      if (profiling()) record.emplace(step_what(s), s.node >= 0 ? "eager_step" : "region");
-      if (s.node >= 0) {
-        const GraphNode& n = g.nodes[size_t(s.node)];
-        TensorList args;
-        for (int v : n.inputs) args.push_back(values[size_t(v)]);
-        if (s.packed_b) args[1] = s.packed_b->get(args[1]);
-        TensorList outs = dispatch(*n.op, args, n.attrs);
-        for (size_t k = 0; k < n.outputs.size(); ++k) values[size_t(n.outputs[k])] = outs[k];
-      } else {
-        run_region(s, symbols, values, into);
-      }
-      if (timer) timer->after();
-      for (int v : released_after_[si]) values[size_t(v)] = Tensor();
-      if (perf)
-        log_line(LogChannel::perf, "halide backend: " +
-                                       (s.node >= 0 ? "eager " + g.nodes[size_t(s.node)].op->name : region_what(s)) +
-                                       ": " + std::to_string(int(1000 * ms_since(t0))) + " us");
-    }
-    TensorList out;
-    for (int v : g.outputs) out.push_back(values[size_t(v)]);
-    return out;
-  }
-
- private:
-  struct SymbolSource {
-    int symbol;
-    size_t input, dim;
-  };
-
-  // Each intermediate is dropped after the last step that reads it (or, unread, after the step
-  // that makes it), as eager mode drops a tensor at its last use: the allocator can give its
-  // memory, often still in cache, to a later value, and a step holds only what is live. A
-  // transformer_block train step, one compiled step alternating with and without: 57.5 -> 57.0
-  // ms. Graph inputs and outputs are never dropped.
-  void plan_releases() {
-    const Graph& g = *g_;
-    std::vector<int> last(g.values.size(), -1);
-    for (size_t si = 0; si < steps_.size(); ++si) {
-      const Step& s = steps_[si];
-      const std::vector<int>& made = s.node >= 0 ? g.nodes[size_t(s.node)].outputs : s.region.outputs;
-      for (int v : made) last[size_t(v)] = int(si);
-      const std::vector<int>& read = s.node >= 0 ? g.nodes[size_t(s.node)].inputs : s.region.inputs;
-      for (int v : read) last[size_t(v)] = int(si);
-    }
-    for (const GraphInput& in : g.inputs) last[size_t(in.value)] = -1;
-    for (int v : g.outputs) last[size_t(v)] = -1;
-    released_after_.assign(steps_.size(), {});
-    for (size_t v = 0; v < last.size(); ++v)
-      if (last[v] >= 0) released_after_[size_t(last[v])].push_back(int(v));
-  }
-
-  void run_region(const Step& s, const std::vector<int64_t>& symbols, std::vector<Tensor>& values,
-                  const std::map<int, Tensor>& into) const {
-    std::vector<Tensor> tensors;  // the pipeline's buffers: inputs, then outputs
-    for (size_t k = 0; k < s.region.inputs.size(); ++k) {
-      const Tensor& t = values[size_t(s.region.inputs[k])];
-      tensors.push_back(s.packers[k] ? s.packers[k]->get(t) : t);
-    }
-    std::vector<int32_t> sizes;
-    for (int sym : s.region.symbols) {
-      KILN_CHECK(symbols[size_t(sym)] >= 0, "halide backend: symbol s", sym, " is not the size of any input");
-      sizes.push_back(int32_t(symbols[size_t(sym)]));
-    }
-    for (int v : s.region.outputs) {
-      Shape shape;
-      for (const SymDim& d : output_dims_.at(v)) {
-        int64_t n = d.coeff;
-        for (int sym : d.syms) n *= symbols[size_t(sym)];
-        shape.push_back(n);
-      }
-      values[size_t(v)] = memory_for(v, shape, values, into);
-      tensors.push_back(values[size_t(v)]);
-    }
-    size_t n_in = s.region.inputs.size();
-    if (s.function) {
-      std::vector<std::unique_ptr<RawBuffer>> buffers;
-      std::vector<void*> args;
-      for (const Tensor& t : tensors) buffers.push_back(std::make_unique<RawBuffer>(t));
-      for (size_t k = 0; k < n_in; ++k) args.push_back(&buffers[k]->buf);
-      for (int32_t& size : sizes) args.push_back(&size);
-      for (size_t k = n_in; k < buffers.size(); ++k) args.push_back(&buffers[k]->buf);
-      call_region(s.function, args.data(), region_what(s));
-      return;
-    }
-    std::vector<Halide::Buffer<>> buffers;
-    for (const Tensor& t : tensors) buffers.push_back(as_buffer(t));
-    Halide::ParamMap params;
-    for (size_t k = 0; k < n_in; ++k) params.set(s.lowered.inputs[k], buffers[k]);
-    for (size_t k = 0; k < sizes.size(); ++k) params.set(s.lowered.symbols.at(s.region.symbols[k]), sizes[k]);
-    std::vector<Halide::Buffer<>> outs(buffers.begin() + long(n_in), buffers.end());
-    Halide::Realization real(outs);
-    Halide::Pipeline pipeline = s.pipeline;  // a handle: realize() is not const
-    try {
-      pipeline.realize(real, jit_target(), params);
-    } catch (const Halide::Error& e) {
-      throw_error("halide backend: ", region_what(s), " failed: ", e.what());
-    }
-  }
-
-  // The tensor output v is computed into: the input it overwrites (in_place_), the dying
-  // intermediate whose memory it takes when nothing else holds that memory now (over_), or a new one.
-  Tensor memory_for(int v, const Shape& shape, const std::vector<Tensor>& values, const std::map<int, Tensor>& into) const {
-    auto dst = into.find(v);
-    if (dst != into.end() && dst->second.shape() == shape) return dst->second;
-    auto x = over_.find(v);
-    if (x != over_.end()) {
-      const Tensor& t = values[size_t(x->second)];
-      if (t.defined() && t.shape() == shape && t.storage_offset() == 0 && t.is_contiguous() &&
-          t.storage().use_count() == 1)
-        return t;
-    }
-    const Value& val = g_->values[size_t(v)];
-    return Tensor::empty(shape, {val.meta.dtype, val.meta.device});
-  }
-
-  // The category of a step for StepTimer: a cuBLAS GEMM, a pipeline, another eager kernel, a view.
-  std::string step_category(const Step& s) const {
-    if (s.node < 0) return "pipeline";
-    const OpDef& op = *g_->nodes[size_t(s.node)].op;
-    if (op.family == KernelFamily::matmul) return "cublas_gemm";
-    return op.schedule_class == ScheduleClass::view ? "view" : "eager_kernel";
-  }
-
-  // A step for StepTimer: "matmul -> [8192, 2304]", "a pipeline of 3 ops (mul where softmax) -> [8, 12, 1024, 1024]".
-  std::string step_what(const Step& s) const {
-    const Graph& g = *g_;
-    if (s.node >= 0) {
-      const GraphNode& n = g.nodes[size_t(s.node)];
-      return n.op->name + " -> " + to_string(g.values[size_t(n.outputs[0])].meta.shape);
-    }
-    std::string ops;
-    for (size_t k = 0; k < s.region.nodes.size() && k < 8; ++k) ops += (k ? " " : "") + g.nodes[size_t(s.region.nodes[k])].op->name;
-    if (s.region.nodes.size() > 8) ops += " ...";
-    std::string out = s.region.outputs.empty() ? "" : " -> " + to_string(g.values[size_t(s.region.outputs[0])].meta.shape);
-    return region_what(s) + " (" + ops + ")" + out;
-  }
-
-  std::shared_ptr<const Graph> g_;
-  bool on_cuda_ = false;
-  std::vector<Step> steps_;
-  std::shared_ptr<SharedLibrary> library_;  // keeps the cached code loaded
-  std::vector<SymbolSource> symbol_sources_;
-  std::map<int, SymShape> output_dims_;
-  std::vector<std::vector<int>> released_after_;  // per step: the values no later step reads
-  // Outputs computed into an input's tensor (in_place.h): value -> the input positions bound to it.
-  std::map<int, std::vector<int>> in_place_;
-  std::map<int, int> over_;  // outputs computed over a dying intermediate: value -> that intermediate
-};
 
 // Runs a compiled pipeline once on zero-filled buffers of the traced sizes. Halide's
 // autoschedulers can split an output by more than its extent, which fails only at run time.
@@ -381,7 +158,7 @@ void dump_region(const Step& s, const std::string& name) {
 // Lowers and schedules one region into s.pipeline.
 void build_region(const Graph& g, Step& s, const BackendOptions& options, int index) {
   {
-    CompilePhase phase("lowering", "\"region\": " + json_quote(region_what(s)));
+    CompilePhase phase("lowering", "\"region\": " + json_quote(region_what(s.region)));
     s.lowered = lower_region(g, s.region);
     if (s.cuda) {
       use_libdevice_math(s.lowered.outputs);
@@ -390,7 +167,7 @@ void build_region(const Graph& g, Step& s, const BackendOptions& options, int in
     s.pipeline = Halide::Pipeline(s.lowered.outputs);
   }
   {
-    CompilePhase phase("scheduling", "\"region\": " + json_quote(region_what(s)));
+    CompilePhase phase("scheduling", "\"region\": " + json_quote(region_what(s.region)));
     schedule(g, s, options.scheduler);
   }
   std::string name = options.label + ".region_" + std::to_string(index);
@@ -406,7 +183,7 @@ void build_region(const Graph& g, Step& s, const BackendOptions& options, int in
 // any log level (gpu_launch_check.h).
 void warn_narrow_launches(const std::vector<GpuLaunch>& launches, const Step& s, const std::string& what) {
   for (const std::string& w : narrow_gpu_launches(launches))
-    std::cerr << "kiln: warning: " << what << " (" << region_what(s) << "): a GPU loop runs on few threads: " << w
+    std::cerr << "kiln: warning: " << what << " (" << region_what(s.region) << "): a GPU loop runs on few threads: " << w
               << "\n";
 }
 
@@ -435,7 +212,7 @@ std::string graph_key(const Graph& g, const std::string& plan, const BackendOpti
   }
   os << "\nwrites";  // outputs computed in place are read back, not recomputed (in_place.h)
   for (const auto& [output, input] : g.writes) os << ' ' << output << "->" << input;
-  bool cuda = graph_on_cuda(g);
+  bool cuda = g.on_cuda();
   return cache_key({os.str(), options.scheduler, aot_target(cuda).to_string(), cuda ? gpu_schedule_tuning() : ""});
 }
 
@@ -490,13 +267,13 @@ std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, const std::string& 
           std::shared_ptr<const std::vector<GpuLaunch>> launches;
           if (s.cuda) launches = record_gpu_launches(s.pipeline, region_sizes(g, s.region, s.lowered));
           {
-            CompilePhase phase("code generation", "\"region\": " + json_quote(region_what(s)));
+            CompilePhase phase("code generation", "\"region\": " + json_quote(region_what(s.region)));
             compile_region_object(s.pipeline, pipeline_arguments(s.region, s.lowered), function_name(int(i)),
                                   objects[i], s.cuda);
           }
           if (launches) warn_narrow_launches(*launches, s, options.label + " region " + std::to_string(i));
           log_line(LogChannel::output_code, "halide: " + options.label + " region " + std::to_string(i) + ": " +
-                                                region_what(s) + ", " + std::to_string(s.region.outputs.size()) +
+                                                region_what(s.region) + ", " + std::to_string(s.region.outputs.size()) +
                                                 " outputs, compiled in " + std::to_string(int(ms_since(r0))) + " ms");
         } catch (...) {
           std::lock_guard<std::mutex> lock(error_mu);
@@ -574,8 +351,9 @@ class HalideBackend final : public Backend {
     log_line(LogChannel::fusion, options.label + ":\n" + fusion);
     debug_dump(options.label + ".fusion", "txt", fusion);
     for (PlannedStep& p : plan) {
-      steps.push_back({p.node, false, std::move(p.region), {}, {}, nullptr, nullptr, {}});
-      Step& s = steps.back();
+      Step& s = steps.emplace_back();
+      s.node = p.node;
+      s.region = std::move(p.region);
       s.cuda = p.node < 0 && (on_cuda(*g, s.region.inputs) || on_cuda(*g, s.region.outputs));
       if (p.node >= 0 && packs_weight(*g, g->nodes[size_t(p.node)]))
         s.packed_b = std::make_shared<PackedWeight>(PackedWeight::Layout::dense);
@@ -595,9 +373,9 @@ class HalideBackend final : public Backend {
         remove_cache_entry(graph_key(*g, fusion, options), ".so");
         library = load_or_build(*g, fusion, steps, options);
       }
-      return std::make_shared<HalideGraph>(std::move(g), std::move(steps), std::move(library), std::move(in_place), std::move(over));
+      return executor(std::move(g), steps, std::move(library), std::move(in_place), std::move(over));
     }
-    KILN_CHECK(!any_region || !graph_on_cuda(*g), "halide backend: CUDA graphs are compiled through the disk cache, which "
+    KILN_CHECK(!any_region || !g->on_cuda(), "halide backend: CUDA graphs are compiled through the disk cache, which "
                "KILN_CACHE=0 turns off (point KILN_CACHE_DIR at a scratch folder instead)");
     std::vector<Step*> all = region_steps(steps);
     std::vector<int> first = same_pipelines(*g, all);
@@ -617,10 +395,11 @@ class HalideBackend final : public Backend {
         CompilePhase phase("code generation");
         s.pipeline.compile_jit(jit_target());
       }
-      log_line(LogChannel::output_code, "halide: " + region_what(s) + ", " + std::to_string(s.region.outputs.size()) +
+      log_line(LogChannel::output_code, "halide: " + region_what(s.region) + ", " + std::to_string(s.region.outputs.size()) +
                                             " outputs, jit " + std::to_string(int(ms_since(t0))) + " ms");
     }
-    return std::make_shared<HalideGraph>(std::move(g), std::move(steps), nullptr, std::move(in_place), std::move(over));
+    for (Step* s : all) s->jit = jit_runner(*s);
+    return executor(std::move(g), steps, nullptr, std::move(in_place), std::move(over));
   }
 };
 

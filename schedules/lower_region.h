@@ -13,18 +13,9 @@
 
 #include "dsl/halide_def.h"
 #include "graph/graph.h"
+#include "schedules/region.h"
 
 namespace kiln {
-
-struct Region {
-  std::vector<int> nodes;    // node indices, in graph order
-  std::vector<int> inputs;   // value ids read from outside the region
-  std::vector<int> outputs;  // value ids needed outside the region (or graph outputs)
-  std::vector<int> symbols;  // root symbols of the region's dims: the pipeline's scalar params
-  std::vector<int> packed;   // inputs read as packed weight panels (weight_packing.h) by a GEMM
-  std::vector<int> in_place;  // outputs computed over an input's tensor (in_place.h)
-  std::vector<int> recomputed;  // values another region makes, computed here again (fusion.cpp)
-};
 
 // A matmul lowered as a GEMM on a packed weight: acc(j, m, batch..., p) sums one output row m of
 // panel p (32 columns, j); the matmul's value is acc read back at (n % 32, m, ..., n / 32).

@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-namespace kiln {
+#include "schedules/region.h"
 
-using RegionFunction = int (*)(void**);
+namespace kiln {
 
 // The target of cached code: the JIT target, ahead of time, without its own runtime; with
 // `cuda`, plus CUDA (PTX for compute capability 8.0, which newer GPUs JIT-compile).

@@ -77,6 +77,13 @@ KernelFn require_kernel(const std::string& name, std::string_view op) {
   return fn;
 }
 
+halide_type_t halide_buffer_type(DType dt) {
+  auto bits = uint8_t(itemsize(dt) * 8);
+  if (dt == DType::f32 || dt == DType::f64 || dt == DType::f16) return halide_type_t(halide_type_float, bits);
+  if (dt == DType::i32 || dt == DType::i64) return halide_type_t(halide_type_int, bits);
+  return halide_type_t(halide_type_uint, bits);
+}
+
 KernelBuffer::KernelBuffer(const Tensor& t, const std::vector<int64_t>& extents,
                            const std::vector<int64_t>& strides, int64_t extra_offset) {
   KILN_CHECK(extents.size() <= 8, "kernel call: rank ", extents.size(), " above 8");
@@ -89,12 +96,7 @@ KernelBuffer::KernelBuffer(const Tensor& t, const std::vector<int64_t>& extents,
   }
   buf.dimensions = int32_t(extents.size());
   buf.dim = dims;
-  DType dt = t.dtype();
-  buf.type = dt == DType::f32 || dt == DType::f64 || dt == DType::f16
-                 ? halide_type_t(halide_type_float, uint8_t(itemsize(dt) * 8))
-             : dt == DType::i32 || dt == DType::i64
-                 ? halide_type_t(halide_type_int, uint8_t(itemsize(dt) * 8))
-                 : halide_type_t(halide_type_uint, uint8_t(itemsize(dt) * 8));
+  buf.type = halide_buffer_type(t.dtype());
   for (size_t i = 0; i < extents.size(); ++i) {
     KILN_CHECK(extents[i] <= INT_MAX && std::abs(strides[i]) <= INT_MAX && extents[i] * std::abs(strides[i]) <= INT_MAX,
                "kernel call: tensors of 2^31 or more elements per dim are not supported by the "

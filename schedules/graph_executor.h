@@ -1,0 +1,57 @@
+// The run-time half of the halide backend: a compiled graph as a list of steps, run in order over
+// tensors. A step is one node run through its eager kernel (dispatch), or a region whose pipeline
+// is compiled code, called through its argv entry point (a function of the disk cache's shared
+// library) or, with KILN_CACHE=0, through the JIT runner the backend gives it. Each intermediate
+// is dropped after its last read; an output may be computed into an input's tensor (in_place.h)
+// or over a dying intermediate. Nothing here compiles code.
+//
+//   ExecutorPlan plan{graph, steps, in_place, over, library};
+//   std::shared_ptr<CompiledGraph> cg = make_graph_executor(std::move(plan));
+//   TensorList out = cg->run(inputs);
+#pragma once
+#include <HalideRuntime.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/backend.h"
+#include "schedules/region.h"
+#include "schedules/weight_packing.h"
+
+namespace kiln {
+
+// A pipeline JIT-compiled in process, called with the region's tensors (inputs, then outputs)
+// and the sizes of its symbols (Region::symbols).
+using JitRegion = std::function<void(const std::vector<Tensor>& tensors, const std::vector<int32_t>& sizes)>;
+
+struct ExecutorStep {
+  int node = -1;  // an eager node, or -1 for a region
+  Region region;
+  RegionFunction function = nullptr;  // the region's compiled code
+  JitRegion jit;                      // or its JIT-compiled pipeline
+  std::shared_ptr<PackedWeight> packed_b;  // an eager matmul's weight, packed once per version
+  std::vector<std::shared_ptr<PackedWeight>> packers;  // per region input: its packed panels, or null
+};
+
+struct ExecutorPlan {
+  std::shared_ptr<const Graph> graph;
+  std::vector<ExecutorStep> steps;
+  // Outputs computed into an input's tensor (in_place.h): value -> the input positions bound to it.
+  std::map<int, std::vector<int>> in_place;
+  std::map<int, int> over;  // outputs computed over a dying intermediate: value -> that intermediate
+  std::shared_ptr<const void> code;  // keeps the regions' compiled code loaded
+};
+
+std::shared_ptr<CompiledGraph> make_graph_executor(ExecutorPlan plan);
+
+// "a pipeline of 7 ops": a region in log lines and errors.
+std::string region_what(const Region& r);
+
+// A tensor's dims as a halide_buffer_t takes them (innermost first); kiln::Error beyond Halide's
+// 32-bit indexing.
+std::vector<halide_dimension_t> halide_dims(const Tensor& t);
+
+}  // namespace kiln
