@@ -7,6 +7,7 @@
 
 #include "dsl/error.h"
 #include "dsl/profiler.h"
+#include "graph/text_records.h"
 
 namespace kiln {
 
@@ -14,18 +15,28 @@ namespace {
 
 constexpr int kVersion = 1;
 
-std::string list(const std::vector<int64_t>& xs) {
-  std::string out = "[";
-  for (size_t i = 0; i < xs.size(); ++i) out += (i ? "," : "") + std::to_string(xs[i]);
-  return out + "]";
-}
-
-std::string list(const std::vector<int>& xs) { return list(std::vector<int64_t>(xs.begin(), xs.end())); }
-
 // "4.0.1": 4 * s0 * s1; "~" first for an opaque dim.
 std::string sym_dim(const SymDim& d) {
   std::string out = (d.opaque ? "~" : "") + std::to_string(d.coeff);
   for (int s : d.syms) out += "." + std::to_string(s);
+  return out;
+}
+
+// The symbolic shape of field k: "[4.0.1,768]".
+SymShape sym_shape_of(const TextRecord& f, size_t k) {
+  SymShape out;
+  for (std::string item : f.items(k)) {
+    SymDim d;
+    d.opaque = !item.empty() && item[0] == '~';
+    if (d.opaque) item.erase(0, 1);
+    std::vector<int64_t> parts;
+    std::stringstream ss(item);
+    for (std::string part; std::getline(ss, part, '.');) parts.push_back(f.integer_of(part));
+    f.check(!parts.empty(), "an empty symbolic dim");
+    d.coeff = parts[0];
+    for (size_t p = 1; p < parts.size(); ++p) d.syms.push_back(int(parts[p]));
+    out.push_back(d);
+  }
   return out;
 }
 
@@ -47,125 +58,17 @@ void write_attr(std::ostringstream& os, const std::string& name, const AttrValue
   else if (const auto* d = std::get_if<double>(&v)) os << "d " << hex_double(*d);
   else if (const auto* b = std::get_if<bool>(&v)) os << "b " << int(*b);
   else if (const auto* s = std::get_if<std::string>(&v)) os << "s " << json_quote(*s);
-  else os << "v " << list(std::get<std::vector<int64_t>>(v));
+  else os << "v " << record_list(std::get<std::vector<int64_t>>(v));
   os << '\n';
 }
 
-// One line's fields: words, and quoted strings (unquoted).
-class Fields {
- public:
-  Fields(std::string_view line, int number) : number_(number) {
-    size_t i = 0;
-    while (i < line.size()) {
-      if (line[i] == ' ') {
-        ++i;
-      } else if (line[i] == '"') {
-        std::string s;
-        for (++i; i < line.size() && line[i] != '"'; ++i) {
-          if (line[i] != '\\') {
-            s += line[i];
-            continue;
-          }
-          check(++i < line.size(), "a string ends in '\\'");
-          char c = line[i];
-          if (c == 'n') s += '\n';
-          else if (c == 't') s += '\t';
-          else if (c == 'u') {
-            check(i + 4 < line.size(), "a short \\u escape");
-            s += char(std::strtol(std::string(line.substr(i + 1, 4)).c_str(), nullptr, 16));
-            i += 4;
-          } else s += c;
-        }
-        check(i < line.size(), "a string without its closing quote");
-        ++i;
-        fields_.push_back(std::move(s));
-      } else {
-        size_t end = line.find(' ', i);
-        if (end == std::string_view::npos) end = line.size();
-        fields_.emplace_back(line.substr(i, end - i));
-        i = end;
-      }
-    }
-  }
-
-  [[noreturn]] void fail(const std::string& what) const {
-    throw_error("read_graph: line ", number_, ": ", what);
-  }
-  void check(bool ok, const std::string& what) const {
-    if (!ok) fail(what);
-  }
-  size_t size() const { return fields_.size(); }
-  void expect(size_t n) const {
-    check(fields_.size() == n, "expected " + std::to_string(n) + " fields, got " + std::to_string(fields_.size()));
-  }
-  const std::string& str(size_t k) const { return fields_.at(k); }
-
-  int64_t integer(size_t k) const { return integer_of(fields_.at(k)); }
-  std::vector<int64_t> integers(size_t k) const {
-    std::vector<int64_t> out;
-    for (const std::string& item : items(k)) out.push_back(integer_of(item));
-    return out;
-  }
-  std::vector<int> ids(size_t k, size_t limit) const {
-    std::vector<int> out;
-    for (int64_t v : integers(k)) {
-      check(v >= 0 && size_t(v) < limit, "id " + std::to_string(v) + " out of range");
-      out.push_back(int(v));
-    }
-    return out;
-  }
-  SymShape sym_shape(size_t k) const {
-    SymShape out;
-    for (std::string item : items(k)) {
-      SymDim d;
-      d.opaque = !item.empty() && item[0] == '~';
-      if (d.opaque) item.erase(0, 1);
-      std::vector<int64_t> parts;
-      std::stringstream ss(item);
-      for (std::string part; std::getline(ss, part, '.');) parts.push_back(integer_of(part));
-      check(!parts.empty(), "an empty symbolic dim");
-      d.coeff = parts[0];
-      for (size_t p = 1; p < parts.size(); ++p) d.syms.push_back(int(parts[p]));
-      out.push_back(d);
-    }
-    return out;
-  }
-  double real(size_t k) const {
-    const std::string& s = fields_.at(k);
-    char* end = nullptr;
-    double v = std::strtod(s.c_str(), &end);
-    check(end && *end == 0 && !s.empty(), "'" + s + "' is not a number");
-    return v;
-  }
-
- private:
-  int64_t integer_of(const std::string& s) const {
-    char* end = nullptr;
-    long long v = std::strtoll(s.c_str(), &end, 10);
-    check(end && *end == 0 && !s.empty(), "'" + s + "' is not an integer");
-    return int64_t(v);
-  }
-  // "[a,b,c]" -> {"a", "b", "c"}
-  std::vector<std::string> items(size_t k) const {
-    const std::string& s = fields_.at(k);
-    check(s.size() >= 2 && s.front() == '[' && s.back() == ']', "'" + s + "' is not a list");
-    std::vector<std::string> out;
-    std::stringstream ss(s.substr(1, s.size() - 2));
-    for (std::string item; std::getline(ss, item, ',');) out.push_back(item);
-    return out;
-  }
-
-  int number_;
-  std::vector<std::string> fields_;
-};
-
-InputKind input_kind(const Fields& f, const std::string& s) {
+InputKind input_kind(const TextRecord& f, const std::string& s) {
   for (InputKind k : {InputKind::argument, InputKind::captured, InputKind::carried, InputKind::tangent, InputKind::saved})
     if (name(k) == s) return k;
   f.fail("unknown input kind '" + s + "'");
 }
 
-AttrValue attr_value(const Fields& f) {
+AttrValue attr_value(const TextRecord& f) {
   const std::string& type = f.str(2);
   if (type == "i") return f.integer(3);
   if (type == "d") return f.real(3);
@@ -184,20 +87,20 @@ std::string write_graph(const Graph& g) {
     os << "symbol " << s.hint << ' ' << s.parent << ' ' << int(s.specialized) << ' ' << json_quote(s.source) << ' '
        << json_quote(s.why) << '\n';
   for (const Value& v : g.values)
-    os << "value " << name(v.meta.dtype) << ' ' << v.meta.device.str() << ' ' << list(v.meta.shape) << ' '
-       << sym_shape(v.sym) << ' ' << list(v.strides) << ' ' << v.offset << ' ' << v.producer << ' ' << v.output_index
+    os << "value " << name(v.meta.dtype) << ' ' << v.meta.device.str() << ' ' << record_list(v.meta.shape) << ' '
+       << sym_shape(v.sym) << ' ' << record_list(v.strides) << ' ' << v.offset << ' ' << v.producer << ' ' << v.output_index
        << '\n';
   for (const GraphInput& in : g.inputs)
     os << "input " << in.value << ' ' << name(in.kind) << ' ' << in.index << ' ' << int(in.requires_grad) << ' '
        << json_quote(in.name) << '\n';
   for (const GraphNode& n : g.nodes) {
-    os << "node " << n.op->name << ' ' << int(n.grad_enabled) << ' ' << list(n.inputs) << ' ' << list(n.outputs) << ' '
+    os << "node " << n.op->name << ' ' << int(n.grad_enabled) << ' ' << record_list(n.inputs) << ' ' << record_list(n.outputs) << ' '
        << n.attrs.items().size() << '\n';
     for (const auto& [k, v] : n.attrs.items()) write_attr(os, k, v);
   }
-  os << "outputs " << list(g.outputs) << '\n';
+  os << "outputs " << record_list(g.outputs) << '\n';
   for (const auto& [output, input] : g.writes) os << "write " << output << ' ' << input << '\n';
-  if (g.joint) os << "joint " << g.joint->forward_outputs << ' ' << list(g.joint->grad_inputs) << '\n';
+  if (g.joint) os << "joint " << g.joint->forward_outputs << ' ' << record_list(g.joint->grad_inputs) << '\n';
   if (g.backward_traced) os << "backward_traced\n";
   if (g.trains) os << "trains\n";
   os << "end\n";
@@ -212,7 +115,7 @@ Graph read_graph(std::string_view text) {
   int number = 0;
   bool ended = false;
   while (std::getline(is, line)) {
-    Fields f(line, ++number);
+    TextRecord f(line, ++number, "read_graph");
     if (f.size() == 0) continue;
     f.check(!ended, "text after 'end'");
     const std::string& kind = f.str(0);
@@ -240,7 +143,7 @@ Graph read_graph(std::string_view text) {
         f.fail(e.what());
       }
       v.meta.shape = f.integers(3);
-      v.sym = f.sym_shape(4);
+      v.sym = sym_shape_of(f, 4);
       v.strides = f.integers(5);
       v.offset = f.integer(6);
       v.producer = int(f.integer(7));
@@ -272,7 +175,7 @@ Graph read_graph(std::string_view text) {
       int64_t attrs = f.integer(5);
       for (int64_t a = 0; a < attrs; ++a) {
         f.check(bool(std::getline(is, line)), "the text ends inside a node's attributes");
-        Fields af(line, ++number);
+        TextRecord af(line, ++number, "read_graph");
         af.expect(4);
         af.check(af.str(0) == "attr", "expected an attribute line");
         n.attrs.set(af.str(1), attr_value(af));

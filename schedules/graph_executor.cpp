@@ -16,6 +16,15 @@
 
 namespace kiln {
 
+std::vector<std::shared_ptr<PackedWeight>> region_packers(const Region& r) {
+  std::vector<std::shared_ptr<PackedWeight>> out;
+  for (int v : r.inputs)
+    out.push_back(std::find(r.packed.begin(), r.packed.end(), v) != r.packed.end()
+                      ? std::make_shared<PackedWeight>(PackedWeight::Layout::panels)
+                      : nullptr);
+  return out;
+}
+
 std::string region_what(const Region& r) { return "a pipeline of " + std::to_string(r.nodes.size()) + " ops"; }
 
 std::vector<halide_dimension_t> halide_dims(const Tensor& t) {
@@ -56,11 +65,7 @@ struct RawBuffer {
 class GraphExecutor final : public CompiledGraph {
  public:
   explicit GraphExecutor(ExecutorPlan plan)
-      : g_(std::move(plan.graph)),
-        steps_(std::move(plan.steps)),
-        code_(std::move(plan.code)),
-        in_place_(std::move(plan.in_place)),
-        over_(std::move(plan.over)) {
+      : plan_(std::move(plan)), g_(plan_.graph), steps_(plan_.steps), in_place_(plan_.in_place), over_(plan_.over) {
     // Where each symbol's size is read at run time, and every region output's dims, canonical.
     const Graph& graph = *g_;
     for (size_t i = 0; i < graph.inputs.size(); ++i) {
@@ -81,6 +86,8 @@ class GraphExecutor final : public CompiledGraph {
     for (const ExecutorStep& s : steps_) n += s.node < 0 || g_->nodes[size_t(s.node)].op->schedule_class != ScheduleClass::view;
     return n;
   }
+
+  const ExecutorPlan& plan() const { return plan_; }
 
   TensorList run(const TensorList& inputs) const override {
     NoGradGuard no_grad;  // its eager steps never record: a graph's backward is a graph of its own
@@ -230,23 +237,28 @@ class GraphExecutor final : public CompiledGraph {
     return region_what(s.region) + " (" + ops + ")" + out;
   }
 
-  std::shared_ptr<const Graph> g_;
+  ExecutorPlan plan_;
+  // Aliases of the plan's parts (declared after it).
+  const std::shared_ptr<const Graph>& g_;
+  const std::vector<ExecutorStep>& steps_;
   bool on_cuda_ = false;
-  std::vector<ExecutorStep> steps_;
-  std::shared_ptr<const void> code_;  // keeps the compiled code loaded
   std::vector<SymbolSource> symbol_sources_;
   std::map<int, SymShape> output_dims_;
   std::vector<std::vector<int>> released_after_;  // per step: the values no later step reads
   // Outputs computed into an input's tensor (in_place.h): value -> the input positions bound to it.
-  std::map<int, std::vector<int>> in_place_;
-  std::map<int, int> over_;  // outputs computed over a dying intermediate: value -> that intermediate
+  const std::map<int, std::vector<int>>& in_place_;
+  const std::map<int, int>& over_;  // outputs computed over a dying intermediate: value -> that intermediate
 };
-
 
 }  // namespace
 
 std::shared_ptr<CompiledGraph> make_graph_executor(ExecutorPlan plan) {
   return std::make_shared<GraphExecutor>(std::move(plan));
+}
+
+const ExecutorPlan* executor_plan(const CompiledGraph& g) {
+  const auto* e = dynamic_cast<const GraphExecutor*>(&g);
+  return e ? &e->plan() : nullptr;
 }
 
 }  // namespace kiln

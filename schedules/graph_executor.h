@@ -5,7 +5,7 @@
 // is dropped after its last read; an output may be computed into an input's tensor (in_place.h)
 // or over a dying intermediate. Nothing here compiles code.
 //
-//   ExecutorPlan plan{graph, steps, in_place, over, library};
+//   ExecutorPlan plan{graph, steps, in_place, over, library};  // or read_plan() (plan_file.h)
 //   std::shared_ptr<CompiledGraph> cg = make_graph_executor(std::move(plan));
 //   TensorList out = cg->run(inputs);
 #pragma once
@@ -31,6 +31,7 @@ struct ExecutorStep {
   int node = -1;  // an eager node, or -1 for a region
   Region region;
   RegionFunction function = nullptr;  // the region's compiled code
+  std::string function_name;          // its name in the plan's code library
   JitRegion jit;                      // or its JIT-compiled pipeline
   std::shared_ptr<PackedWeight> packed_b;  // an eager matmul's weight, packed once per version
   std::vector<std::shared_ptr<PackedWeight>> packers;  // per region input: its packed panels, or null
@@ -42,10 +43,15 @@ struct ExecutorPlan {
   // Outputs computed into an input's tensor (in_place.h): value -> the input positions bound to it.
   std::map<int, std::vector<int>> in_place;
   std::map<int, int> over;  // outputs computed over a dying intermediate: value -> that intermediate
-  std::shared_ptr<const void> code;  // keeps the regions' compiled code loaded
+  std::shared_ptr<const CodeLibrary> code;  // the regions' compiled code (null when JIT-compiled)
 };
 
 std::shared_ptr<CompiledGraph> make_graph_executor(ExecutorPlan plan);
+// The plan a compiled graph runs, when it is a graph executor's (else null).
+const ExecutorPlan* executor_plan(const CompiledGraph& g);
+
+// The weight packers of a region's inputs: one for each it reads as packed panels, else null.
+std::vector<std::shared_ptr<PackedWeight>> region_packers(const Region& r);
 
 // "a pipeline of 7 ops": a region in log lines and errors.
 std::string region_what(const Region& r);

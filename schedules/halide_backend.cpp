@@ -310,7 +310,8 @@ std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, const std::string& 
   int distinct = 0;
   for (size_t i = 0; i < all.size(); ++i) {
     function_of[i] = first[i] == int(i) ? distinct++ : function_of[size_t(first[i])];
-    all[i]->function = library->function(function_name(function_of[i]));
+    all[i]->function_name = function_name(function_of[i]);
+    all[i]->function = library->function(all[i]->function_name);
   }
   log_line(LogChannel::output_code, "halide: " + std::to_string(all.size()) + " regions, " + std::to_string(distinct) +
                                         " distinct pipelines " + (hit ? "loaded from the disk cache: " : "compiled into ") +
@@ -357,10 +358,7 @@ class HalideBackend final : public Backend {
       s.cuda = p.node < 0 && (on_cuda(*g, s.region.inputs) || on_cuda(*g, s.region.outputs));
       if (p.node >= 0 && packs_weight(*g, g->nodes[size_t(p.node)]))
         s.packed_b = std::make_shared<PackedWeight>(PackedWeight::Layout::dense);
-      for (int v : s.region.inputs)
-        s.packers.push_back(std::find(s.region.packed.begin(), s.region.packed.end(), v) != s.region.packed.end()
-                                ? std::make_shared<PackedWeight>(PackedWeight::Layout::panels)
-                                : nullptr);
+      s.packers = region_packers(s.region);
     }
 
     std::shared_ptr<SharedLibrary> library;

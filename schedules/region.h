@@ -2,12 +2,23 @@
 // them, lower_region.h lowers them). Only ids into the graph: the compile side and the run-time
 // side (graph_executor.h) share it, and it needs no Halide.
 #pragma once
+#include <string>
 #include <vector>
 
 namespace kiln {
 
 // A region's pipeline as compiled code: its argv entry point (inputs, symbol sizes, outputs).
 using RegionFunction = int (*)(void**);
+
+// Where regions' compiled code is found by name: a shared library of the disk cache
+// (shared_library.h), or an ahead-of-time model's table of functions. It stays loaded while
+// something holds it.
+class CodeLibrary {
+ public:
+  virtual ~CodeLibrary() = default;
+  // kiln::Error when there is no such function.
+  virtual RegionFunction function(const std::string& name) const = 0;
+};
 
 struct Region {
   std::vector<int> nodes;    // node indices, in graph order

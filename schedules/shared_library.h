@@ -36,10 +36,10 @@ const halide_device_interface_t* runtime_cuda_interface();
 void link_shared_library(const std::vector<std::string>& objects, const std::string& library_path);
 
 // A dlopen'ed library (closed with the last handle). Loading it first loads the runtime.
-class SharedLibrary {
+class SharedLibrary final : public CodeLibrary {
  public:
   explicit SharedLibrary(const std::string& path);
-  RegionFunction function(const std::string& name) const;
+  RegionFunction function(const std::string& name) const override;
   const std::string& path() const { return path_; }
 
  private:
