@@ -173,6 +173,8 @@ int32_t lt_epilogue(GemmEpilogue e) {
 }
 
 bool takes_aux(GemmEpilogue e) { return e == GemmEpilogue::bias_gelu_aux || e == GemmEpilogue::dgelu; }
+// Whether the epilogue reads the bias pointer (BGRADB writes the bias gradient there).
+bool takes_bias(GemmEpilogue e) { return e != GemmEpilogue::dgelu; }
 
 LtPlan& lt_plan(CudaContext& ctx, int device, const GemmProblem& p, const CublasCall& c, GemmEpilogue e) {
   static std::mutex mu;
@@ -273,7 +275,7 @@ bool cublas_gemm_epilogue(const Tensor& a, const Tensor& b, const Tensor& out, c
   const CudaApi& api = cuda_api_with_cublas();
   static std::mutex call_mu;  // the plan's descriptor carries this call's bias and aux pointers; its choice
   std::lock_guard<std::mutex> lock(call_mu);
-  if (e != GemmEpilogue::dgelu) {
+  if (takes_bias(e)) {
     const void* bias_ptr = bias.data_ptr();
     check_cublas(api.cublasLtMatmulDescSetAttribute(plan.desc, kCublasLtDescBiasPointer, &bias_ptr, sizeof(bias_ptr)),
                  "matmul epilogue (cuBLASLt bias)");
