@@ -5,6 +5,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <iostream>
 #include <set>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "bench/commands.h"
 #include "bench/crash_stack.h"
 #include "dsl/error.h"
+#include "dsl/settings.h"
 
 namespace {
 
@@ -57,6 +59,8 @@ commands:
         graph_break_where, dynamic_shapes); --dump writes each graph's text and dot to DIR and,
         for a zoo model compiled on the halide backend, its fusion plan and each region's
         schedule source, stmt, stmt_html and assembly
+  settings
+        every environment variable kiln reads: its default, what it does, and its value here
   help  this text
 )";
 
@@ -129,6 +133,11 @@ int main(int argc, char** argv) {
       return kiln::bench::run_demo(o);
     }
     if (args[0] == "bench" && args.size() >= 2 && args[1] == "first-op") return kiln::bench::run_first_op();
+    if (args[0] == "settings") {
+      KILN_CHECK(args.size() == 1, "kiln settings: takes no options");
+      std::cout << kiln::settings_text();
+      return 0;
+    }
     if (args[0] == "explain") {
       std::string name, dump;
       for (size_t i = 1; i < args.size(); ++i) {

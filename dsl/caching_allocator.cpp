@@ -1,4 +1,5 @@
 #include "dsl/caching_allocator.h"
+#include "dsl/settings.h"
 
 #include <bit>
 #include <cstdlib>
@@ -81,8 +82,7 @@ void CachingAllocator::reset_peak() {
 
 CachingAllocator& cpu_caching_allocator() {
   static CachingAllocator* a = [] {
-    size_t mb = 2048;
-    if (const char* env = std::getenv("KILN_CPU_CACHE_MB")) mb = std::stoull(env);
+    auto mb = size_t(int_setting("KILN_CPU_CACHE_MB", 2048, 0, int64_t(1) << 40));
     return new CachingAllocator(cpu_allocator(), mb << 20);  // never destroyed: tensors may outlive statics
   }();
   return *a;

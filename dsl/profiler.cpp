@@ -15,6 +15,7 @@
 
 #include "dsl/atomic_file.h"
 #include "dsl/error.h"
+#include "dsl/settings.h"
 
 namespace kiln {
 
@@ -58,9 +59,9 @@ struct ProcessProfile {
   std::string path;
   std::unique_ptr<Profiler> profiler;
   ProcessProfile() {
-    const char* p = std::getenv("KILN_PROFILE");
-    if (!p || !*p) return;
-    path = p;
+    std::optional<std::string> p = setting("KILN_PROFILE");
+    if (!p) return;
+    path = *p;
     profiler = std::make_unique<Profiler>();
   }
   ~ProcessProfile() {

@@ -23,6 +23,7 @@
 #include "graph/compile_graph.h"
 #include "graph/guards.h"
 #include "graph/logs.h"
+#include "dsl/settings.h"
 
 namespace kiln {
 
@@ -277,8 +278,7 @@ CompiledCore::CompiledCore(TracedFn fn, CompileOptions options, const nn::Module
   if (options.name.empty()) options.name = "compiled function " + std::to_string(++function_counter);
   KILN_CHECK(options.recompile_limit >= 1, "compile: recompile_limit must be >= 1, got ", options.recompile_limit);
   if (options.backend.empty()) {
-    const char* env = std::getenv("KILN_BACKEND");
-    options.backend = env && *env ? env : "eager";
+    options.backend = setting("KILN_BACKEND").value_or("eager");
   }
   s_->backend = &backend(options.backend);
   s_->backend->check({options.scheduler});

@@ -9,6 +9,7 @@
 
 #include "dsl/atomic_file.h"
 #include "dsl/error.h"
+#include "dsl/settings.h"
 
 namespace kiln {
 
@@ -21,8 +22,8 @@ struct LogState {
   std::mutex mu;  // one line at a time; guards dir
   std::string dir;
   LogState() {
-    if (const char* e = std::getenv("KILN_LOGS")) set(e);
-    if (const char* d = std::getenv("KILN_DEBUG_DIR")) dir = d;
+    if (std::optional<std::string> e = setting("KILN_LOGS")) set(*e);
+    if (std::optional<std::string> d = setting("KILN_DEBUG_DIR")) dir = *d;
   }
   void set(std::string_view list) {
     std::array<bool, kChannels> next{};

@@ -15,6 +15,7 @@
 #include "dsl/error.h"
 #include "graph/logs.h"
 #include "schedules/codegen_version.h"  // generated: KILN_CODEGEN_VERSION (kiln, Halide)
+#include "dsl/settings.h"
 
 namespace kiln {
 
@@ -28,15 +29,16 @@ struct Trailer {
   char magic[8];
 };
 
-struct Settings {
+// What code set over the environment (set_disk_cache_enabled, set_disk_cache_dir), and the statistics.
+struct Overrides {
   std::mutex mu;
   DiskCacheStats stats;
   std::optional<bool> enabled;
   std::optional<std::string> dir;
 };
 
-Settings& settings() {
-  static Settings s;
+Overrides& overrides() {
+  static Overrides s;
   return s;
 }
 
@@ -73,8 +75,7 @@ std::string entry_path(const std::string& key, const std::string& ext) {
 // used entries go first (a hit refreshes an entry's time), never `keep` (just written, about to be
 // loaded). A write follows a compile of 0.1 s or more, so the scan of the folder is cheap beside it.
 void evict_old_entries(const std::filesystem::path& dir, const std::filesystem::path& keep) {
-  const char* env = std::getenv("KILN_CACHE_MAX_MB");
-  uint64_t limit = (env && *env ? std::strtoull(env, nullptr, 10) : 2048) << 20;
+  uint64_t limit = uint64_t(int_setting("KILN_CACHE_MAX_MB", 2048, 0, int64_t(1) << 40)) << 20;
   struct Entry {
     std::filesystem::file_time_type time;
     uint64_t size;
@@ -102,40 +103,39 @@ void evict_old_entries(const std::filesystem::path& dir, const std::filesystem::
 }  // namespace
 
 bool disk_cache_enabled() {
-  std::lock_guard<std::mutex> lock(settings().mu);
-  if (settings().enabled) return *settings().enabled;
-  const char* env = std::getenv("KILN_CACHE");
-  return !(env && std::string(env) == "0");
+  std::lock_guard<std::mutex> lock(overrides().mu);
+  if (overrides().enabled) return *overrides().enabled;
+  return flag_setting("KILN_CACHE", true);
 }
 
 void set_disk_cache_enabled(bool on) {
-  std::lock_guard<std::mutex> lock(settings().mu);
-  settings().enabled = on;
+  std::lock_guard<std::mutex> lock(overrides().mu);
+  overrides().enabled = on;
 }
 
 std::string disk_cache_dir() {
-  std::lock_guard<std::mutex> lock(settings().mu);
-  if (settings().dir) return *settings().dir;
-  if (const char* d = std::getenv("KILN_CACHE_DIR"); d && *d) return d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/kiln";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/kiln";
+  std::lock_guard<std::mutex> lock(overrides().mu);
+  if (overrides().dir) return *overrides().dir;
+  if (std::optional<std::string> d = setting("KILN_CACHE_DIR")) return *d;
+  if (std::optional<std::string> x = setting("XDG_CACHE_HOME")) return *x + "/kiln";
+  if (std::optional<std::string> h = setting("HOME")) return *h + "/.cache/kiln";
   return (std::filesystem::temp_directory_path() / "kiln-cache").string();
 }
 
 void set_disk_cache_dir(std::string dir) {
-  std::lock_guard<std::mutex> lock(settings().mu);
-  settings().dir = std::move(dir);
+  std::lock_guard<std::mutex> lock(overrides().mu);
+  overrides().dir = std::move(dir);
 }
 
 DiskCacheStats disk_cache_stats() {
-  std::lock_guard<std::mutex> lock(settings().mu);
-  return settings().stats;
+  std::lock_guard<std::mutex> lock(overrides().mu);
+  return overrides().stats;
 }
 
 namespace {
 void count(int64_t DiskCacheStats::*field) {
-  std::lock_guard<std::mutex> lock(settings().mu);
-  ++(settings().stats.*field);
+  std::lock_guard<std::mutex> lock(overrides().mu);
+  ++(overrides().stats.*field);
 }
 }  // namespace
 

@@ -11,6 +11,7 @@
 #include "schedules/gpu_transpose.h"
 #include "schedules/gpu_warp_rows.h"
 #include "schedules/schedule_roots.h"
+#include "dsl/settings.h"
 
 namespace kiln {
 
@@ -69,21 +70,18 @@ struct RowTuning {
 const RowTuning& row_tuning() {
   static const RowTuning t = [] {
     RowTuning r;
-    auto env = [](const char* name, int fallback) {
-      const char* v = std::getenv(name);
-      return v && *v ? std::atoi(v) : fallback;
-    };
-    r.threads = std::clamp(env("KILN_GPU_ROW_THREADS", kThreads), kWarp, 1024);
-    r.stage = env("KILN_GPU_ROW_STAGE", 0) != 0;
-    r.registers = env("KILN_GPU_ROW_REGISTERS", 1) != 0;
-    r.vector = env("KILN_GPU_ROW_VECTOR", 0) != 0;
-    r.warp = std::clamp(env("KILN_GPU_ROW_WARP", -1), -1, 1);
-    r.unroll = std::clamp(env("KILN_GPU_ROW_UNROLL", kRowUnroll), 1, 16);
-    r.warp_rows = std::clamp(env("KILN_GPU_WARP_ROWS", 0), 0, 32);
-    r.row_width = env("KILN_GPU_ROW_WIDTH", 0);
-    if (r.row_width != 0 && (r.row_width < 1 || r.row_width > kWarp || (r.row_width & (r.row_width - 1)) != 0))
+    r.threads = int(int_setting("KILN_GPU_ROW_THREADS", kThreads, kWarp, 1024));
+    r.stage = flag_setting("KILN_GPU_ROW_STAGE", false);
+    r.registers = flag_setting("KILN_GPU_ROW_REGISTERS", true);
+    r.vector = flag_setting("KILN_GPU_ROW_VECTOR", false);
+    r.warp = int(int_setting("KILN_GPU_ROW_WARP", -1, -1, 1));
+    r.unroll = int(int_setting("KILN_GPU_ROW_UNROLL", kRowUnroll, 1, 16));
+    r.warp_rows = int(int_setting("KILN_GPU_WARP_ROWS", 0, 0, 32));
+    r.row_width = int(int_setting("KILN_GPU_ROW_WIDTH", 0, 0, kWarp));
+    if (r.row_width != 0 && (r.row_width & (r.row_width - 1)) != 0)
       throw_error("KILN_GPU_ROW_WIDTH: lanes per row must be a power of two from 1 to 32, got ", r.row_width);
-    r.combine = env("KILN_GPU_WARP_COMBINE_SERIAL", 0) ? warp_rows::LaneCombine::serial : warp_rows::LaneCombine::vector;
+    r.combine = flag_setting("KILN_GPU_WARP_COMBINE_SERIAL", false) ? warp_rows::LaneCombine::serial
+                                                                   : warp_rows::LaneCombine::vector;
     return r;
   }();
   return t;

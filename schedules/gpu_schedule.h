@@ -32,18 +32,10 @@ namespace kiln {
 
 void schedule_gpu(const Graph& g, const Region& r, LoweredRegion& lowered);
 
-// The row schedule's tunables, for schedule experiments (`kiln bench gpu` with these set):
-// KILN_GPU_ROW_THREADS (threads per block, default 256), KILN_GPU_ROW_STAGE (stage the input
-// rows a block reads several times in shared memory, block and warp rows; default 0:
-// schedules/gpu_row_staging.h), KILN_GPU_ROW_VECTOR (4 consecutive elements per
-// thread, default 0), KILN_GPU_ROW_WARP (1: a warp per row always, 0: never; default by the
-// rows' length and count), KILN_GPU_ROW_UNROLL (a row reduction's serial steps unrolled, block and warp rows, 1-16, default 8),
-// KILN_GPU_WARP_ROWS (rows per block of a warp-row op, 1-32; default 16 for rows of at most 64
-// elements, else 1), KILN_GPU_ROW_WIDTH (lanes per row of rows of at most 64 elements, a power
-// of two up to 32; fewer than 32 put several rows in a warp; default 8),
-// KILN_GPU_ROW_REGISTERS (0: no warp row staged in registers; default 1),
-// KILN_GPU_WARP_COMBINE_SERIAL (1: a warp row's 32 lane sums combined one at a time, as the
-// eager kernels do; default 0: shuffled together and summed as a vector, gpu_warp_rows.h).
+// The row schedule's tunables, for schedule experiments (`kiln bench gpu` with these set), are
+// the KILN_GPU_ROW_* and KILN_GPU_WARP_* settings (dsl/settings.cpp lists them with their
+// defaults; `kiln settings` prints them). Row staging: schedules/gpu_row_staging.h; lane
+// combines: gpu_warp_rows.h.
 // Their values as text, part of the disk cache's key of CUDA graphs.
 std::string gpu_schedule_tuning();
 

@@ -37,6 +37,7 @@
 #include "schedules/schedule_source.h"
 #include "schedules/shared_library.h"
 #include "schedules/weight_packing.h"
+#include "dsl/settings.h"
 
 namespace kiln {
 
@@ -192,9 +193,8 @@ std::string function_name(int region) { return "kiln_region_" + std::to_string(r
 // Threads that compile a graph's regions: KILN_COMPILE_THREADS, else one per core.
 size_t compile_threads() {
   static const size_t n = [] {
-    const char* v = std::getenv("KILN_COMPILE_THREADS");
-    long k = v && *v ? std::strtol(v, nullptr, 10) : long(std::thread::hardware_concurrency());
-    return size_t(std::max(1L, k));
+    int64_t cores = std::max(1, int(std::thread::hardware_concurrency()));
+    return size_t(int_setting("KILN_COMPILE_THREADS", cores, 1, 1024));
   }();
   return n;
 }

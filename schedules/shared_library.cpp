@@ -14,6 +14,7 @@
 #include "schedules/disk_cache.h"
 #include "schedules/jit_target.h"
 #include "schedules/pipeline_memory.h"
+#include "dsl/settings.h"
 
 namespace kiln {
 
@@ -102,8 +103,7 @@ void compile_region_object(Halide::Pipeline& pipeline, const std::vector<Halide:
 }
 
 void link_shared_library(const std::vector<std::string>& objects, const std::string& library_path) {
-  const char* cc = std::getenv("CC");
-  std::string command = std::string(cc && *cc ? cc : "cc") + " -shared -o " + quoted(library_path);
+  std::string command = setting("CC").value_or("cc") + " -shared -o " + quoted(library_path);
   for (const std::string& o : objects) command += " " + quoted(o);
   auto [status, output] = run_command(command);
   KILN_CHECK(status == 0, "halide backend: linking a shared library failed (", command, "):\n", output,

@@ -10,6 +10,7 @@
 
 #include "dsl/cuda/cuda_context.h"
 #include "dsl/error.h"
+#include "dsl/settings.h"
 
 namespace kiln {
 
@@ -60,7 +61,7 @@ CachingAllocator& cuda_caching_allocator(int index) {
     // cuMemFree, which waits for the device (GPT-2 small's eager step, 39.6 GB live, ran 14x
     // PyTorch's time so). An allocation that fails empties the cache and tries again.
     size_t limit = SIZE_MAX;
-    if (const char* env = std::getenv("KILN_CUDA_CACHE_MB")) limit = size_t(std::stoull(env)) << 20;
+    if (int64_t mb = int_setting("KILN_CUDA_CACHE_MB", -1, 0, int64_t(1) << 40); mb >= 0) limit = size_t(mb) << 20;
     (*raws)[size_t(index)] = std::make_unique<CudaRawAllocator>(index);
     a = std::make_unique<CachingAllocator>(*(*raws)[size_t(index)], limit, /*min_cached=*/0);
   }

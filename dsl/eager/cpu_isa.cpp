@@ -1,4 +1,5 @@
 #include "dsl/eager/cpu_isa.h"
+#include "dsl/settings.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -36,9 +37,8 @@ const char* name(CpuIsa isa) {
 
 int cpu_kernel_threads() {
   static const int n = [] {
-    const char* env = std::getenv("HL_NUM_THREADS");
-    int v = env ? std::atoi(env) : int(std::thread::hardware_concurrency());
-    return std::max(1, v);
+    int cores = std::max(1, int(std::thread::hardware_concurrency()));
+    return int(int_setting("HL_NUM_THREADS", cores, 1, 1 << 16));
   }();
   return n;
 }

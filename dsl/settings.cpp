@@ -1,0 +1,118 @@
+#include "dsl/settings.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "dsl/error.h"
+
+namespace kiln {
+
+const std::vector<SettingInfo>& settings() {
+  static const std::vector<SettingInfo> table = {
+      {"KILN_LOGS", "none",
+       "log channels of the compile path on stderr, comma-separated (graph_breaks, recompiles, guards, graph, "
+       "partition, fusion, schedule, output_code, perf; all or +all for every one); graph/logs.h"},
+      {"KILN_DEBUG_DIR", "none",
+       "a folder that receives every captured and optimized graph (text, dot), each fusion plan and each "
+       "region's schedule, stmt and assembly"},
+      {"KILN_BACKEND", "eager", "the backend of compile() when CompileOptions::backend is empty (eager, halide)"},
+      {"KILN_PROFILE", "none", "a file: the whole process is profiled and its Chrome trace written there at exit"},
+      {"KILN_CACHE", "1", "0 turns the disk cache of compiled pipelines off (CPU graphs are then JIT-compiled)"},
+      {"KILN_CACHE_DIR", "$XDG_CACHE_HOME/kiln, else ~/.cache/kiln", "the disk cache's folder"},
+      {"KILN_CACHE_MAX_MB", "2048", "the disk cache's size cap; least recently used entries go first"},
+      {"KILN_COMPILE_THREADS", "one per core", "threads that compile one graph's regions side by side"},
+      {"KILN_CPU_CACHE_MB", "2048", "memory the CPU caching allocator keeps for reuse"},
+      {"KILN_CUDA_CACHE_MB", "no cap", "memory the CUDA caching allocator keeps for reuse, per device"},
+      {"HL_NUM_THREADS", "one per core",
+       "Halide's thread pool size (its own setting); kiln's CPU kernels and the Eigen GEMM use as many"},
+      {"XDG_CACHE_HOME", "unset", "the disk cache goes to $XDG_CACHE_HOME/kiln when KILN_CACHE_DIR is unset"},
+      {"HOME", "the user's", "else to ~/.cache/kiln"},
+      {"CC", "cc", "the C compiler that links compiled pipelines into the disk cache's shared libraries"},
+      // The GPU row schedule's tunables, for schedule experiments (schedules/gpu_schedule.h); their
+      // values are part of the disk cache's key of CUDA graphs.
+      {"KILN_GPU_ROW_THREADS", "256", "GPU row schedule: threads per block (32-1024)"},
+      {"KILN_GPU_ROW_STAGE", "0", "GPU row schedule: 1 stages the rows a block reads several times in shared memory"},
+      {"KILN_GPU_ROW_REGISTERS", "1", "GPU row schedule: 0 stages no warp row in registers"},
+      {"KILN_GPU_ROW_VECTOR", "0", "GPU row schedule: 1 gives each thread 4 consecutive elements"},
+      {"KILN_GPU_ROW_WARP", "-1", "GPU row schedule: 1 a warp per row always, 0 never, -1 by the rows' count and length"},
+      {"KILN_GPU_ROW_UNROLL", "8", "GPU row schedule: a row reduction's serial steps unrolled (1-16)"},
+      {"KILN_GPU_WARP_ROWS", "0", "GPU row schedule: rows per block of a warp-row op (1-32; 0: by the row length)"},
+      {"KILN_GPU_ROW_WIDTH", "0",
+       "GPU row schedule: lanes per row of rows of at most 64 elements (a power of two up to 32; 0: by the length)"},
+      {"KILN_GPU_WARP_COMBINE_SERIAL", "0",
+       "GPU row schedule: 1 combines a warp row's lane sums one at a time instead of shuffled as a vector"},
+  };
+  return table;
+}
+
+namespace {
+
+const SettingInfo& info(std::string_view name) {
+  for (const SettingInfo& s : settings())
+    if (s.name == name) return s;
+  throw_error("settings: ", name, " is not a setting kiln reads (every one is in the table of dsl/settings.cpp)");
+}
+
+}  // namespace
+
+std::optional<std::string> setting(std::string_view name) {
+  const SettingInfo& s = info(name);
+  const char* v = std::getenv(std::string(s.name).c_str());
+  if (!v || !*v) return std::nullopt;
+  return std::string(v);
+}
+
+int64_t int_setting(std::string_view name, int64_t fallback, int64_t lo, int64_t hi) {
+  std::optional<std::string> v = setting(name);
+  if (!v) return fallback;
+  char* end = nullptr;
+  long long n = std::strtoll(v->c_str(), &end, 10);
+  KILN_CHECK(end && *end == 0 && n >= lo && n <= hi, name, ": expected a whole number from ", lo, " to ", hi, ", got '",
+             *v, "'");
+  return int64_t(n);
+}
+
+bool flag_setting(std::string_view name, bool fallback) {
+  std::optional<std::string> v = setting(name);
+  if (!v) return fallback;
+  std::string s = *v;
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  if (s == "1" || s == "true" || s == "on" || s == "yes") return true;
+  if (s == "0" || s == "false" || s == "off" || s == "no") return false;
+  throw_error(name, ": expected 1 or 0 (true/false, on/off, yes/no), got '", *v, "'");
+}
+
+namespace {
+
+// `text` in lines of at most `width` characters, each after `indent` spaces.
+std::string wrapped(std::string_view text, size_t width, size_t indent) {
+  std::string out, line;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t end = text.find(' ', i);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view word = text.substr(i, end - i);
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      out += std::string(indent, ' ') + line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + std::string(word);
+    i = end + 1;
+  }
+  if (!line.empty()) out += std::string(indent, ' ') + line + "\n";
+  return out;
+}
+
+}  // namespace
+
+std::string settings_text() {
+  std::string out;
+  for (const SettingInfo& s : settings()) {
+    std::optional<std::string> v = setting(s.name);
+    out += std::string(s.name) + " (default: " + std::string(s.fallback) + (v ? "; set here: " + *v : "") + ")\n" +
+           wrapped(s.what, 92, 4);
+  }
+  return out;
+}
+
+}  // namespace kiln
