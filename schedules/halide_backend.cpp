@@ -33,6 +33,7 @@
 #include "schedules/jit_target.h"
 #include "schedules/lower_region.h"
 #include "schedules/pipeline_memory.h"
+#include "schedules/plan_file.h"
 #include "schedules/region_signature.h"
 #include "schedules/schedule_source.h"
 #include "schedules/shared_library.h"
@@ -81,12 +82,15 @@ JitRegion jit_runner(const Step& s) {
   };
 }
 
-// The executor of the compiled steps (graph_executor.h).
+// The executor of the compiled steps (graph_executor.h). With KILN_DEBUG_DIR set, the plan of a
+// graph compiled through the disk cache goes there as text too (<label>.plan.txt, plan_file.h).
 std::shared_ptr<CompiledGraph> executor(std::shared_ptr<const Graph> g, const std::vector<Step>& steps,
                                         std::shared_ptr<SharedLibrary> library, std::map<int, std::vector<int>> in_place,
-                                        std::map<int, int> over) {
-  return make_graph_executor({std::move(g), std::vector<ExecutorStep>(steps.begin(), steps.end()), std::move(in_place),
-                              std::move(over), std::move(library)});
+                                        std::map<int, int> over, const std::string& label) {
+  ExecutorPlan plan{std::move(g), std::vector<ExecutorStep>(steps.begin(), steps.end()), std::move(in_place),
+                    std::move(over), std::move(library)};
+  if (plan.code && !debug_dir().empty()) debug_dump(label + ".plan", "txt", write_plan(plan));
+  return make_graph_executor(std::move(plan));
 }
 
 // The graph with its CPU GEMM steps' transposed operands made dense (gemm_layout.h); `n` counts
@@ -371,7 +375,7 @@ class HalideBackend final : public Backend {
         remove_cache_entry(graph_key(*g, fusion, options), ".so");
         library = load_or_build(*g, fusion, steps, options);
       }
-      return executor(std::move(g), steps, std::move(library), std::move(in_place), std::move(over));
+      return executor(std::move(g), steps, std::move(library), std::move(in_place), std::move(over), options.label);
     }
     KILN_CHECK(!any_region || !g->on_cuda(), "halide backend: CUDA graphs are compiled through the disk cache, which "
                "KILN_CACHE=0 turns off (point KILN_CACHE_DIR at a scratch folder instead)");
@@ -397,7 +401,7 @@ class HalideBackend final : public Backend {
                                             " outputs, jit " + std::to_string(int(ms_since(t0))) + " ms");
     }
     for (Step* s : all) s->jit = jit_runner(*s);
-    return executor(std::move(g), steps, nullptr, std::move(in_place), std::move(over));
+    return executor(std::move(g), steps, nullptr, std::move(in_place), std::move(over), options.label);
   }
 };
 

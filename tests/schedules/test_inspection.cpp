@@ -1,5 +1,6 @@
 // What the halide backend shows: a schedule read back as Halide C++ source, and the debug dump of
-// a compiled function (fusion plan with cut reasons, schedule source, stmt, stmt_html, assembly).
+// a compiled function (fusion plan with cut reasons, schedule source, stmt, stmt_html, assembly,
+// the plan as text).
 #include <filesystem>
 
 #include "schedules/disk_cache.h"
@@ -54,6 +55,13 @@ BOOST_AUTO_TEST_CASE(debug_dump_of_a_compiled_function) {
   BOOST_TEST((assembly.find("vmovups") != std::string::npos || assembly.find("movups") != std::string::npos),
              "vector loads or stores in the assembly");
   BOOST_TEST(dumped(dir, ".optimized.txt").find("softmax") != std::string::npos);
+  // The plan as text: its graph, then the steps (the views and the matmul eager, two regions).
+  std::string plan = dumped(dir, ".plan.txt");
+  BOOST_TEST(plan.find("kiln-graph 1") == 0u, plan);
+  BOOST_TEST(plan.find("\nkiln-plan 1\n") != std::string::npos, plan);
+  BOOST_TEST(plan.find("\nregion kiln_region_0 ") != std::string::npos, plan);
+  BOOST_TEST(plan.find("\neager ") != std::string::npos, plan);
+  BOOST_TEST(plan.find("\nregion kiln_region_1 ") != std::string::npos, plan);
   fs::remove_all(dir);
   fs::remove_all(cache);
 }
