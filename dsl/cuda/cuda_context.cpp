@@ -226,6 +226,23 @@ void cuda_fill(CUdeviceptr dst, const void* value, size_t element_size, size_t n
   }
 }
 
+std::vector<double> time_candidates(int index, size_t count, const std::function<void(size_t)>& run) {
+  CudaTimer timer(index);
+  std::vector<double> medians;
+  for (size_t i = 0; i < count; ++i) {
+    run(i);
+    std::vector<double> ms;
+    for (int r = 0; r < 3; ++r) {
+      timer.start();
+      run(i);
+      ms.push_back(timer.stop_ms());
+    }
+    std::sort(ms.begin(), ms.end());
+    medians.push_back(ms[1]);
+  }
+  return medians;
+}
+
 CudaTimer::CudaTimer(int index) : index_(index) {
   cuda_context(index);
   check_cuda(cuda_api().cuEventCreate(&begin_, 0), "cuda: creating an event");

@@ -10,6 +10,7 @@
 //   CudaCounters n = cuda_counters();   // copies by direction, host waits
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,11 @@ class CudaTimer {
   int index_;
   CUevent begin_ = nullptr, end_ = nullptr;
 };
+
+// Times each of `count` candidate launches on device `index`'s stream: each runs once (loading its
+// kernels), then three times between events; returns each one's median in milliseconds. For the
+// choices a library's heuristic ranks but does not measure (cuBLASLt's algorithms, cuDNN's plans).
+std::vector<double> time_candidates(int index, size_t count, const std::function<void(size_t)>& run);
 
 // Points on the stream recorded in order and read together at the end (one wait), for timing many
 // steps without a host wait between them:

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "dsl/cuda/cuda_api.h"
+#include "dsl/cuda/cuda_context.h"
 #include "dsl/error.h"
 
 namespace kiln {
@@ -193,32 +194,12 @@ std::string CudnnGraph::engine() const {
   return s;
 }
 
-void CudnnGraph::pick_fastest(cudnnHandle_t handle, void* stream, const std::map<int64_t, void*>& pointers,
+void CudnnGraph::pick_fastest(cudnnHandle_t handle, int index, const std::map<int64_t, void*>& pointers,
                               void* workspace) {
-  const CudaApi& cu = cuda_api();
-  auto s = static_cast<CUstream>(stream);
-  CUevent begin = nullptr, end = nullptr;
-  check_cuda(cu.cuEventCreate(&begin, 0), "cudnn: creating an event");
-  check_cuda(cu.cuEventCreate(&end, 0), "cudnn: creating an event");
-  for (Plan& p : plans_) {
-    run(handle, p, pointers, workspace);  // warm-up: loads the kernel
-    std::vector<double> ms;
-    for (int i = 0; i < 3; ++i) {
-      check_cuda(cu.cuEventRecord(begin, s), "cudnn: recording an event");
-      run(handle, p, pointers, workspace);
-      check_cuda(cu.cuEventRecord(end, s), "cudnn: recording an event");
-      check_cuda(cu.cuEventSynchronize(end), "cudnn: waiting for an event");
-      float t = 0;
-      check_cuda(cu.cuEventElapsedTime(&t, begin, end), "cudnn: reading an event");
-      ms.push_back(t);
-    }
-    std::sort(ms.begin(), ms.end());
-    p.ms = ms[1];
-  }
-  cu.cuEventDestroy(begin);
-  cu.cuEventDestroy(end);
-  for (size_t i = 0; i < plans_.size(); ++i)
-    if (plans_[i].ms < plans_[chosen_].ms) chosen_ = i;
+  std::vector<double> ms =
+      time_candidates(index, plans_.size(), [&](size_t i) { run(handle, plans_[i], pointers, workspace); });
+  for (size_t i = 0; i < plans_.size(); ++i) plans_[i].ms = ms[i];
+  chosen_ = size_t(std::min_element(ms.begin(), ms.end()) - ms.begin());
   tuned_ = true;
 }
 

@@ -53,10 +53,10 @@ class CudnnGraph {
   // The chosen plan, for logs ("engine configuration 2 of 7, 0.061 ms; 3 timed").
   std::string engine() const;
   bool tuned() const { return tuned_; }
-  // Times each kept plan on these operands (a warm-up run, then the median of three, between
-  // events on `stream`) and keeps the fastest, as cuDNN's frontend autotuning does. The outputs
-  // hold the last plan's results afterwards.
-  void pick_fastest(cudnnHandle_t handle, void* stream, const std::map<int64_t, void*>& pointers, void* workspace);
+  // Times each kept plan on these operands on device `index`'s stream (time_candidates,
+  // cuda_context.h) and keeps the fastest, as cuDNN's frontend autotuning does. The outputs hold
+  // the last plan's results afterwards.
+  void pick_fastest(cudnnHandle_t handle, int index, const std::map<int64_t, void*>& pointers, void* workspace);
   // Runs the chosen plan on the handle's stream. `pointers` gives every non-virtual, non-scalar
   // tensor. The variant pack is rebuilt only when the pointers differ from the last call's (in
   // steady state the caching allocator hands out the same blocks).

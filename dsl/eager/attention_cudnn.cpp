@@ -165,7 +165,7 @@ std::map<std::vector<int64_t>, Cached>& cache() {
 void run_graph(CudnnGraph& g, cudnnHandle_t handle, int index, const std::map<int64_t, void*>& pointers,
                void* workspace, bool can_repeat) {
   if (!g.tuned() && can_repeat)
-    g.pick_fastest(handle, cuda_context(index).stream, pointers, workspace);
+    g.pick_fastest(handle, index, pointers, workspace);
   else
     g.execute(handle, pointers, workspace);
 }

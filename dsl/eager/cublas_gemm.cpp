@@ -244,19 +244,9 @@ void choose_algorithm(const CudaApi& api, CudaContext& ctx, LtPlan& plan, const 
                       const Tensor& b, const Tensor& out) {
   plan.chosen = 0;
   if (plan.algos.size() < 2) return;
-  CudaTimer timer(out.device().index);
-  double best = 0;
-  for (size_t i = 0; i < plan.algos.size(); ++i) {
-    run_lt(api, ctx, plan, i, c, a, b, out);
-    std::vector<double> ms;
-    for (int r = 0; r < 3; ++r) {
-      timer.start();
-      run_lt(api, ctx, plan, i, c, a, b, out);
-      ms.push_back(timer.stop_ms());
-    }
-    std::sort(ms.begin(), ms.end());
-    if (i == 0 || ms[1] < best) best = ms[1], plan.chosen = int(i);
-  }
+  std::vector<double> ms = time_candidates(out.device().index, plan.algos.size(),
+                                           [&](size_t i) { run_lt(api, ctx, plan, i, c, a, b, out); });
+  plan.chosen = int(std::min_element(ms.begin(), ms.end()) - ms.begin());
 }
 
 }  // namespace
