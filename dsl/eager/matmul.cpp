@@ -237,13 +237,19 @@ Tensor dense_copy(const Tensor& t) {
 
 namespace {
 
+// The GEMM plan of a @ b -> out_shape on cuBLAS, the operands it cannot read in place first
+// replaced by their dense copies (cublas_dense_copies).
+Plan plan_cublas(Tensor& a, Tensor& b, const Shape& out_shape) {
+  std::array<bool, 2> copy = cublas_dense_copies(a.shape(), a.strides(), b.shape(), b.strides(), out_shape);
+  if (copy[0]) a = dense_copy(a);
+  if (copy[1]) b = dense_copy(b);
+  return plan_gemm(a, b, batch_of(out_shape, a.dim(), b.dim()));
+}
+
 // out = a @ b, and + bias along the rows in cuBLASLt's epilogue where the product is one matrix
 // with a dense bias (a defined bias on [N]); returns whether the bias was added.
 bool run_cublas(Tensor a, Tensor b, const Tensor& bias, const Tensor& out) {
-  std::array<bool, 2> copy = cublas_dense_copies(a.shape(), a.strides(), b.shape(), b.strides(), out.shape());
-  if (copy[0]) a = dense_copy(a);
-  if (copy[1]) b = dense_copy(b);
-  Plan plan = plan_gemm(a, b, batch_of(out.shape(), a.dim(), b.dim()));
+  Plan plan = plan_cublas(a, b, out.shape());
   if (bias.defined() && bias.stride(0) == 1 && one_matrix(plan) &&
       cublas_gemm_epilogue(a, b, out, plan.p, GemmEpilogue::bias, bias, Tensor()))
     return true;
@@ -266,10 +272,7 @@ TensorList run_gelu_gemm(const std::vector<TensorMeta>& om, const TensorList& in
   const bool aux = om.size() > 1;
   if (m.device.is_cuda() && m.dtype != DType::f64) {
     Tensor a = in[0], b = in[1], x = in[2];
-    std::array<bool, 2> copy = cublas_dense_copies(a.shape(), a.strides(), b.shape(), b.strides(), m.shape);
-    if (copy[0]) a = dense_copy(a);
-    if (copy[1]) b = dense_copy(b);
-    Plan plan = plan_gemm(a, b, batch_of(m.shape, a.dim(), b.dim()));
+    Plan plan = plan_cublas(a, b, m.shape);
     if (one_matrix(plan) && (backward ? x.is_contiguous() : x.stride(0) == 1)) {
       Tensor out = Tensor::empty(m.shape, {m.dtype, m.device});
       Tensor pre = aux ? Tensor::empty(m.shape, {m.dtype, m.device}) : Tensor();
@@ -291,10 +294,7 @@ TensorList run_bias_grad_gemm(const std::vector<TensorMeta>& om, const TensorLis
   const TensorMeta& m = om[0];
   if (m.device.is_cuda() && m.dtype != DType::f64) {
     Tensor a = in[0], b = in[1];
-    std::array<bool, 2> copy = cublas_dense_copies(a.shape(), a.strides(), b.shape(), b.strides(), m.shape);
-    if (copy[0]) a = dense_copy(a);
-    if (copy[1]) b = dense_copy(b);
-    Plan plan = plan_gemm(a, b, batch_of(m.shape, a.dim(), b.dim()));
+    Plan plan = plan_cublas(a, b, m.shape);
     if (one_matrix(plan)) {
       Tensor out = Tensor::empty(m.shape, {m.dtype, m.device}), bias = Tensor::empty(om[1].shape, {m.dtype, m.device});
       if (cublas_gemm_epilogue(a, b, out, plan.p, GemmEpilogue::bgradb, bias, Tensor())) return {out, bias};
