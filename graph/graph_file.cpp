@@ -1,8 +1,6 @@
 #include "graph/graph_file.h"
 
-#include <cinttypes>
 #include <cstdio>
-#include <cstdlib>
 #include <sstream>
 
 #include "dsl/error.h"
@@ -154,8 +152,7 @@ Graph read_graph(std::string_view text) {
     } else if (kind == "input") {
       f.expect(6);
       GraphInput in;
-      in.value = int(f.integer(1));
-      f.check(in.value >= 0 && size_t(in.value) < g.values.size(), "input of an unknown value");
+      in.value = f.id(1, g.values.size());
       in.kind = input_kind(f, f.str(2));
       in.index = int(f.integer(3));
       in.requires_grad = f.integer(4) != 0;

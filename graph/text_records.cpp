@@ -94,12 +94,21 @@ std::vector<int64_t> TextRecord::integers(size_t k) const {
   return out;
 }
 
+namespace {
+
+// The id v, checked to be in [0, limit) by `record`.
+int checked_id(const TextRecord& record, int64_t v, size_t limit) {
+  record.check(v >= 0 && size_t(v) < limit, "id " + std::to_string(v) + " out of range");
+  return int(v);
+}
+
+}  // namespace
+
+int TextRecord::id(size_t k, size_t limit) const { return checked_id(*this, integer(k), limit); }
+
 std::vector<int> TextRecord::ids(size_t k, size_t limit) const {
   std::vector<int> out;
-  for (int64_t v : integers(k)) {
-    check(v >= 0 && size_t(v) < limit, "id " + std::to_string(v) + " out of range");
-    out.push_back(int(v));
-  }
+  for (int64_t v : integers(k)) out.push_back(checked_id(*this, v, limit));
   return out;
 }
 

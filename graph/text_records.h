@@ -30,6 +30,7 @@ class TextRecord {
   double real(size_t k) const;  // decimal or hexadecimal (%a), inf, nan
   std::vector<std::string> items(size_t k) const;  // "[a,b]" -> {"a", "b"}
   std::vector<int64_t> integers(size_t k) const;
+  int id(size_t k, size_t limit) const;                // in [0, limit)
   std::vector<int> ids(size_t k, size_t limit) const;  // each in [0, limit)
 
  private:

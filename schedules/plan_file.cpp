@@ -58,8 +58,7 @@ ExecutorPlan read_plan(std::string_view text, std::shared_ptr<const CodeLibrary>
     } else if (kind == "eager") {
       f.expect(3);
       ExecutorStep& s = plan.steps.emplace_back();
-      s.node = int(f.integer(1));
-      f.check(s.node >= 0 && size_t(s.node) < g.nodes.size(), "eager step of an unknown node");
+      s.node = f.id(1, g.nodes.size());
       if (f.integer(2) != 0) s.packed_b = std::make_shared<PackedWeight>(PackedWeight::Layout::dense);
     } else if (kind == "region") {
       f.expect(9);
@@ -82,14 +81,10 @@ ExecutorPlan read_plan(std::string_view text, std::shared_ptr<const CodeLibrary>
       s.packers = region_packers(r);
     } else if (kind == "in_place") {
       f.expect(3);
-      int v = int(f.integer(1));
-      f.check(v >= 0 && size_t(v) < g.values.size(), "in_place of an unknown value");
-      plan.in_place[v] = f.ids(2, g.inputs.size());
+      plan.in_place[f.id(1, g.values.size())] = f.ids(2, g.inputs.size());
     } else if (kind == "over") {
       f.expect(3);
-      int v = int(f.integer(1)), x = int(f.integer(2));
-      f.check(v >= 0 && size_t(v) < g.values.size() && x >= 0 && size_t(x) < g.values.size(), "over of an unknown value");
-      plan.over[v] = x;
+      plan.over[f.id(1, g.values.size())] = f.id(2, g.values.size());
     } else if (kind == "end") {
       ended = true;
     } else {
