@@ -31,4 +31,6 @@
 #include "dsl/optim/grad_scaler.h"
 #include "dsl/optim/optimizer.h"
 #include "graph/compile.h"
+#include "aot/model.h"
+#include "aot/program.h"
 #include "graph/logs.h"

@@ -1,6 +1,7 @@
 # cmake --install: kiln's headers (under include/kiln, as the source tree lays them out), its
 # libraries (the eager kernels as one archive), the `kiln` program, and a versioned CMake package:
-# find_package(kiln 0.1) gives kiln::kiln. tests/install/ builds a program against an installed tree.
+# find_package(kiln 0.1) gives kiln::kiln and kiln_add_model(). tests/install/ builds a program and an
+# ahead-of-time model against an installed tree.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -11,7 +12,7 @@ install(TARGETS kiln kiln_defs kiln_eager_kernels EXPORT kilnTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS kiln_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/kiln.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln)
-foreach (layer dsl autograd graph schedules)
+foreach (layer dsl autograd graph schedules aot)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${layer} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln
           FILES_MATCHING PATTERN "*.h")
 endforeach ()
@@ -22,4 +23,5 @@ configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/kilnConfig.cmake.in ${PR
 # 0.x: a minor version may change the API, so only the same minor version is compatible.
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/kilnConfigVersion.cmake COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/kilnConfig.cmake ${PROJECT_BINARY_DIR}/kilnConfigVersion.cmake
+              ${CMAKE_CURRENT_LIST_DIR}/kiln_add_model.cmake
         DESTINATION ${KILN_INSTALL_CMAKEDIR})

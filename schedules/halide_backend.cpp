@@ -32,6 +32,7 @@
 #include "schedules/graph_executor.h"
 #include "schedules/jit_target.h"
 #include "schedules/lower_region.h"
+#include "schedules/object_export.h"
 #include "schedules/pipeline_memory.h"
 #include "schedules/plan_file.h"
 #include "schedules/region_signature.h"
@@ -83,13 +84,15 @@ JitRegion jit_runner(const Step& s) {
 }
 
 // The executor of the compiled steps (graph_executor.h). With KILN_DEBUG_DIR set, the plan of a
-// graph compiled through the disk cache goes there as text too (<label>.plan.txt, plan_file.h).
+// graph compiled through the disk cache goes there as text too (<label>.plan.txt, plan_file.h);
+// an open ObjectExport records it.
 std::shared_ptr<CompiledGraph> executor(std::shared_ptr<const Graph> g, const std::vector<Step>& steps,
                                         std::shared_ptr<SharedLibrary> library, std::map<int, std::vector<int>> in_place,
                                         std::map<int, int> over, const std::string& label) {
   ExecutorPlan plan{std::move(g), std::vector<ExecutorStep>(steps.begin(), steps.end()), std::move(in_place),
                     std::move(over), std::move(library)};
   if (plan.code && !debug_dir().empty()) debug_dump(label + ".plan", "txt", write_plan(plan));
+  if (ObjectExport* exporting = ObjectExport::current()) exporting->finish_graph(plan);
   return make_graph_executor(std::move(plan));
 }
 
@@ -192,7 +195,8 @@ void warn_narrow_launches(const std::vector<GpuLaunch>& launches, const Step& s,
               << "\n";
 }
 
-std::string function_name(int region) { return "kiln_region_" + std::to_string(region); }
+// "kiln_region_3": a region's function in a graph's library; an export names its graphs apart.
+std::string function_name(const std::string& prefix, int region) { return prefix + "_region_" + std::to_string(region); }
 
 // Threads that compile a graph's regions: KILN_COMPILE_THREADS, else one per core.
 size_t compile_threads() {
@@ -236,15 +240,19 @@ std::vector<int> same_pipelines(const Graph& g, const std::vector<Step*>& region
 }
 
 // Compiles the regions into one shared library in the disk cache (unless it is there already),
-// one function per distinct pipeline, and points each region step at its function.
+// one function per distinct pipeline named after `prefix`, and points each region step at its
+// function. Under an ObjectExport, the cache is left alone: the library is built and loaded from
+// a scratch folder, and its objects go to the export.
 std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, const std::string& plan, std::vector<Step>& steps,
-                                             const BackendOptions& options) {
+                                             const BackendOptions& options, const std::string& prefix) {
   auto t0 = std::chrono::steady_clock::now();
+  ObjectExport* exporting = ObjectExport::current();
   std::string key = graph_key(g, plan, options);
-  std::string path = find_cache_entry(key, ".so");
+  std::string path = exporting ? std::string() : find_cache_entry(key, ".so");
   bool hit = !path.empty();
   std::vector<Step*> all = region_steps(steps);
   std::vector<int> first = same_pipelines(g, all);
+  std::shared_ptr<SharedLibrary> library;
   if (!hit) {
     static std::atomic<int> counter{0};
     auto dir = std::filesystem::temp_directory_path() /
@@ -267,12 +275,12 @@ std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, const std::string& 
           Step& s = *regions[i];
           auto r0 = std::chrono::steady_clock::now();
           build_region(g, s, options, int(i));
-          objects[i] = (dir / (function_name(int(i)) + ".o")).string();
+          objects[i] = (dir / (function_name(prefix, int(i)) + ".o")).string();
           std::shared_ptr<const std::vector<GpuLaunch>> launches;
           if (s.cuda) launches = record_gpu_launches(s.pipeline, region_sizes(g, s.region, s.lowered));
           {
             CompilePhase phase("code generation", "\"region\": " + json_quote(region_what(s.region)));
-            compile_region_object(s.pipeline, pipeline_arguments(s.region, s.lowered), function_name(int(i)),
+            compile_region_object(s.pipeline, pipeline_arguments(s.region, s.lowered), function_name(prefix, int(i)),
                                   objects[i], s.cuda);
           }
           if (launches) warn_narrow_launches(*launches, s, options.label + " region " + std::to_string(i));
@@ -298,15 +306,20 @@ std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, const std::string& 
       CompilePhase phase("link");
       link_shared_library(objects, (dir / "graph.so").string());
     }
-    path = store_cache_entry(key, ".so", (dir / "graph.so").string());
+    if (exporting) {
+      exporting->add_objects(objects);
+      library = std::make_shared<SharedLibrary>((dir / "graph.so").string());  // stays mapped once removed
+      path = exporting->dir();
+    } else {
+      path = store_cache_entry(key, ".so", (dir / "graph.so").string());
+    }
     std::filesystem::remove_all(dir);
   } else if (!debug_dir().empty()) {
     int index = 0;
     for (size_t i = 0; i < all.size(); ++i)
       if (first[i] == int(i)) build_region(g, *all[i], options, index++);
   }
-  std::shared_ptr<SharedLibrary> library;
-  {
+  if (!library) {
     CompilePhase phase(hit ? "disk cache load" : "load");
     library = std::make_shared<SharedLibrary>(path);
   }
@@ -314,7 +327,7 @@ std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, const std::string& 
   int distinct = 0;
   for (size_t i = 0; i < all.size(); ++i) {
     function_of[i] = first[i] == int(i) ? distinct++ : function_of[size_t(first[i])];
-    all[i]->function_name = function_name(function_of[i]);
+    all[i]->function_name = function_name(prefix, function_of[i]);
     all[i]->function = library->function(all[i]->function_name);
   }
   log_line(LogChannel::output_code, "halide: " + std::to_string(all.size()) + " regions, " + std::to_string(distinct) +
@@ -367,13 +380,16 @@ class HalideBackend final : public Backend {
 
     std::shared_ptr<SharedLibrary> library;
     bool any_region = std::any_of(steps.begin(), steps.end(), [](const Step& s) { return s.node < 0; });
-    if (disk_cache_enabled() && any_region) {
+    ObjectExport* exporting = ObjectExport::current();
+    std::string prefix = exporting ? exporting->begin_graph(options.label) : "kiln";
+    if ((disk_cache_enabled() || exporting) && any_region) {
       try {
-        library = load_or_build(*g, fusion, steps, options);
+        library = load_or_build(*g, fusion, steps, options, prefix);
       } catch (const Error& e) {  // a cached library that does not load: rebuild it once
+        if (exporting) throw;
         log_line(LogChannel::output_code, std::string("halide: ") + e.what() + "; rebuilding");
         remove_cache_entry(graph_key(*g, fusion, options), ".so");
-        library = load_or_build(*g, fusion, steps, options);
+        library = load_or_build(*g, fusion, steps, options, prefix);
       }
       return executor(std::move(g), steps, std::move(library), std::move(in_place), std::move(over), options.label);
     }

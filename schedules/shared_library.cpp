@@ -42,6 +42,17 @@ std::string quoted(const std::string& s) {
   return out + "'";
 }
 
+// Runs the system C compiler over objects into `out`; `what` names the step in its error.
+void run_linker(const std::string& flags, const std::vector<std::string>& objects, const std::string& out,
+                const std::string& what) {
+  std::string command = setting("CC").value_or("cc") + " " + flags + " -o " + quoted(out);
+  for (const std::string& o : objects) command += " " + quoted(o);
+  auto [status, output] = run_command(command);
+  KILN_CHECK(status == 0, "halide backend: ", what, " failed (", command, "):\n", output,
+             "kiln links compiled pipelines with the system C compiler (set CC, or KILN_CACHE=0 to use "
+             "Halide's JIT without the disk cache)");
+}
+
 template <typename F>
 F symbol(void* handle, const char* name, const std::string& path) {
   void* f = ::dlsym(handle, name);
@@ -103,12 +114,19 @@ void compile_region_object(Halide::Pipeline& pipeline, const std::vector<Halide:
 }
 
 void link_shared_library(const std::vector<std::string>& objects, const std::string& library_path) {
-  std::string command = setting("CC").value_or("cc") + " -shared -o " + quoted(library_path);
-  for (const std::string& o : objects) command += " " + quoted(o);
-  auto [status, output] = run_command(command);
-  KILN_CHECK(status == 0, "halide backend: linking a shared library failed (", command, "):\n", output,
-             "kiln links cached pipelines with the system C compiler (set CC, or KILN_CACHE=0 to use "
-             "Halide's JIT without the disk cache)");
+  run_linker("-shared", objects, library_path, "linking a shared library");
+}
+
+void link_relocatable_object(const std::vector<std::string>& objects, const std::string& object_path) {
+  std::string temporary = object_path + ".partial";
+  run_linker("-r -nostdlib", objects, temporary, "combining objects");
+  std::filesystem::rename(temporary, object_path);
+}
+
+void write_empty_object(const std::string& object_path) {
+  std::string temporary = object_path + ".partial";
+  run_linker("-c -x c /dev/null", {}, temporary, "compiling an empty object");
+  std::filesystem::rename(temporary, object_path);
 }
 
 SharedLibrary::SharedLibrary(const std::string& path) : path_(path) {

@@ -34,6 +34,11 @@ const halide_device_interface_t* runtime_cuda_interface();
 
 // Links objects into a shared library with the system C compiler (CC, else cc).
 void link_shared_library(const std::vector<std::string>& objects, const std::string& library_path);
+// Combines objects into one relocatable object (`cc -r`), for a static library; written to a
+// temporary name, then renamed.
+void link_relocatable_object(const std::vector<std::string>& objects, const std::string& object_path);
+// An object that defines nothing (the regions' object of a graph without regions).
+void write_empty_object(const std::string& object_path);
 
 // A dlopen'ed library (closed with the last handle). Loading it first loads the runtime.
 class SharedLibrary final : public CodeLibrary {

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "dsl/atomic_file.h"
@@ -71,7 +72,7 @@ class HeaderParser {
 
  private:
   [[noreturn]] void fail(const std::string& what) {
-    throw_error("load_state_dict: ", path_, ": malformed safetensors header at byte ", i_, ": ", what);
+    throw_error("load_safetensors: ", path_, ": malformed safetensors header at byte ", i_, ": ", what);
   }
   char peek() {
     while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
@@ -165,35 +166,49 @@ void save_safetensors(const std::vector<std::pair<std::string, Tensor>>& named, 
   write_file_atomic("save_state_dict", path, parts);
 }
 
-void load_state_dict(Module& m, const std::string& path) {
+std::vector<std::pair<std::string, Tensor>> load_safetensors(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
-  KILN_CHECK(f.good(), "load_state_dict: cannot open ", path);
+  KILN_CHECK(f.good(), "load_safetensors: cannot open ", path);
   std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  KILN_CHECK(bytes.size() >= 8, "load_state_dict: ", path, " is too short for a safetensors file (", bytes.size(),
+  KILN_CHECK(bytes.size() >= 8, "load_safetensors: ", path, " is too short for a safetensors file (", bytes.size(),
              " bytes)");
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= uint64_t(static_cast<unsigned char>(bytes[size_t(i)])) << (8 * i);
-  KILN_CHECK(n <= bytes.size() - 8, "load_state_dict: ", path, ": header length ", n, " runs past the end of the file (",
-             bytes.size(), " bytes)");
+  KILN_CHECK(n <= bytes.size() - 8, "load_safetensors: ", path, ": header length ", n,
+             " runs past the end of the file (", bytes.size(), " bytes)");
   std::string header = bytes.substr(8, size_t(n));
   std::map<std::string, Entry> entries = HeaderParser(header, path).parse();
   const uint64_t data_size = bytes.size() - 8 - n;
-
-  std::vector<std::pair<Tensor, Tensor>> updates;  // (parameter, loaded value): applied only if all check out
-  for (const auto& [name, t] : m.named_parameters()) {
-    auto it = entries.find(name);
-    KILN_CHECK(it != entries.end(), "load_state_dict: ", path, " has no tensor '", name, "'");
-    const Entry& e = it->second;
-    KILN_CHECK(e.dtype == safetensors_dtype(t.dtype()), "load_state_dict: ", path, ": '", name, "' has dtype ",
-               e.dtype, ", the parameter ", t.dtype());
-    KILN_CHECK(e.shape == t.shape(), "load_state_dict: ", path, ": '", name, "' has shape ", to_string(e.shape),
-               ", the parameter ", to_string(t.shape()));
-    int64_t want = t.numel() * int64_t(itemsize(t.dtype()));
-    KILN_CHECK(e.begin >= 0 && e.end - e.begin == want && uint64_t(e.end) <= data_size, "load_state_dict: ", path,
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const auto& [name, e] : entries) {
+    std::optional<DType> dtype;
+    for (DType t : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32, DType::i64, DType::bool_})
+      if (e.dtype == safetensors_dtype(t)) dtype = t;
+    KILN_CHECK(dtype, "load_safetensors: ", path, ": '", name, "' has dtype ", e.dtype,
+               ", which kiln has no type for (F32 F64 F16 BF16 I32 I64 BOOL)");
+    int64_t want = numel(e.shape) * int64_t(itemsize(*dtype));
+    KILN_CHECK(e.begin >= 0 && e.end - e.begin == want && uint64_t(e.end) <= data_size, "load_safetensors: ", path,
                ": data_offsets [", e.begin, ", ", e.end, ") of '", name, "' do not hold ", want,
                " bytes inside the ", data_size, "-byte data section");
-    Tensor v = Tensor::empty(t.shape(), {t.dtype(), Device::cpu()});
+    Tensor v = Tensor::empty(e.shape, {*dtype, Device::cpu()});
     std::memcpy(v.data_ptr(), bytes.data() + 8 + n + e.begin, size_t(want));
+    out.emplace_back(name, v);
+  }
+  return out;
+}
+
+void load_state_dict(Module& m, const std::string& path) {
+  std::map<std::string, Tensor> loaded;
+  for (auto& [name, t] : load_safetensors(path)) loaded[name] = t;
+  std::vector<std::pair<Tensor, Tensor>> updates;  // (parameter, loaded value): applied only if all check out
+  for (const auto& [name, t] : m.named_parameters()) {
+    auto it = loaded.find(name);
+    KILN_CHECK(it != loaded.end(), "load_state_dict: ", path, " has no tensor '", name, "'");
+    const Tensor& v = it->second;
+    KILN_CHECK(v.dtype() == t.dtype(), "load_state_dict: ", path, ": '", name, "' has dtype ",
+               safetensors_dtype(v.dtype()), ", the parameter ", t.dtype());
+    KILN_CHECK(v.shape() == t.shape(), "load_state_dict: ", path, ": '", name, "' has shape ", to_string(v.shape()),
+               ", the parameter ", to_string(t.shape()));
     updates.emplace_back(t, v.to(t.device()));
   }
   for (auto& [param, value] : updates) param.detach().copy_(value);

@@ -17,5 +17,8 @@ void save_state_dict(const Module& m, const std::string& path);
 //   nn::save_safetensors({{"w.grad", w.grad()}}, "grads.safetensors");
 void save_safetensors(const std::vector<std::pair<std::string, Tensor>>& named, const std::string& path);
 void load_state_dict(Module& m, const std::string& path);
+// Every tensor of a safetensors file, on the CPU, in name order; kiln::Error naming the file and
+// the tensor for a dtype kiln lacks or a byte range outside the data.
+std::vector<std::pair<std::string, Tensor>> load_safetensors(const std::string& path);
 
 }  // namespace kiln::nn

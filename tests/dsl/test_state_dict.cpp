@@ -69,17 +69,17 @@ BOOST_AUTO_TEST_CASE(bad_files_raise_and_leave_the_model_untouched) {
     write_file(path, bytes);
     check_error([&] { nn::load_state_dict(dst, path); }, parts);
   };
-  expect_error(good.substr(0, 5), {"load_state_dict", "too short"});
-  expect_error(good.substr(0, good.size() - 4), {"load_state_dict", "data_offsets", "1.bias"});
+  expect_error(good.substr(0, 5), {"load_safetensors", "too short"});
+  expect_error(good.substr(0, good.size() - 4), {"load_safetensors", "data_offsets", "1.bias"});
   std::string big = good;
   big[7] = char(0x7f);
-  expect_error(big, {"load_state_dict", "header length", "past the end"});
+  expect_error(big, {"load_safetensors", "header length", "past the end"});
   std::string garbled = good;
   garbled[9] = '[';
-  expect_error(garbled, {"load_state_dict", "malformed"});
+  expect_error(garbled, {"load_safetensors", "malformed"});
   nn::save_state_dict(other, path);
   check_error([&] { nn::load_state_dict(dst, path); }, {"load_state_dict", "shape", "[5, 3]", "[4, 3]"});
-  check_error([&] { nn::load_state_dict(dst, temp_path("missing")); }, {"load_state_dict", "cannot open"});
+  check_error([&] { nn::load_state_dict(dst, temp_path("missing")); }, {"load_safetensors", "cannot open"});
 
   std::vector<double> dst_after;
   for (const Tensor& p : dst.parameters())

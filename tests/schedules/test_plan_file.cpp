@@ -48,12 +48,6 @@ TensorList random_inputs(const Graph& g) {
   return in;
 }
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
-  Tensor x = a.contiguous(), y = b.contiguous();
-  return std::memcmp(x.data_ptr(), y.data_ptr(), size_t(x.numel()) * itemsize(x.dtype())) == 0;
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(zoo_plans_read_back_run_the_same) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -59,6 +60,12 @@ Tensor random_view(const Shape& shape, DType dtype, uint64_t seed, const std::st
     return random_tensor(small, dtype, seed).expand(shape);
   }
   return dense;
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
+  Tensor x = a.to(Device::cpu()).contiguous(), y = b.to(Device::cpu()).contiguous();
+  return std::memcmp(x.data_ptr(), y.data_ptr(), size_t(x.numel()) * itemsize(x.dtype())) == 0;
 }
 
 std::vector<double> host_values(const Tensor& t) {

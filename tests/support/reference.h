@@ -24,6 +24,9 @@ Tensor random_view(const Shape& shape, DType dtype, uint64_t seed, const std::st
 // tensor is copied to the host first).
 std::vector<double> host_values(const Tensor& t);
 
+// Same shape, dtype and bytes (compiled code checked bit for bit against the same code elsewhere).
+bool same_bits(const Tensor& a, const Tensor& b);
+
 // Row-major multi-index iteration over a shape.
 void for_each_index(const Shape& shape, const std::function<void(const std::vector<int64_t>&)>& fn);
 // Row-major linear index of `idx` in `shape`, with broadcasting: dims of size 1 read index 0,

@@ -1,0 +1,196 @@
+#include "aot/export.h"
+
+#include <cctype>
+#include <chrono>
+#include <climits>
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+#include "aot/manifest.h"
+#include "autograd/grad_mode.h"
+#include "dsl/atomic_file.h"
+#include "dsl/error.h"
+#include "dsl/nn/state_dict.h"
+#include "graph/compile.h"
+#include "graph/logs.h"
+#include "schedules/object_export.h"
+#include "schedules/shared_library.h"
+
+namespace kiln::aot {
+
+namespace {
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
+
+int64_t parse_size(const std::string& text, const std::string& what, const std::string& spec) {
+  KILN_CHECK(!text.empty() && text.find_first_not_of("0123456789") == std::string::npos, "DYNAMIC \"", spec, "\": ", what,
+             " '", text, "' is not a non-negative integer (the form is input:dim:min..max, e.g. \"x:0:2..512\")");
+  return std::stoll(text);
+}
+
+// The position of the input named `name`.
+int input_position(const Program& p, const std::string& name, const std::string& spec) {
+  std::string names;
+  for (size_t k = 0; k < p.inputs.size(); ++k) {
+    if (p.inputs[k].name == name) return int(k);
+    names += (k ? ", " : "") + p.inputs[k].name;
+  }
+  throw_error("DYNAMIC \"", spec, "\": the program has no input '", name, "' (its inputs: ", names, ")");
+}
+
+void check_program(const Program& p, const ExportOptions& o) {
+  KILN_CHECK(is_identifier(o.name), "export: the model name '", o.name,
+             "' is not a C++ identifier (it names the generated namespace and files)");
+  KILN_CHECK(bool(p.forward), "export ", o.name, ": the program has no forward function");
+  KILN_CHECK(!p.inputs.empty(), "export ", o.name, ": the program has no inputs");
+  std::set<std::string> names;
+  for (const ProgramInput& in : p.inputs) {
+    KILN_CHECK(is_identifier(in.name), "export ", o.name, ": input name '", in.name, "' is not a C++ identifier");
+    KILN_CHECK(names.insert(in.name).second, "export ", o.name, ": two inputs are named '", in.name, "'");
+    KILN_CHECK(in.example.defined(), "export ", o.name, ": input ", in.name, " has no example tensor");
+  }
+}
+
+// The manifest's dynamic ranges, each checked against its input's example.
+std::vector<DynamicRange> dynamic_ranges(const Program& p, const ExportOptions& o) {
+  std::vector<DynamicRange> out;
+  for (const DynamicDim& d : o.dynamic) {
+    std::string spec = d.text();
+    DynamicRange r{input_position(p, d.input, spec), d.dim, d.min, d.max};
+    const Tensor& example = p.inputs[size_t(r.input)].example;
+    KILN_CHECK(d.dim >= 0 && d.dim < example.dim(), "DYNAMIC \"", spec, "\": input ", d.input, " has ", example.dim(),
+               " dims ", to_string(example.shape()));
+    int64_t size = example.shape()[size_t(d.dim)];
+    KILN_CHECK(size >= d.min && size <= d.max, "DYNAMIC \"", spec, "\": the example's size ", size,
+               " is outside the range; trace with an example inside it");
+    for (const DynamicRange& other : out)
+      KILN_CHECK(other.input != r.input || other.dim != r.dim, "DYNAMIC \"", spec, "\": the dim is declared twice");
+    out.push_back(r);
+  }
+  return out;
+}
+
+// What an AOT model can run: a graph of arguments and weights, laid out densely, without writes
+// to its inputs, whose declared dynamic dims stayed symbolic.
+void check_graph(const Graph& g, const Program& p, const ExportOptions& o, const std::vector<DynamicRange>& ranges) {
+  KILN_CHECK(g.writes.empty(), "export ", o.name, ": the function writes ", g.writes.size(),
+             " of its inputs in place (copy_), which AOT models do not support yet");
+  std::set<std::string> params;
+  if (p.module)
+    for (const auto& [name, t] : p.module->named_parameters()) params.insert(name);
+  for (const GraphInput& in : g.inputs) {
+    const Value& v = g.values[size_t(in.value)];
+    std::string what = (in.kind == InputKind::argument ? "input " + p.inputs[size_t(in.index)].name : "'" + in.name + "'") +
+                       " (" + std::string(name(v.meta.dtype)) + " " + to_string(v.meta.shape) + ")";
+    KILN_CHECK(in.kind != InputKind::captured || params.count(in.name), "export ", o.name,
+               ": the function reads a tensor from its enclosing scope that is not a parameter of the program's "
+               "module: ", what, "; make it a parameter, or create it inside the function");
+    KILN_CHECK(in.kind == InputKind::argument || in.kind == InputKind::captured, "export ", o.name, ": graph input ",
+               what, " is of kind ", name(in.kind));
+    KILN_CHECK(is_contiguous(v.meta.shape, v.strides) && v.offset == 0, "export ", o.name, ": ", what,
+               " was traced with strides ", to_string(v.strides), " at offset ", v.offset,
+               "; AOT models take contiguous tensors");
+  }
+  for (const DynamicRange& r : ranges) {
+    for (const GraphInput& in : g.inputs) {
+      if (in.kind != InputKind::argument || in.index != r.input) continue;
+      SymDim d = g.shape_env->canonical(g.values[size_t(in.value)].sym[size_t(r.dim)]);
+      if (!d.is_static()) continue;
+      std::string why;
+      for (const Symbol& s : g.shape_env->symbols())
+        if (s.specialized && s.source == "arg " + std::to_string(r.input) + " dim " + std::to_string(r.dim)) why = s.why;
+      throw_error("export ", o.name, ": input ", p.inputs[size_t(r.input)].name, " dim ", r.dim,
+                  " is declared DYNAMIC, but the function needs it to be ", d.coeff,
+                  why.empty() ? std::string() : " (" + why + ")");
+    }
+  }
+}
+
+}  // namespace
+
+std::string DynamicDim::text() const {
+  return input + ":" + std::to_string(dim) + ":" + std::to_string(min) + ".." + std::to_string(max);
+}
+
+DynamicDim parse_dynamic_dim(const std::string& text) {
+  size_t a = text.find(':');
+  size_t b = a == std::string::npos ? a : text.find(':', a + 1);
+  size_t dots = b == std::string::npos ? b : text.find("..", b + 1);
+  KILN_CHECK(dots != std::string::npos, "DYNAMIC \"", text,
+             "\": expected input:dim:min..max, e.g. \"x:0:2..512\" (input x, dim 0, sizes 2 to 512)");
+  DynamicDim d;
+  d.input = text.substr(0, a);
+  d.dim = int(parse_size(text.substr(a + 1, b - a - 1), "the dim", text));
+  d.min = parse_size(text.substr(b + 1, dots - b - 1), "the minimum", text);
+  d.max = parse_size(text.substr(dots + 2), "the maximum", text);
+  KILN_CHECK(d.min >= 2, "DYNAMIC \"", text, "\": the minimum must be at least 2 (kiln specializes sizes 0 and 1, "
+             "as torch.compile does; build a second model for size 1)");
+  KILN_CHECK(d.min <= d.max && d.max <= INT32_MAX, "DYNAMIC \"", text, "\": needs min <= max <= 2^31 - 1");
+  return d;
+}
+
+ExportedModel export_program(const Program& program, const ExportOptions& options) {
+  check_program(program, options);
+  std::vector<DynamicRange> ranges = dynamic_ranges(program, options);
+  auto t0 = std::chrono::steady_clock::now();
+
+  // The examples as fresh tensors over the same data: dims declared dynamic marked so, the
+  // others static (no automatic dynamic shapes: a model's sizes are what it declares).
+  TensorList examples;
+  for (size_t k = 0; k < program.inputs.size(); ++k) {
+    Tensor e = program.inputs[k].example.detach();
+    for (int64_t d = 0; d < e.dim(); ++d) mark_static(e, d);
+    for (const DynamicRange& r : ranges)
+      if (r.input == int(k)) mark_dynamic(e, r.dim);
+    examples.push_back(e);
+  }
+  CompileOptions co;
+  co.backend = "halide";
+  co.fullgraph = true;
+  co.name = options.name;
+  detail::CompiledCore core([&](const TensorList& ts, const std::vector<AttrValue>&) { return program.forward(ts); },
+                            co, program.module.get());
+  ObjectExport exporting(options.dir, options.name);
+  TensorList outputs;
+  {
+    NoGradGuard no_grad;
+    outputs = core.call(examples, {});
+  }
+  KILN_CHECK(!exporting.graphs().empty(), "export ", options.name,
+             ": the function computes nothing kiln compiles (its graph has no ops)");
+  KILN_CHECK(exporting.graphs().size() == 1, "export ", options.name, ": the function compiled into ",
+             exporting.graphs().size(), " graphs; an AOT model is one graph");
+  const ExportedGraph& eg = exporting.graphs()[0];
+  check_graph(*eg.graph, program, options, ranges);
+  KILN_CHECK(eg.graph->outputs.size() == outputs.size(), "export ", options.name, ": the graph has ",
+             eg.graph->outputs.size(), " outputs, the function returned ", outputs.size());
+
+  ExportedModel m;
+  m.name = options.name;
+  Manifest manifest{options.name, {}, ranges};
+  for (const ProgramInput& in : program.inputs) {
+    manifest.inputs.push_back({in.name});
+    m.input_names.push_back(in.name);
+  }
+  m.manifest = write_manifest(manifest);
+  m.plan = eg.plan;
+  m.object = eg.object;
+  m.functions = eg.functions;
+  m.output_count = int(outputs.size());
+  if (program.module)
+    for (const auto& [name, t] : program.module->named_parameters()) m.weights.emplace_back(name, t.detach());
+  std::ostringstream summary;
+  summary << "model " << options.name << ": " << eg.graph->op_count() << " ops, " << m.functions.size()
+          << " compiled pipelines, " << m.weights.size() << " weights, " << outputs.size() << " outputs; traced and "
+          << "compiled in " << int(ms_since(t0)) << " ms";
+  m.summary = summary.str();
+  return m;
+}
+
+}  // namespace kiln::aot

@@ -1,0 +1,63 @@
+#include "aot/manifest.h"
+
+#include <sstream>
+
+#include "dsl/error.h"
+#include "dsl/profiler.h"
+#include "graph/text_records.h"
+
+namespace kiln::aot {
+
+namespace {
+
+constexpr int kVersion = 1;
+
+}  // namespace
+
+std::string write_manifest(const Manifest& m) {
+  std::ostringstream os;
+  os << "kiln-aot " << kVersion << "\nmodel " << json_quote(m.model) << '\n';
+  for (const ManifestInput& in : m.inputs) os << "input " << json_quote(in.name) << '\n';
+  for (const DynamicRange& r : m.dynamic) os << "dynamic " << r.input << ' ' << r.dim << ' ' << r.min << ' ' << r.max << '\n';
+  os << "end\n";
+  return os.str();
+}
+
+Manifest read_manifest(std::string_view text) {
+  Manifest m;
+  std::istringstream is{std::string(text)};
+  int number = 0;
+  bool ended = false, versioned = false;
+  for (std::string line; std::getline(is, line);) {
+    TextRecord f(line, ++number, "read_manifest");
+    if (f.size() == 0) continue;
+    f.check(!ended, "text after 'end'");
+    const std::string& kind = f.str(0);
+    if (kind == "kiln-aot") {
+      f.expect(2);
+      f.check(f.integer(1) == kVersion, "manifest format version " + f.str(1) + ", this kiln reads " +
+                                            std::to_string(kVersion));
+      versioned = true;
+    } else if (kind == "model") {
+      f.expect(2);
+      m.model = f.str(1);
+    } else if (kind == "input") {
+      f.expect(2);
+      m.inputs.push_back({f.str(1)});
+    } else if (kind == "dynamic") {
+      f.expect(5);
+      DynamicRange r{f.id(1, m.inputs.size()), int(f.integer(2)), f.integer(3), f.integer(4)};
+      f.check(r.dim >= 0 && r.min >= 0 && r.min <= r.max, "a dynamic dim needs dim >= 0 and 0 <= min <= max");
+      m.dynamic.push_back(r);
+    } else if (kind == "end") {
+      ended = true;
+    } else {
+      f.fail("unknown record '" + kind + "'");
+    }
+  }
+  KILN_CHECK(versioned && ended, "read_manifest: not a kiln AOT manifest (no 'kiln-aot ", kVersion,
+             "' line or no 'end')");
+  return m;
+}
+
+}  // namespace kiln::aot

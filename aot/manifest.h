@@ -1,0 +1,38 @@
+// An AOT model's manifest: what its library knows beyond the graph and plan (plan_file.h), as
+// text records (graph/text_records.h): the model's name, its inputs' names in call order, and
+// the declared range of each dynamic dim.
+//
+//   kiln-aot 1
+//   model "tiny_mlp"
+//   input "x"                 one per input, in call order
+//   dynamic 0 0 2 512         input position, dim, min, max
+//   end
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln::aot {
+
+struct DynamicRange {
+  int input = 0;  // position among the inputs
+  int dim = 0;
+  int64_t min = 2, max = 0;
+};
+
+struct ManifestInput {
+  std::string name;
+};
+
+struct Manifest {
+  std::string model;
+  std::vector<ManifestInput> inputs;
+  std::vector<DynamicRange> dynamic;
+};
+
+std::string write_manifest(const Manifest& m);
+// kiln::Error naming the line for malformed text.
+Manifest read_manifest(std::string_view text);
+
+}  // namespace kiln::aot

@@ -1,0 +1,177 @@
+#include "aot/model.h"
+
+#include <sstream>
+
+#include "aot/manifest.h"
+#include "dsl/error.h"
+#include "dsl/nn/state_dict.h"
+#include "graph/graph.h"
+#include "schedules/graph_executor.h"
+#include "schedules/plan_file.h"
+
+namespace kiln::aot {
+
+namespace {
+
+// The generated library's table of region functions, by name.
+class StaticFunctions final : public CodeLibrary {
+ public:
+  explicit StaticFunctions(const ModelCode& code) : model_(code.name) {
+    for (size_t i = 0; i < code.function_count; ++i) functions_[code.functions[i].name] = code.functions[i].function;
+  }
+  RegionFunction function(const std::string& name) const override {
+    auto it = functions_.find(name);
+    KILN_CHECK(it != functions_.end(), "model ", model_, ": its library has no compiled function '", name, "'");
+    return it->second;
+  }
+
+ private:
+  std::string model_;
+  std::map<std::string, RegionFunction> functions_;
+};
+
+std::map<std::string, Tensor> weights_file(const std::string& model, const std::string& path) {
+  std::map<std::string, Tensor> out;
+  try {
+    for (auto& [name, t] : nn::load_safetensors(path)) out[name] = t;
+  } catch (const Error& e) {
+    throw_error("model ", model, ": cannot load its weights: ", e.what());
+  }
+  return out;
+}
+
+}  // namespace
+
+struct Model::State {
+  Manifest manifest;
+  std::shared_ptr<const Graph> graph;
+  std::shared_ptr<CompiledGraph> compiled;
+  std::vector<Tensor> bound;  // per graph input: its weight, or undefined for an argument
+
+  const std::string& name() const { return manifest.model; }
+
+  // The declared range of input `input`'s dim `dim`, if it is dynamic.
+  const DynamicRange* range(int input, int dim) const {
+    for (const DynamicRange& r : manifest.dynamic)
+      if (r.input == input && r.dim == dim) return &r;
+    return nullptr;
+  }
+
+  void check_graph() const {
+    const Graph& g = *graph;
+    KILN_CHECK(g.writes.empty() && !g.joint, "model ", name(), ": its graph writes its inputs or is a joint graph, "
+               "which this kiln's AOT models do not run yet");
+    for (const GraphInput& in : g.inputs) {
+      KILN_CHECK(in.kind == InputKind::argument || in.kind == InputKind::captured, "model ", name(), ": graph input '",
+                 in.name, "' is of kind ", kiln::name(in.kind), ", which an AOT model cannot bind");
+      KILN_CHECK(in.kind != InputKind::argument || in.index < int(manifest.inputs.size()), "model ", name(),
+                 ": graph input '", in.name, "' is argument ", in.index, " of ", manifest.inputs.size());
+    }
+  }
+
+  void bind_weights(const std::map<std::string, Tensor>& weights, const std::string& from) {
+    const Graph& g = *graph;
+    bound.resize(g.inputs.size());
+    for (size_t i = 0; i < g.inputs.size(); ++i) {
+      const GraphInput& in = g.inputs[i];
+      if (in.kind != InputKind::captured) continue;
+      const TensorMeta& meta = g.values[size_t(in.value)].meta;
+      auto it = weights.find(in.name);
+      KILN_CHECK(it != weights.end(), "model ", name(), ": ", from, " has no tensor '", in.name, "' (", meta.dtype,
+                 " ", to_string(meta.shape), ")");
+      const Tensor& w = it->second;
+      KILN_CHECK(w.defined(), "model ", name(), ": weight '", in.name, "' is undefined");
+      KILN_CHECK(w.dtype() == meta.dtype && w.shape() == meta.shape, "model ", name(), ": weight '", in.name,
+                 "' from ", from, " is ", w.dtype(), " ", to_string(w.shape()), "; the model was built for ", meta.dtype,
+                 " ", to_string(meta.shape));
+      bound[i] = w.detach().to(meta.device).contiguous();
+    }
+  }
+};
+
+Model::Model(const ModelCode& code, const std::string& weights_path)
+    : Model(code, weights_file(code.name, weights_path)) {}
+
+Model::Model(const ModelCode& code, const std::map<std::string, Tensor>& weights) {
+  auto s = std::make_shared<State>();
+  s->manifest = read_manifest(code.manifest);
+  KILN_CHECK(s->manifest.model == code.name, "model ", code.name, ": its manifest names model ", s->manifest.model);
+  ExecutorPlan plan = read_plan(code.plan, std::make_shared<StaticFunctions>(code));
+  s->graph = plan.graph;
+  s->check_graph();
+  s->compiled = make_graph_executor(std::move(plan));
+  s->bind_weights(weights, "the weights given");
+  s_ = std::move(s);
+}
+
+Model::~Model() = default;
+
+const std::string& Model::name() const { return s_->name(); }
+
+TensorList Model::run(const TensorList& inputs) const {
+  const State& s = *s_;
+  const Graph& g = *s.graph;
+  const std::vector<ManifestInput>& declared = s.manifest.inputs;
+  KILN_CHECK(inputs.size() == declared.size(), "model ", s.name(), ": takes ", declared.size(), " inputs (",
+             signature(), "), got ", inputs.size());
+  std::map<int, std::pair<int64_t, std::string>> sizes;  // root symbol -> its size, and where it was read
+  TensorList args(g.inputs.size());
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    const GraphInput& in = g.inputs[i];
+    if (in.kind != InputKind::argument) {
+      args[i] = s.bound[i];
+      continue;
+    }
+    const std::string& input = declared[size_t(in.index)].name;
+    const Tensor& t = inputs[size_t(in.index)];
+    const Value& v = g.values[size_t(in.value)];
+    KILN_CHECK(t.defined(), "model ", s.name(), ": input ", input, " is undefined");
+    KILN_CHECK(t.dtype() == v.meta.dtype, "model ", s.name(), ": input ", input, " has dtype ", t.dtype(),
+               "; the model was built for ", v.meta.dtype);
+    KILN_CHECK(t.device() == v.meta.device, "model ", s.name(), ": input ", input, " is on ", t.device(),
+               "; the model was built for ", v.meta.device);
+    KILN_CHECK(t.dim() == int64_t(v.sym.size()), "model ", s.name(), ": input ", input, " has ", t.dim(),
+               " dims ", to_string(t.shape()), "; the model was built for ", v.sym.size(), " (",
+               to_string(v.sym), ")");
+    SymShape sym = g.shape_env->canonical(v.sym);
+    for (size_t d = 0; d < sym.size(); ++d) {
+      int64_t size = t.shape()[d];
+      std::string where = input + " dim " + std::to_string(d);
+      if (sym[d].is_static()) {
+        KILN_CHECK(size == sym[d].coeff, "model ", s.name(), ": ", where, " is ", size, "; the model was built for ",
+                   sym[d].coeff, " (", to_string(v.sym), "; declare it DYNAMIC to vary it)");
+        continue;
+      }
+      KILN_CHECK(sym[d].syms.size() == 1 && sym[d].coeff == 1 && !sym[d].opaque, "model ", s.name(), ": ", where,
+                 " has size ", sym[d].str(), ", which an input's size cannot be");
+      if (const DynamicRange* r = s.range(in.index, int(d)))
+        KILN_CHECK(size >= r->min && size <= r->max, "model ", s.name(), ": ", where, " is ", size,
+                   ", outside its declared range ", r->min, "..", r->max);
+      auto [it, fresh] = sizes.emplace(sym[d].syms[0], std::make_pair(size, where));
+      KILN_CHECK(fresh || it->second.first == size, "model ", s.name(), ": ", where, " is ", size, " but ",
+                 it->second.second, " is ", it->second.first, "; the model needs them equal");
+    }
+    args[i] = t.is_contiguous() ? t : t.contiguous();
+  }
+  return s.compiled->run(args);
+}
+
+std::string Model::signature() const {
+  const State& s = *s_;
+  const Graph& g = *s.graph;
+  std::ostringstream os;
+  for (size_t k = 0; k < s.manifest.inputs.size(); ++k) {
+    os << (k ? "; " : "") << s.manifest.inputs[k].name << ":";
+    for (const GraphInput& in : g.inputs) {
+      if (in.kind != InputKind::argument || in.index != int(k)) continue;
+      const Value& v = g.values[size_t(in.value)];
+      os << ' ' << v.meta.dtype << ' ' << to_string(g.shape_env->canonical(v.sym));
+      for (size_t d = 0; d < v.sym.size(); ++d)
+        if (const DynamicRange* r = s.range(int(k), int(d)))
+          os << ", dim " << d << " in " << r->min << ".." << r->max;
+    }
+  }
+  return os.str();
+}
+
+}  // namespace kiln::aot

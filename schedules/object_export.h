@@ -1,0 +1,55 @@
+// Ahead-of-time export of a compiled graph's code (aot/export.h builds on it). While an
+// ObjectExport is open on a thread, the halide backend compiles every graph that thread compiles
+// without the disk cache: each graph's region functions are named after the export's prefix
+// ("tiny_mlp_g0_region_3", so several graphs and several models link into one program), their
+// objects are combined into one relocatable object in the export's folder, and the graph's plan
+// (plan_file.h) is recorded as text. The graph still runs in process, as any compiled graph.
+//
+//   ObjectExport exporting(dir, "tiny_mlp");
+//   f(x);                                   // traces and compiles through the halide backend
+//   for (const ExportedGraph& g : exporting.graphs()) ...  // g.plan, g.functions, g.object
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "schedules/graph_executor.h"
+
+namespace kiln {
+
+struct ExportedGraph {
+  std::string prefix;  // of its functions' names: "<export prefix>_g<index>"
+  std::string label;   // the graph's label in logs ("forward graph 1")
+  std::string plan;    // write_plan()'s text
+  std::shared_ptr<const Graph> graph;  // the graph the plan runs (after every graph pass)
+  std::vector<std::string> functions;  // the names of its regions' functions, each once
+  std::string object;  // the path of its regions' combined object; empty for a graph without regions
+};
+
+class ObjectExport {
+ public:
+  // `prefix` must be a C identifier; `dir` is created when missing.
+  ObjectExport(std::string dir, std::string prefix);
+  ~ObjectExport();
+  ObjectExport(const ObjectExport&) = delete;
+  ObjectExport& operator=(const ObjectExport&) = delete;
+
+  // The export open on this thread, or null.
+  static ObjectExport* current();
+
+  const std::vector<ExportedGraph>& graphs() const { return graphs_; }
+  const std::string& dir() const { return dir_; }
+
+  // For the backend: starts the next graph and returns its function prefix; then its objects
+  // (combined into one in dir()) and its plan.
+  std::string begin_graph(const std::string& label);
+  void add_objects(const std::vector<std::string>& objects);
+  void finish_graph(const ExecutorPlan& plan);
+
+ private:
+  std::string dir_, prefix_;
+  std::vector<ExportedGraph> graphs_;
+  ObjectExport* outer_ = nullptr;
+};
+
+}  // namespace kiln

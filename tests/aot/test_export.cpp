@@ -1,0 +1,196 @@
+// Ahead-of-time export (aot/export.h) and the run-time model (aot/model.h), in one process: a
+// transformer block with a dynamic batch is exported, its regions' object is linked into a
+// shared library standing in for the static library kiln_add_model builds, and the model run
+// from its plan and manifest must equal kiln::compile's output of the same function bit for bit
+// (the same schedules) at two batch sizes, and eager within f32 tolerance. Every input the model
+// was not built for, missing weights, and every export error give kiln::Error naming the problem.
+// (tests/CMakeLists.txt builds and links a real kiln_add_model library: test_linked_model.)
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "aot/export.h"
+#include "aot/manifest.h"
+#include "aot/model.h"
+#include "aot/model_sources.h"
+#include "autograd/grad_mode.h"
+#include "kiln.h"
+#include "schedules/shared_library.h"
+#include "support/reference.h"
+
+using namespace kiln;
+using namespace kiln::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Scratch {
+  fs::path dir = fs::temp_directory_path() / ("kiln-test-aot-" + std::to_string(::getpid()));
+  Scratch() { fs::create_directories(dir); }
+  ~Scratch() { fs::remove_all(dir); }
+  std::string file(const std::string& name) const { return (dir / name).string(); }
+};
+
+// A transformer block times a second input of the same shape: two inputs share the batch size.
+aot::Program block_program(int64_t batch) {
+  auto block = std::make_shared<nn::TransformerBlock>(32, 4, "tanh");
+  block->eval();
+  return {block,
+          {{"x", randn({batch, 16, 32})}, {"scale", randn({batch, 16, 32})}},
+          [block](const TensorList& in) { return TensorList{block->forward(in[0]) * in[1]}; }};
+}
+
+// The exported regions linked into a shared library, and a ModelCode over its functions.
+struct LoadedCode {
+  std::shared_ptr<SharedLibrary> library;
+  std::vector<aot::FunctionEntry> functions;
+  std::string name, manifest, plan;
+  aot::ModelCode code() const { return {name.c_str(), manifest.c_str(), plan.c_str(), functions.data(), functions.size()}; }
+};
+
+LoadedCode load(const aot::ExportedModel& m, const Scratch& scratch) {
+  LoadedCode c{nullptr, {}, m.name, m.manifest, m.plan};
+  std::string so = scratch.file(m.name + ".so");
+  link_shared_library({m.object}, so);
+  c.library = std::make_shared<SharedLibrary>(so);
+  for (const std::string& f : m.functions) c.functions.push_back({nullptr, c.library->function(f)});
+  for (size_t i = 0; i < m.functions.size(); ++i) c.functions[i].name = m.functions[i].c_str();
+  return c;
+}
+
+std::map<std::string, Tensor> weights_of(const aot::Program& p) {
+  std::map<std::string, Tensor> w;
+  for (auto& [name, t] : p.module->named_parameters()) w[name] = t;
+  return w;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(exported_model_matches_compile_bit_for_bit) {
+  Scratch scratch;
+  manual_seed(11);
+  aot::Program p = block_program(4);
+  aot::ExportedModel m = aot::export_program(
+      p, {"block", scratch.dir.string(), {aot::parse_dynamic_dim("x:0:2..64"), aot::parse_dynamic_dim("scale:0:2..64")}});
+  BOOST_TEST(m.functions.size() >= 2u);
+  BOOST_TEST(!m.object.empty());
+  BOOST_TEST(m.summary.find("model block:") == 0u, m.summary);
+  LoadedCode c = load(m, scratch);
+  aot::Model model(c.code(), weights_of(p));
+  BOOST_TEST(model.name() == "block");
+  BOOST_TEST(model.signature().find("x: f32 [s0, 16, 32], dim 0 in 2..64") != std::string::npos, model.signature());
+
+  // The same dims dynamic as the export's.
+  auto f = compile([&](Tensor x, Tensor s) { return p.forward({x, s})[0]; }, {.backend = "halide"});
+  NoGradGuard no_grad;
+  for (int64_t batch : {4, 9, 64}) {
+    Tensor x = randn({batch, 16, 32}), s = randn({batch, 16, 32});
+    mark_dynamic(x, 0);
+    mark_dynamic(s, 0);
+    Tensor got = model.run({x, s}).at(0);
+    BOOST_TEST(same_bits(got, f(x, s)), "batch " << batch);
+    check_close(got, host_values(p.forward({x, s})[0]), {batch, 16, 32}, tolerance(DType::f32), "eager");
+  }
+
+  // Weights from a file, as kiln_add_model writes them; the generated sources name the functions.
+  aot::write_model_sources(m, scratch.dir.string());
+  aot::Model from_file(c.code(), scratch.file("block.safetensors"));
+  Tensor x = randn({3, 16, 32}), s = randn({3, 16, 32});
+  BOOST_TEST(same_bits(from_file.run({x, s})[0], model.run({x, s})[0]));
+  std::ifstream source(scratch.file("block.cpp"));
+  std::string text((std::istreambuf_iterator<char>(source)), std::istreambuf_iterator<char>());
+  for (const std::string& fn : m.functions) BOOST_TEST(text.find(fn + "_argv") != std::string::npos, fn);
+  BOOST_TEST(fs::file_size(scratch.file("block_regions.o")) > 0u);
+}
+
+BOOST_AUTO_TEST_CASE(inputs_the_model_was_not_built_for_are_errors) {
+  Scratch scratch;
+  manual_seed(12);
+  aot::Program p = block_program(4);
+  aot::ExportedModel m = aot::export_program(
+      p, {"block", scratch.dir.string(), {aot::parse_dynamic_dim("x:0:2..64"), aot::parse_dynamic_dim("scale:0:2..64")}});
+  LoadedCode c = load(m, scratch);
+  aot::Model model(c.code(), weights_of(p));
+  NoGradGuard no_grad;
+  Tensor x = randn({4, 16, 32}), s = randn({4, 16, 32});
+  check_error([&] { model.run({x}); }, {"model block", "takes 2 inputs", "got 1"});
+  check_error([&] { model.run({x.to(DType::f64), s}); }, {"input x", "dtype f64", "built for f32"});
+  check_error([&] { model.run({x.reshape({64, 32}), s}); }, {"input x", "2 dims", "[64, 32]", "built for 3"});
+  check_error([&] { model.run({randn({4, 16, 33}), s}); }, {"x dim 2 is 33", "built for 32"});
+  check_error([&] { model.run({randn({65, 16, 32}), randn({65, 16, 32})}); },
+              {"x dim 0 is 65", "outside its declared range 2..64"});
+  check_error([&] { model.run({randn({5, 16, 32}), s}); }, {"scale dim 0 is 4 but x dim 0 is 5", "needs them equal"});
+  check_error([&] { model.run({x, Tensor()}); }, {"input scale is undefined"});
+  // A non-contiguous input is copied, not refused.
+  Tensor xt = randn({4, 32, 16}).transpose(1, 2);
+  BOOST_TEST(same_bits(model.run({xt, s})[0], model.run({xt.contiguous(), s})[0]));
+
+  std::map<std::string, Tensor> w = weights_of(p);
+  std::string missing = w.begin()->first;
+  w.erase(w.begin());
+  check_error([&] { aot::Model bad(c.code(), w); }, {"model block", "has no tensor '" + missing + "'"});
+  w = weights_of(p);
+  w[missing] = randn({3});
+  check_error([&] { aot::Model bad(c.code(), w); }, {"weight '" + missing + "'", "f32 [3]", "built for"});
+  check_error([&] { aot::Model bad(c.code(), scratch.file("nowhere.safetensors")); },
+              {"model block", "cannot load its weights", "nowhere.safetensors", "cannot open"});
+  aot::ModelCode no_functions = c.code();
+  no_functions.function_count = 0;
+  check_error([&] { aot::Model bad(no_functions, weights_of(p)); }, {"read_plan", "no compiled function"});
+}
+
+BOOST_AUTO_TEST_CASE(export_errors_name_the_rule) {
+  Scratch scratch;
+  manual_seed(13);
+  aot::Program p = block_program(4);
+  std::string dir = scratch.dir.string();
+  check_error([] { aot::parse_dynamic_dim("x:0"); }, {"DYNAMIC \"x:0\"", "input:dim:min..max"});
+  check_error([] { aot::parse_dynamic_dim("x:a:2..8"); }, {"the dim 'a'"});
+  check_error([] { aot::parse_dynamic_dim("x:0:1..8"); }, {"at least 2", "sizes 0 and 1"});
+  check_error([] { aot::parse_dynamic_dim("x:0:9..8"); }, {"min <= max"});
+  check_error([&] { aot::export_program(p, {"block", dir, {aot::parse_dynamic_dim("y:0:2..8")}}); },
+              {"no input 'y'", "its inputs: x, scale"});
+  check_error([&] { aot::export_program(p, {"block", dir, {aot::parse_dynamic_dim("x:0:8..16")}}); },
+              {"example's size 4 is outside"});
+  check_error([&] { aot::export_program(p, {"block", dir, {aot::parse_dynamic_dim("x:3:2..16")}}); },
+              {"input x has 3 dims"});
+  check_error([&] { aot::export_program(p, {"2block", dir, {}}); }, {"'2block'", "not a C++ identifier"});
+
+  // A graph break (a host read) is an error naming its reason, as fullgraph does.
+  aot::Program reads = p;
+  reads.forward = [f = p.forward](const TensorList& in) {
+    TensorList y = f(in);
+    if (y[0].sum().item<float>() > 1e30f) return TensorList{y[0] * 2};
+    return y;
+  };
+  check_error([&] { aot::export_program(reads, {"block", dir, {}}); }, {"graph break", "item"});
+  // A tensor read from the enclosing scope must be a parameter.
+  Tensor stray = randn({32});
+  aot::Program captures = p;
+  captures.forward = [f = p.forward, stray](const TensorList& in) { return TensorList{f(in)[0] + stray}; };
+  check_error([&] { aot::export_program(captures, {"block", dir, {}}); }, {"not a parameter", "f32 [32]"});
+  // A declared dynamic dim the function fixes.
+  aot::Program fixed = p;
+  fixed.forward = [f = p.forward](const TensorList& in) { return TensorList{f(in)[0].reshape({4, 512})}; };
+  check_error([&] { aot::export_program(fixed, {"block", dir, {aot::parse_dynamic_dim("x:0:2..8"),
+                                                                  aot::parse_dynamic_dim("scale:0:2..8")}}); },
+              {"input x dim 0 is declared DYNAMIC", "needs it to be 4"});
+  // Two dims the function needs equal, one of them declared static.
+  check_error([&] { aot::export_program(p, {"block", dir, {aot::parse_dynamic_dim("x:0:2..8")}}); },
+              {"input x dim 0 is declared DYNAMIC", "needs it to be 4", "mul's shape rule"});
+}
+
+BOOST_AUTO_TEST_CASE(manifest_reads_back) {
+  aot::Manifest m{"tiny \"mlp\"", {{"x"}, {"mask"}}, {{0, 0, 2, 512}, {1, 1, 3, 9}}};
+  aot::Manifest r = aot::read_manifest(aot::write_manifest(m));
+  BOOST_TEST(r.model == m.model);
+  BOOST_TEST(r.inputs.size() == 2u);
+  BOOST_TEST(r.inputs[1].name == "mask");
+  BOOST_TEST(r.dynamic.size() == 2u);
+  BOOST_TEST(r.dynamic[1].input == 1);
+  BOOST_TEST(r.dynamic[1].max == 9);
+  check_error([] { aot::read_manifest("kiln-aot 1\nmodel \"m\"\n"); }, {"read_manifest", "no 'end'"});
+  check_error([] { aot::read_manifest("kiln-aot 1\ndynamic 0 0 2 8\nend\n"); }, {"read_manifest: line 2", "out of range"});
+  check_error([] { aot::read_manifest("kiln-aot 2\nend\n"); }, {"version 2"});
+}
