@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs the kiln build tree BUILD into a temporary prefix, builds tests/install against it as
-# a project of its own (find_package(kiln)), runs it, and checks that the installed package
-# refers to nothing in the build or source tree.
+# Installs the kiln build tree BUILD into a temporary prefix, builds tests/install and
+# examples/aot (an ahead-of-time model through kiln_add_model) against it as projects of their
+# own (find_package(kiln)), runs both, and checks that the installed package refers to nothing in
+# the build or source tree.
 # Usage: check_install.sh BUILD
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -18,3 +19,6 @@ fi
 cmake -S "$here" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
 cmake --build "$work/build" -j "$(nproc 2>/dev/null || echo 2)" >/dev/null
 KILN_CACHE_DIR="$work/cache" "$work/build/kiln_install_check"
+cmake -S "$source_root/examples/aot" -B "$work/aot" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+KILN_CACHE_DIR="$work/cache" cmake --build "$work/aot" -j "$(nproc 2>/dev/null || echo 2)" >/dev/null
+KILN_CACHE_DIR="$work/cache" "$work/aot/kiln_aot_example"
