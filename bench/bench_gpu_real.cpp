@@ -25,6 +25,7 @@
 #include <filesystem>
 
 #include "bench/commands.h"
+#include "bench/fresh_process.h"
 #include "bench/gpu_timing.h"
 #include "bench/json.h"
 #include "bench/real_attention.h"
@@ -63,18 +64,9 @@ double losses_rel_diff(const std::vector<double>& a, const std::vector<double>& 
 // Median seconds of compiling `name` in a fresh process with the filled disk cache (`kiln bench
 // compile-once`), over `runs` processes.
 double warm_compile_s(const BenchOptions& opts, const std::string& name, bool train, int runs) {
-  std::vector<double> s;
-  for (int i = 0; i < runs; ++i) {
-    std::string command = "'" + opts.self_path + "' bench compile-once " + name + " --size real --device " +
-                          opts.device.str() + " --precision " + opts.precision + (train ? " --train" : "");
-    FILE* p = ::popen(command.c_str(), "r");
-    KILN_CHECK(p, "kiln bench gpu: cannot run ", command);
-    double v = -1;
-    if (std::fscanf(p, "compile_s %lf", &v) != 1) v = -1;
-    KILN_CHECK(::pclose(p) == 0 && v >= 0, "kiln bench gpu: '", command, "' failed");
-    s.push_back(v);
-  }
-  return median_of(s);
+  return fresh_process_median("'" + opts.self_path + "' bench compile-once " + name + " --size real --device " +
+                                  opts.device.str() + " --precision " + opts.precision + (train ? " --train" : ""),
+                              "compile_s", runs, "kiln bench gpu");
 }
 
 struct Phase {

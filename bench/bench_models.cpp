@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "bench/commands.h"
+#include "bench/fresh_process.h"
 #include "bench/json.h"
 #include "bench/timing.h"
 #include "bench/train_step.h"
@@ -27,19 +28,9 @@ zoo::ZooFunction compile_model(zoo::ZooModel& m, const BenchOptions& opts) {
 
 // Median compile seconds of `name` in 3 fresh processes (`kiln bench compile-once`).
 double warm_compile_s(const BenchOptions& opts, const std::string& name) {
-  std::vector<double> runs;
-  for (int i = 0; i < 3; ++i) {
-    std::string command = "'" + opts.self_path + "' bench compile-once " + name + " --backend " + opts.backend +
-                          " --scheduler " + opts.scheduler;
-    FILE* p = ::popen(command.c_str(), "r");
-    KILN_CHECK(p, "kiln bench models: cannot run ", command);
-    double s = -1;
-    if (std::fscanf(p, "compile_s %lf", &s) != 1) s = -1;
-    KILN_CHECK(::pclose(p) == 0 && s >= 0, "kiln bench models: '", command, "' failed");
-    runs.push_back(s);
-  }
-  std::sort(runs.begin(), runs.end());
-  return runs[1];
+  return fresh_process_median("'" + opts.self_path + "' bench compile-once " + name + " --backend " + opts.backend +
+                                  " --scheduler " + opts.scheduler,
+                              "compile_s", 3, "kiln bench models");
 }
 
 }  // namespace
@@ -50,24 +41,28 @@ int run_compile_once(const BenchOptions& opts) {
   manual_seed(0);
   zoo::ZooModel m = zoo::make_zoo_model(opts.filter, size, opts.device);
   TensorList in = m.make_inputs();
-  double s = 0;
+  double s = 0, first = 0;
   if (opts.train) {
     EnableGradGuard grad;
     optim::AdamW opt(m.module->parameters(), {});
     std::optional<DType> autocast = autocast_of(opts.precision);
     auto step = compile([&](std::vector<Tensor> xs) { return train_step(m, opt, xs, autocast); },
                         {.backend = opts.backend, .scheduler = opts.scheduler, .name = m.name + " train step"});
+    double t0 = now_seconds();
     step(in);
+    first = now_seconds() - t0;
     s = zoo::compile_seconds(step.stats());
   } else {
     NoGradGuard no_grad;
     std::optional<AutocastGuard> mixed;
     if (std::optional<DType> t = autocast_of(opts.precision)) mixed.emplace(opts.device, *t);
     zoo::ZooFunction f = compile_model(m, opts);
+    double t0 = now_seconds();
     f(in);
+    first = now_seconds() - t0;
     s = zoo::compile_seconds(f.stats());
   }
-  std::printf("compile_s %.6f\n", s);
+  std::printf("compile_s %.6f\nfirst_call_s %.6f\n", s, first);
   return 0;
 }
 

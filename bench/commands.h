@@ -45,8 +45,15 @@ int run_bench_regions(const BenchOptions& opts);
 int run_bench_gpu(const BenchOptions& opts);
 int run_bench_gpu_real(const BenchOptions& opts);  // bench gpu --size real
 // A fresh process of bench models or bench gpu: compile opts.filter once (its training step with
-// --train) at opts.size on opts.device, print "compile_s S".
+// --train) at opts.size on opts.device, print "compile_s S" and "first_call_s S" (compile and
+// the first run).
 int run_compile_once(const BenchOptions& opts);
+// kiln bench aot: the zoo models built ahead of time (bench/aot_models.cpp) against
+// JIT-compiled and eager, steady state and first call in a fresh process.
+int run_bench_aot(const BenchOptions& opts);
+// A fresh process of bench aot: the AOT model opts.filter made from its weights and called once,
+// printing "first_call_s S".
+int run_aot_once(const BenchOptions& opts);
 int run_explain(const std::string& name, const std::string& dump_dir);
 std::vector<std::string> explain_names();  // zoo models and the examples
 

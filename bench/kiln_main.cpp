@@ -49,6 +49,9 @@ commands:
         models) runs the models' forward and loss under bf16 autocast
   bench compile [--json FILE]
         host overhead of one call of a compiled function (guards, lookup, graph run)
+  bench aot [--filter NAME] [--json FILE]
+        zoo models compiled ahead of time (kiln_add_model, at build time) against JIT-compiled
+        and eager on the CPU: steady-state ms, first call in a fresh process, library size
   profile MODEL [--device cpu|cuda] [--size bench|real] [--train] [--backend halide|eager] [--out FILE]
         a zoo model under the profiler: eager calls, the compiled first call (trace, graph
         passes, lowering, scheduling, code generation), compiled calls; prints the table by
@@ -167,6 +170,11 @@ int main(int argc, char** argv) {
       o.filter = args[1];
       return kiln::bench::run_profile(o, out);
     }
+    if (args[0] == "bench" && args.size() >= 3 && args[1] == "aot-once") {
+      kiln::bench::BenchOptions o = parse_bench_options(args, 3, {});
+      o.filter = args[2];
+      return kiln::bench::run_aot_once(o);
+    }
     if (args[0] == "bench" && args.size() >= 3 && args[1] == "compile-once") {
       kiln::bench::BenchOptions o =
           parse_bench_options(args, 3, {"--backend", "--scheduler", "--size", "--device", "--train", "--precision"});
@@ -188,6 +196,11 @@ int main(int argc, char** argv) {
         return kiln::bench::run_bench_gpu(o);
       }
       if (sub == "compile") return kiln::bench::run_bench_compile(parse_bench_options(args, 2, {"--json"}));
+      if (sub == "aot") {
+        o = parse_bench_options(args, 2, {"--filter", "--json"});
+        o.self_path = self_path(argv[0]);
+        return kiln::bench::run_bench_aot(o);
+      }
       if (sub == "ops") {
         o = parse_bench_options(args, 2, {"--device", "--json", "--filter"});
         o.self_path = self_path(argv[0]);
