@@ -173,7 +173,11 @@ ExportedModel export_program(const Program& program, const ExportOptions& option
 
   ExportedModel m;
   m.name = options.name;
-  Manifest manifest{options.name, {}, ranges};
+  Manifest manifest{options.name, {}, {}, {}, ranges};
+  Halide::Target target = aot_target(eg.graph->on_cuda());
+  manifest.target = target.to_string();
+  for (int f = 0; f < int(Halide::Target::FeatureEnd); ++f)
+    if (target.has_feature(Halide::Target::Feature(f))) manifest.target_features.push_back(f);
   for (const ProgramInput& in : program.inputs) {
     manifest.inputs.push_back({in.name});
     m.input_names.push_back(in.name);

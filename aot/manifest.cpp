@@ -17,6 +17,7 @@ constexpr int kVersion = 1;
 std::string write_manifest(const Manifest& m) {
   std::ostringstream os;
   os << "kiln-aot " << kVersion << "\nmodel " << json_quote(m.model) << '\n';
+  if (!m.target.empty()) os << "target " << json_quote(m.target) << ' ' << record_list(m.target_features) << '\n';
   for (const ManifestInput& in : m.inputs) os << "input " << json_quote(in.name) << '\n';
   for (const DynamicRange& r : m.dynamic) os << "dynamic " << r.input << ' ' << r.dim << ' ' << r.min << ' ' << r.max << '\n';
   os << "end\n";
@@ -41,6 +42,10 @@ Manifest read_manifest(std::string_view text) {
     } else if (kind == "model") {
       f.expect(2);
       m.model = f.str(1);
+    } else if (kind == "target") {
+      f.expect(3);
+      m.target = f.str(1);
+      m.target_features = f.ids(2, 1024);
     } else if (kind == "input") {
       f.expect(2);
       m.inputs.push_back({f.str(1)});

@@ -1,9 +1,10 @@
 // An AOT model's manifest: what its library knows beyond the graph and plan (plan_file.h), as
 // text records (graph/text_records.h): the model's name, its inputs' names in call order, and
-// the declared range of each dynamic dim.
+// the target its code was compiled for and the declared range of each dynamic dim.
 //
 //   kiln-aot 1
 //   model "tiny_mlp"
+//   target "x86-64-linux-avx2-fma-..." [4,7,12]   the regions' Halide target and its features
 //   input "x"                 one per input, in call order
 //   dynamic 0 0 2 512         input position, dim, min, max
 //   end
@@ -27,6 +28,8 @@ struct ManifestInput {
 
 struct Manifest {
   std::string model;
+  std::string target;                // the Halide target the regions were compiled for
+  std::vector<int> target_features;  // its features (halide_target_feature_t), for the CPU check
   std::vector<ManifestInput> inputs;
   std::vector<DynamicRange> dynamic;
 };

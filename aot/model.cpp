@@ -1,5 +1,7 @@
 #include "aot/model.h"
 
+#include <HalideRuntime.h>
+
 #include <sstream>
 
 #include "aot/manifest.h"
@@ -57,6 +59,17 @@ struct Model::State {
     return nullptr;
   }
 
+  // Code compiled for CPU features this machine lacks would die on an illegal instruction.
+  void check_target() const {
+    if (manifest.target_features.empty()) return;
+    std::vector<uint64_t> words((size_t(halide_target_feature_end) + 63) / 64, 0);
+    for (int f : manifest.target_features)
+      if (f < int(halide_target_feature_end)) words[size_t(f) / 64] |= uint64_t(1) << (f % 64);
+    KILN_CHECK(halide_can_use_target_features(int(words.size()), words.data()), "model ", name(),
+               ": its code was compiled for ", manifest.target, ", and this CPU lacks some of those features; "
+               "build the model on (or for) a machine like this one");
+  }
+
   void check_graph() const {
     const Graph& g = *graph;
     KILN_CHECK(g.writes.empty() && !g.joint, "model ", name(), ": its graph writes its inputs or is a joint graph, "
@@ -96,6 +109,7 @@ Model::Model(const ModelCode& code, const std::map<std::string, Tensor>& weights
   auto s = std::make_shared<State>();
   s->manifest = read_manifest(code.manifest);
   KILN_CHECK(s->manifest.model == code.name, "model ", code.name, ": its manifest names model ", s->manifest.model);
+  s->check_target();
   ExecutorPlan plan = read_plan(code.plan, std::make_shared<StaticFunctions>(code));
   s->graph = plan.graph;
   s->check_graph();

@@ -135,6 +135,14 @@ BOOST_AUTO_TEST_CASE(inputs_the_model_was_not_built_for_are_errors) {
   check_error([&] { aot::Model bad(c.code(), w); }, {"weight '" + missing + "'", "f32 [3]", "built for"});
   check_error([&] { aot::Model bad(c.code(), scratch.file("nowhere.safetensors")); },
               {"model block", "cannot load its weights", "nowhere.safetensors", "cannot open"});
+  // Code for CPU features this machine lacks (Xeon Phi's AVX-512 ER and PF) is refused, not run.
+  aot::Manifest manifest = aot::read_manifest(c.manifest);
+  BOOST_TEST(!manifest.target.empty());
+  manifest.target_features.push_back(halide_target_feature_avx512_knl);
+  std::string elsewhere = aot::write_manifest(manifest);
+  aot::ModelCode foreign = c.code();
+  foreign.manifest = elsewhere.c_str();
+  check_error([&] { aot::Model bad(foreign, weights_of(p)); }, {"model block", "compiled for", "lacks"});
   aot::ModelCode no_functions = c.code();
   no_functions.function_count = 0;
   check_error([&] { aot::Model bad(no_functions, weights_of(p)); }, {"read_plan", "no compiled function"});
@@ -182,9 +190,11 @@ BOOST_AUTO_TEST_CASE(export_errors_name_the_rule) {
 }
 
 BOOST_AUTO_TEST_CASE(manifest_reads_back) {
-  aot::Manifest m{"tiny \"mlp\"", {{"x"}, {"mask"}}, {{0, 0, 2, 512}, {1, 1, 3, 9}}};
+  aot::Manifest m{"tiny \"mlp\"", "x86-64-linux-avx2", {3, 70}, {{"x"}, {"mask"}}, {{0, 0, 2, 512}, {1, 1, 3, 9}}};
   aot::Manifest r = aot::read_manifest(aot::write_manifest(m));
   BOOST_TEST(r.model == m.model);
+  BOOST_TEST(r.target == m.target);
+  BOOST_TEST(r.target_features == m.target_features);
   BOOST_TEST(r.inputs.size() == 2u);
   BOOST_TEST(r.inputs[1].name == "mask");
   BOOST_TEST(r.dynamic.size() == 2u);
