@@ -4,6 +4,7 @@
 #include <chrono>
 #include <climits>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -55,6 +56,8 @@ void check_program(const Program& p, const ExportOptions& o) {
     KILN_CHECK(names.insert(in.name).second, "export ", o.name, ": two inputs are named '", in.name, "'");
     KILN_CHECK(in.example.defined(), "export ", o.name, ": input ", in.name, " has no example tensor");
   }
+  KILN_CHECK(!p.optimizer || p.module, "export ", o.name, ": a training step's program needs the module its "
+             "optimizer updates");
 }
 
 // The manifest's dynamic ranges, each checked against its input's example.
@@ -76,21 +79,22 @@ std::vector<DynamicRange> dynamic_ranges(const Program& p, const ExportOptions& 
   return out;
 }
 
-// What an AOT model can run: a graph of arguments and weights, laid out densely, without writes
-// to its inputs, whose declared dynamic dims stayed symbolic.
+// What an AOT model can run: a graph of arguments and weights, laid out densely, that writes
+// only weights in place, whose declared dynamic dims stayed symbolic.
 void check_graph(const Graph& g, const Program& p, const ExportOptions& o, const std::vector<DynamicRange>& ranges) {
-  KILN_CHECK(g.writes.empty(), "export ", o.name, ": the function writes ", g.writes.size(),
-             " of its inputs in place (copy_), which AOT models do not support yet");
   std::set<std::string> params;
-  if (p.module)
-    for (const auto& [name, t] : p.module->named_parameters()) params.insert(name);
+  for (const auto& [name, t] : program_weights(p)) params.insert(name);
+  for (const auto& [output, input] : g.writes)
+    KILN_CHECK(g.inputs[size_t(input)].kind == InputKind::captured, "export ", o.name, ": the function writes its "
+               "input ", p.inputs[size_t(g.inputs[size_t(input)].index)].name, " in place; an AOT model writes only "
+               "its weights");
   for (const GraphInput& in : g.inputs) {
     const Value& v = g.values[size_t(in.value)];
     std::string what = (in.kind == InputKind::argument ? "input " + p.inputs[size_t(in.index)].name : "'" + in.name + "'") +
                        " (" + std::string(name(v.meta.dtype)) + " " + to_string(v.meta.shape) + ")";
     KILN_CHECK(in.kind != InputKind::captured || params.count(in.name), "export ", o.name,
                ": the function reads a tensor from its enclosing scope that is not a parameter of the program's "
-               "module: ", what, "; make it a parameter, or create it inside the function");
+               "module nor its optimizer's state: ", what, "; make it a parameter, or create it inside the function");
     KILN_CHECK(in.kind == InputKind::argument || in.kind == InputKind::captured, "export ", o.name, ": graph input ",
                what, " is of kind ", name(in.kind));
     KILN_CHECK(is_contiguous(v.meta.shape, v.strides) && v.offset == 0, "export ", o.name, ": ", what,
@@ -156,24 +160,46 @@ ExportedModel export_program(const Program& program, const ExportOptions& option
   co.name = options.name;
   detail::CompiledCore core([&](const TensorList& ts, const std::vector<AttrValue>&) { return program.forward(ts); },
                             co, program.module.get());
+  std::vector<std::pair<std::string, Tensor>> weights = program_weights(program);
+  if (program.module) core.name_captured({weights.begin() + long(program.module->named_parameters().size()), weights.end()});
+  // Tracing runs the function once: a training step would update the weights, which go back to
+  // what they were.
+  TensorList before;
+  for (const auto& [name, t] : weights) before.push_back(t.detach().clone());
   ObjectExport exporting(options.dir, options.name);
   TensorList outputs;
   {
-    NoGradGuard no_grad;
+    std::optional<NoGradGuard> inference;
+    std::optional<EnableGradGuard> training;
+    if (program.optimizer) training.emplace();
+    else inference.emplace();
     outputs = core.call(examples, {});
   }
+  {
+    NoGradGuard no_grad;
+    for (size_t i = 0; i < weights.size(); ++i) weights[i].second.detach().copy_(before[i]);
+  }
+  GraphEffects effects = core.last_effects();
   KILN_CHECK(!exporting.graphs().empty(), "export ", options.name,
              ": the function computes nothing kiln compiles (its graph has no ops)");
   KILN_CHECK(exporting.graphs().size() == 1, "export ", options.name, ": the function compiled into ",
              exporting.graphs().size(), " graphs; an AOT model is one graph");
   const ExportedGraph& eg = exporting.graphs()[0];
   check_graph(*eg.graph, program, options, ranges);
-  KILN_CHECK(eg.graph->outputs.size() == outputs.size(), "export ", options.name, ": the graph has ",
-             eg.graph->outputs.size(), " outputs, the function returned ", outputs.size());
+  KILN_CHECK(effects.grads.empty(), "export ", options.name, ": the step leaves gradients on ", effects.grads.size(),
+             " parameters; call the optimizer's zero_grad() inside it (an AOT model keeps no gradients)");
+  // A weight read through two views (a parameter, and the optimizer's p.detach()) is two graph
+  // inputs: one written output may be listed for both.
+  std::set<int> written;
+  for (const auto& [output, input] : eg.graph->writes) written.insert(output);
+  KILN_CHECK(effects.writes.size() == written.size() && eg.graph->outputs.size() == outputs.size() + written.size(),
+             "export ", options.name, ": the graph has ", eg.graph->outputs.size(), " outputs, ", written.size(),
+             " of them written back; the function returned ", outputs.size(), " and writes ", effects.writes.size(),
+             " tensors");
 
   ExportedModel m;
   m.name = options.name;
-  Manifest manifest{options.name, {}, {}, {}, ranges};
+  Manifest manifest{options.name, {}, {}, {}, ranges, int(outputs.size())};
   Halide::Target target = aot_target(eg.graph->on_cuda());
   manifest.target = target.to_string();
   for (int f = 0; f < int(Halide::Target::FeatureEnd); ++f)
@@ -187,8 +213,8 @@ ExportedModel export_program(const Program& program, const ExportOptions& option
   m.object = eg.object;
   m.functions = eg.functions;
   m.output_count = int(outputs.size());
-  if (program.module)
-    for (const auto& [name, t] : program.module->named_parameters()) m.weights.emplace_back(name, t.detach());
+  m.trains = program.optimizer != nullptr;
+  for (const auto& [name, t] : weights) m.weights.emplace_back(name, t.detach());
   std::ostringstream summary;
   summary << "model " << options.name << ": " << eg.graph->op_count() << " ops, " << m.functions.size()
           << " compiled pipelines, " << m.weights.size() << " weights, " << outputs.size() << " outputs; traced and "

@@ -42,6 +42,7 @@ struct ExportedModel {
   std::vector<std::pair<std::string, Tensor>> weights;  // the module's parameters
   std::vector<std::string> input_names;
   int output_count = 0;
+  bool trains = false;  // a training step: the generated entry point is step(), not forward()
   std::string summary;  // a line for the build log
 };
 

@@ -19,6 +19,7 @@ std::string write_manifest(const Manifest& m) {
   os << "kiln-aot " << kVersion << "\nmodel " << json_quote(m.model) << '\n';
   if (!m.target.empty()) os << "target " << json_quote(m.target) << ' ' << record_list(m.target_features) << '\n';
   for (const ManifestInput& in : m.inputs) os << "input " << json_quote(in.name) << '\n';
+  os << "outputs " << m.outputs << '\n';
   for (const DynamicRange& r : m.dynamic) os << "dynamic " << r.input << ' ' << r.dim << ' ' << r.min << ' ' << r.max << '\n';
   os << "end\n";
   return os.str();
@@ -49,6 +50,10 @@ Manifest read_manifest(std::string_view text) {
     } else if (kind == "input") {
       f.expect(2);
       m.inputs.push_back({f.str(1)});
+    } else if (kind == "outputs") {
+      f.expect(2);
+      m.outputs = int(f.integer(1));
+      f.check(m.outputs >= 0, "a negative output count");
     } else if (kind == "dynamic") {
       f.expect(5);
       DynamicRange r{f.id(1, m.inputs.size()), int(f.integer(2)), f.integer(3), f.integer(4)};

@@ -6,6 +6,7 @@
 //   model "tiny_mlp"
 //   target "x86-64-linux-avx2-fma-..." [4,7,12]   the regions' Halide target and its features
 //   input "x"                 one per input, in call order
+//   outputs 1                 the function's outputs (the graph's others are written back)
 //   dynamic 0 0 2 512         input position, dim, min, max
 //   end
 #pragma once
@@ -32,6 +33,7 @@ struct Manifest {
   std::vector<int> target_features;  // its features (halide_target_feature_t), for the CPU check
   std::vector<ManifestInput> inputs;
   std::vector<DynamicRange> dynamic;
+  int outputs = 0;
 };
 
 std::string write_manifest(const Manifest& m);

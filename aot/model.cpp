@@ -2,6 +2,7 @@
 
 #include <HalideRuntime.h>
 
+#include <set>
 #include <sstream>
 
 #include "aot/manifest.h"
@@ -72,8 +73,17 @@ struct Model::State {
 
   void check_graph() const {
     const Graph& g = *graph;
-    KILN_CHECK(g.writes.empty() && !g.joint, "model ", name(), ": its graph writes its inputs or is a joint graph, "
-               "which this kiln's AOT models do not run yet");
+    KILN_CHECK(!g.joint, "model ", name(), ": its graph is a joint forward and backward graph, which AOT models "
+               "do not run");
+    std::set<int> written;
+    for (const auto& [output, input] : g.writes) {
+      KILN_CHECK(g.inputs[size_t(input)].kind == InputKind::captured, "model ", name(),
+                 ": its graph writes an input that is not a weight");
+      written.insert(output);
+    }
+    KILN_CHECK(g.outputs.size() == size_t(manifest.outputs) + written.size(), "model ", name(), ": its graph has ",
+               g.outputs.size(), " outputs, its manifest says ", manifest.outputs, " and ", written.size(),
+               " written back");
     for (const GraphInput& in : g.inputs) {
       KILN_CHECK(in.kind == InputKind::argument || in.kind == InputKind::captured, "model ", name(), ": graph input '",
                  in.name, "' is of kind ", kiln::name(in.kind), ", which an AOT model cannot bind");
@@ -167,7 +177,23 @@ TensorList Model::run(const TensorList& inputs) const {
     }
     args[i] = t.is_contiguous() ? t : t.contiguous();
   }
-  return s.compiled->run(args);
+  TensorList out = s.compiled->run(args);
+  // A training step's updates of its weights (and optimizer state), unless computed in place.
+  for (const auto& [output, input] : g.writes) {
+    Tensor weight = s.bound[size_t(input)];
+    const Tensor& value = out[size_t(output)];
+    if (!(value.shares_storage_with(weight) && value.data_ptr() == weight.data_ptr())) weight.copy_(value);
+  }
+  out.resize(size_t(s.manifest.outputs));
+  return out;
+}
+
+std::map<std::string, Tensor> Model::weights() const {
+  std::map<std::string, Tensor> out;
+  const Graph& g = *s_->graph;
+  for (size_t i = 0; i < g.inputs.size(); ++i)
+    if (g.inputs[i].kind == InputKind::captured) out[g.inputs[i].name] = s_->bound[i];
+  return out;
 }
 
 std::string Model::signature() const {

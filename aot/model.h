@@ -47,7 +47,11 @@ class Model {
   Model(const ModelCode& code, const std::map<std::string, Tensor>& weights);
   ~Model();
 
+  // The function's outputs. A training step's model updates its weights in place on each call.
   TensorList run(const TensorList& inputs) const;
+  // The weights the graph reads, by name (a training step's, as updated so far): views of the
+  // tensors it binds, which share memory with those given to the constructor.
+  std::map<std::string, Tensor> weights() const;
   const std::string& name() const;
   // "x: f32 [s0, 64] with s0 in 2..512": what run() accepts, one line per input.
   std::string signature() const;

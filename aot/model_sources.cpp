@@ -53,10 +53,12 @@ std::string header(const ExportedModel& m) {
     params += (k ? ", " : "") + std::string("const kiln::Tensor& ") + m.input_names[k];
     args += (k ? ", " : "") + m.input_names[k];
   }
+  const char* entry = m.trains ? "step" : "forward";
+  if (m.trains) os << "  // One training step: the weights (and the optimizer's state) are updated in place.\n";
   if (m.output_count == 1)
-    os << "  kiln::Tensor forward(" << params << ") const { return run({" << args << "}).at(0); }\n";
+    os << "  kiln::Tensor " << entry << "(" << params << ") const { return run({" << args << "}).at(0); }\n";
   else
-    os << "  kiln::TensorList forward(" << params << ") const { return run({" << args << "}); }\n";
+    os << "  kiln::TensorList " << entry << "(" << params << ") const { return run({" << args << "}); }\n";
   os << "};\n\n}  // namespace " << m.name << "\n";
   return os.str();
 }

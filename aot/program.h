@@ -9,6 +9,11 @@
 //
 // The examples fix every size and dtype that is not declared dynamic (kiln_add_model's DYNAMIC
 // "x:0:2..512": input x, dim 0, sizes 2 to 512).
+//
+// A training step is a program too: its function computes the loss, calls backward(), the
+// optimizer's step() and zero_grad(), and returns the loss; `optimizer` names the optimizer, whose
+// state becomes weights of the model ("optimizer.exp_avg.fc1.weight", "optimizer.step"). Each
+// call of the AOT model then updates its weights in place, as the compiled step would.
 #pragma once
 #include <functional>
 #include <memory>
@@ -16,6 +21,7 @@
 #include <vector>
 
 #include "dsl/nn/module.h"
+#include "dsl/optim/optimizer.h"
 #include "dsl/tensor.h"
 
 namespace kiln::aot {
@@ -31,6 +37,11 @@ struct Program {
   std::shared_ptr<nn::Module> module;
   std::vector<ProgramInput> inputs;
   std::function<TensorList(const TensorList&)> forward;
+  std::shared_ptr<optim::Optimizer> optimizer = nullptr;  // a training step's: over module's parameters
 };
+
+// The program's weights by the names its model uses: the module's parameters, then the
+// optimizer's state named after them. What kiln_add_model saves and aot::Model binds.
+std::vector<std::pair<std::string, Tensor>> program_weights(const Program& p);
 
 }  // namespace kiln::aot

@@ -101,6 +101,12 @@ class CompiledCore {
   CompileStats stats() const;
   void reset();
   const CompileOptions& options() const;
+  // Names for captured tensors besides the module's parameters (an ahead-of-time training step's
+  // optimizer state, aot/export.h): graphs name those inputs so. Before the first call.
+  void name_captured(std::vector<std::pair<std::string, Tensor>> named);
+  // The writes and gradients the most recently traced graph applies after each run (empty when
+  // it has none, or the function had breaks).
+  GraphEffects last_effects() const;
 
  private:
   struct State;

@@ -56,6 +56,8 @@ struct CompiledCore::State {
   TracedFn fn;
   CompileOptions options;
   const nn::Module* module = nullptr;
+  std::vector<std::pair<std::string, Tensor>> captured_names;  // name_captured()
+  GraphEffects last_effects;  // the latest entry's, for last_effects()
   Backend* backend = nullptr;
 
   mutable std::shared_mutex entries_mu;
@@ -188,6 +190,7 @@ struct CompiledCore::State {
     to.joint = !backend->supports_autograd();
     if (module)
       for (auto& [name, t] : module->named_parameters()) to.names[&t.impl()] = name;
+    for (const auto& [name, t] : captured_names) to.names[&t.impl()] = name;
     TraceModes modes = TraceModes::current();
     std::shared_ptr<CompiledGraph> last;
     std::vector<std::string> texts;
@@ -232,6 +235,7 @@ struct CompiledCore::State {
         e.graph = g;
         e.compiled = last;
         e.effects = tracer.last_effects();
+        last_effects = e.effects;
         for (size_t i = 0; i < size_t(g->forward_input_count()); ++i) {
           bool arg = g->inputs[i].kind == InputKind::argument;
           e.argument_of.push_back(arg ? g->inputs[i].index : -1);
@@ -290,6 +294,15 @@ CompiledCore::CompiledCore(TracedFn fn, CompileOptions options, const nn::Module
 CompiledCore::~CompiledCore() = default;
 
 const CompileOptions& CompiledCore::options() const { return s_->options; }
+
+void CompiledCore::name_captured(std::vector<std::pair<std::string, Tensor>> named) {
+  s_->captured_names = std::move(named);
+}
+
+GraphEffects CompiledCore::last_effects() const {
+  std::lock_guard<std::mutex> lock(s_->trace_mu);
+  return s_->last_effects;
+}
 
 TensorList CompiledCore::call(const TensorList& ts, const std::vector<AttrValue>& st) {
   State& s = *s_;

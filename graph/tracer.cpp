@@ -143,6 +143,18 @@ Tensor Tracer::symbolic(int value) {
   return make_symbolic(value, no_data(seg_.graph->values[size_t(value)].meta.device), false);
 }
 
+// A named tensor's name, also for a detached view of all of it (the optimizer reads its
+// parameters through p.detach()); else "captured<slot>".
+std::string Tracer::captured_name(const TensorImpl& impl, int slot) const {
+  auto n = options_.names.find(&impl);
+  if (n != options_.names.end()) return n->second;
+  for (const auto& [named, name] : options_.names)
+    if (named->storage == impl.storage && named->shape == impl.shape && named->strides == impl.strides &&
+        named->offset == impl.offset)
+      return name;
+  return "captured" + std::to_string(slot);
+}
+
 int Tracer::value_of(const Tensor& t) {
   const TensorImpl* impl = &t.impl();
   if (impl->traced) return live_traced(t, "an op").value;
@@ -162,8 +174,7 @@ int Tracer::value_of(const Tensor& t) {
   if (carried) {
     nm = "carried" + std::to_string(slot);
   } else {
-    auto n = options_.names.find(impl);
-    nm = n != options_.names.end() ? n->second : "captured" + std::to_string(slot);
+    nm = captured_name(*impl, slot);
   }
   int v = seg_.graph->add_input(carried ? InputKind::carried : InputKind::captured, slot, nm,
                                 {impl->shape, impl->dtype, t.device()},

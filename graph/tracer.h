@@ -121,6 +121,7 @@ class Tracer final : public DispatchMode {
   ViewMeta probe_layout_of_input(const Value& v) const;
   void note_input_probe(int value);
   int value_of(const Tensor& t);
+  std::string captured_name(const TensorImpl& impl, int slot) const;
   Tensor make_symbolic(int value, const std::shared_ptr<Storage>& storage, bool detached);
   void new_segment();
   // Runs the current graph with `outputs` plus every live symbolic value, makes them real.

@@ -63,6 +63,22 @@ void SGD::step() {
   }
 }
 
+std::vector<std::pair<std::string, Tensor>> SGD::state() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (size_t i = 0; i < velocity_.size(); ++i) out.emplace_back("momentum_buffer." + std::to_string(i), velocity_[i]);
+  return out;
+}
+
+std::vector<std::pair<std::string, Tensor>> AdamW::state() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (size_t i = 0; i < m_.size(); ++i) {
+    out.emplace_back("exp_avg." + std::to_string(i), m_[i]);
+    out.emplace_back("exp_avg_sq." + std::to_string(i), v_[i]);
+  }
+  out.emplace_back("step", steps_);
+  return out;
+}
+
 AdamW::AdamW(std::vector<Tensor> params, AdamWOptions opts) : Optimizer(std::move(params)), opts_(opts) {
   KILN_CHECK(opts.lr >= 0 && opts.eps >= 0 && opts.weight_decay >= 0, "AdamW: lr, eps and weight_decay must be >= 0");
   KILN_CHECK(opts.beta1 >= 0 && opts.beta1 < 1 && opts.beta2 >= 0 && opts.beta2 < 1,

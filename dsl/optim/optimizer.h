@@ -7,6 +7,8 @@
 //   optim::AdamW opt(model.parameters(), {.lr = 1e-3});
 //   loss.backward(); opt.step(); opt.zero_grad();
 #pragma once
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "dsl/tensor.h"
@@ -24,6 +26,10 @@ class Optimizer {
   void step_unless(const Tensor& skip);
   void zero_grad();
   const std::vector<Tensor>& params() const { return params_; }
+  // The state tensors, named "<kind>.<parameter index>" ("exp_avg.3") or "<kind>" for one shared
+  // by all ("step"): what a compiled or ahead-of-time training step reads and updates besides the
+  // parameters (aot/export.h names them after the parameters).
+  virtual std::vector<std::pair<std::string, Tensor>> state() const { return {}; }
 
  protected:
   // `updated`, or `old` (a parameter or a state tensor) while step_unless's traced skip holds.
@@ -43,6 +49,7 @@ class SGD : public Optimizer {
  public:
   SGD(std::vector<Tensor> params, SGDOptions opts);
   void step() override;
+  std::vector<std::pair<std::string, Tensor>> state() const override;  // momentum_buffer.i
 
  private:
   SGDOptions opts_;
@@ -64,6 +71,7 @@ class AdamW : public Optimizer {
  public:
   AdamW(std::vector<Tensor> params, AdamWOptions opts);
   void step() override;
+  std::vector<std::pair<std::string, Tensor>> state() const override;  // exp_avg.i, exp_avg_sq.i, step
 
  private:
   AdamWOptions opts_;

@@ -204,3 +204,54 @@ BOOST_AUTO_TEST_CASE(manifest_reads_back) {
   check_error([] { aot::read_manifest("kiln-aot 1\ndynamic 0 0 2 8\nend\n"); }, {"read_manifest: line 2", "out of range"});
   check_error([] { aot::read_manifest("kiln-aot 2\nend\n"); }, {"version 2"});
 }
+
+BOOST_AUTO_TEST_CASE(training_step_matches_the_compiled_step) {
+  // Two copies of the same MLP and AdamW: one exported as a training step, one compiled.
+  auto make = [] {
+    manual_seed(31);
+    auto mlp = std::make_shared<nn::MLP>(std::vector<int64_t>{24, 64, 8});
+    auto opt = std::make_shared<optim::AdamW>(mlp->parameters(), optim::AdamWOptions{.lr = 1e-2});
+    return std::make_pair(mlp, opt);
+  };
+  auto step_of = [](std::shared_ptr<nn::MLP> mlp, std::shared_ptr<optim::AdamW> opt) {
+    return [mlp, opt](const TensorList& in) {
+      Tensor d = mlp->forward(in[0]) - in[1];
+      Tensor loss = (d * d).mean();
+      loss.backward();
+      opt->step();
+      opt->zero_grad();
+      return TensorList{loss};
+    };
+  };
+  auto [mlp, opt] = make();
+  auto [mlp2, opt2] = make();
+  Scratch scratch;
+  manual_seed(32);
+  aot::Program p{mlp, {{"x", randn({16, 24})}, {"y", randn({16, 8})}}, step_of(mlp, opt), opt};
+  std::vector<double> initial = host_values(mlp->parameters()[0]);
+  aot::ExportedModel m = aot::export_program(p, {"train", scratch.dir.string(), {}});
+  BOOST_TEST(m.trains);
+  BOOST_TEST(host_values(mlp->parameters()[0]) == initial);  // tracing's step was undone
+  std::vector<std::pair<std::string, Tensor>> named = aot::program_weights(p);
+  BOOST_TEST(named.size() == 4u + 2 * 4u + 1u);
+  BOOST_TEST(named.back().first == "optimizer.step");
+  BOOST_TEST(named[4].first == "optimizer.exp_avg." + named[0].first);
+  LoadedCode c = load(m, scratch);
+  std::map<std::string, Tensor> weights(named.begin(), named.end());
+  aot::Model model(c.code(), weights);
+
+  auto compiled = compile(step_of(mlp2, opt2), {.backend = "halide"});
+  for (int i = 0; i < 3; ++i) {
+    Tensor x = randn({16, 24}), y = randn({16, 8});
+    Tensor got = model.run({x, y}).at(0);
+    Tensor want = compiled(TensorList{x, y}).at(0);
+    BOOST_TEST(same_bits(got, want), "step " << i);
+  }
+  // The weights moved in place, as the compiled step's did.
+  std::map<std::string, Tensor> after = model.weights();
+  std::vector<std::pair<std::string, Tensor>> reference = aot::program_weights({mlp2, {}, {}, opt2});
+  BOOST_TEST(after.size() == reference.size());
+  for (const auto& [name, t] : reference) BOOST_TEST(same_bits(after.at(name), t), name);
+  BOOST_TEST(host_values(mlp->parameters()[0]) != initial);
+  BOOST_TEST(same_bits(after.at(named[0].first), named[0].second));  // the tensors given were updated
+}
