@@ -6,8 +6,10 @@
 #include <sstream>
 
 #include "aot/manifest.h"
+#include "dsl/eager/kernel_call.h"
 #include "dsl/error.h"
 #include "dsl/nn/state_dict.h"
+#include "dsl/storage.h"
 #include "graph/graph.h"
 #include "schedules/graph_executor.h"
 #include "schedules/plan_file.h"
@@ -186,6 +188,54 @@ TensorList Model::run(const TensorList& inputs) const {
   }
   out.resize(size_t(s.manifest.outputs));
   return out;
+}
+
+namespace {
+
+DType dtype_of(const halide_type_t& t, const std::string& what) {
+  for (DType d : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32, DType::i64, DType::bool_})
+    if (halide_buffer_type(d) == t) return d;
+  throw_error(what, " has a Halide type (code ", int(t.code), ", ", int(t.bits), " bits) kiln has no dtype for");
+}
+
+// A host buffer as a tensor over the same memory: Halide's dims are innermost first.
+Tensor tensor_of(const halide_buffer_t* b, const std::string& what) {
+  KILN_CHECK(b && b->host, what, " is null or has no host memory (AOT models run on the CPU)");
+  DType dtype = dtype_of(b->type, what);
+  Shape shape;
+  Strides strides;
+  int64_t lowest = 0, highest = 0;
+  for (int d = b->dimensions; d-- > 0;) {
+    const halide_dimension_t& dim = b->dim[d];
+    shape.push_back(dim.extent);
+    strides.push_back(dim.stride);
+    if (dim.extent > 0) (dim.stride < 0 ? lowest : highest) += int64_t(dim.extent - 1) * dim.stride;
+  }
+  size_t item = itemsize(dtype);
+  auto storage = std::make_shared<Storage>(b->host + lowest * int64_t(item), size_t(highest - lowest + 1) * item,
+                                           Device::cpu(), nullptr);  // the caller's memory
+  return Tensor::make_view(std::move(storage), shape, strides, -lowest, dtype);
+}
+
+}  // namespace
+
+void Model::run_raw(const std::vector<const halide_buffer_t*>& inputs,
+                    const std::vector<halide_buffer_t*>& outputs) const {
+  const Manifest& m = s_->manifest;
+  TensorList in;
+  for (size_t k = 0; k < inputs.size(); ++k)
+    in.push_back(tensor_of(inputs[k], "model " + name() + ": input buffer " +
+                                          (k < m.inputs.size() ? m.inputs[k].name : std::to_string(k))));
+  KILN_CHECK(outputs.size() == size_t(m.outputs), "model ", name(), ": run_raw takes ", m.outputs,
+             " output buffers, got ", outputs.size());
+  TensorList out = run(in);
+  for (size_t k = 0; k < out.size(); ++k) {
+    std::string what = "model " + name() + ": output buffer " + std::to_string(k);
+    Tensor dst = tensor_of(outputs[k], what);
+    KILN_CHECK(dst.dtype() == out[k].dtype() && dst.shape() == out[k].shape(), what, " is ", dst.dtype(), " ",
+               to_string(dst.shape()), "; the output is ", out[k].dtype(), " ", to_string(out[k].shape()));
+    dst.copy_(out[k]);
+  }
 }
 
 std::map<std::string, Tensor> Model::weights() const {

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <HalideRuntime.h>
+
 #include "dsl/tensor.h"
 #include "schedules/region.h"
 
@@ -49,6 +51,10 @@ class Model {
 
   // The function's outputs. A training step's model updates its weights in place on each call.
   TensorList run(const TensorList& inputs) const;
+  // The raw-buffer entry point, for callers without kiln tensors: host buffers in, and the
+  // outputs copied into caller-allocated host buffers of the outputs' shapes and types (kiln::Error
+  // naming the buffer otherwise). The inputs are read in place, not copied.
+  void run_raw(const std::vector<const halide_buffer_t*>& inputs, const std::vector<halide_buffer_t*>& outputs) const;
   // The weights the graph reads, by name (a training step's, as updated so far): views of the
   // tensors it binds, which share memory with those given to the constructor.
   std::map<std::string, Tensor> weights() const;

@@ -59,6 +59,18 @@ std::string header(const ExportedModel& m) {
     os << "  kiln::Tensor " << entry << "(" << params << ") const { return run({" << args << "}).at(0); }\n";
   else
     os << "  kiln::TensorList " << entry << "(" << params << ") const { return run({" << args << "}); }\n";
+  // The raw-buffer twin: host buffers in, the outputs copied into the caller's.
+  std::string raw_params, raw_outs;
+  for (size_t k = 0; k < m.input_names.size(); ++k)
+    raw_params += (k ? ", " : "") + std::string("const halide_buffer_t* ") + m.input_names[k];
+  for (int k = 0; k < m.output_count; ++k) {
+    std::string out = m.output_count == 1 ? "out" : "out" + std::to_string(k);
+    raw_params += ", halide_buffer_t* " + out;
+    raw_outs += (k ? ", " : "") + out;
+  }
+  os << "  // Host buffers in (read in place), outputs copied into yours (kiln::aot::Model::run_raw).\n"
+     << "  void " << entry << "_raw(" << raw_params << ") const { run_raw({" << args << "}, {" << raw_outs
+     << "}); }\n";
   os << "};\n\n}  // namespace " << m.name << "\n";
   return os.str();
 }

@@ -1,5 +1,5 @@
 # kiln_add_model(NAME SOURCES source... ENTRY function [DYNAMIC "input:dim:min..max" ...]
-#                [LINK_LIBRARIES library...])
+#                [TARGETS host] [LINK_LIBRARIES library...])
 #
 # An ahead-of-time model library. SOURCES (with LINK_LIBRARIES) are built into a generator
 # program, NAME_generator, whose main calls ENTRY, a function at global scope declared as
@@ -11,9 +11,11 @@
 # (aot/model_sources.h). Target NAME is the static library of those, with NAME.h on its include
 # path: `NAME::Model m(path); Tensor y = m.forward(x);`. Its property KILN_WEIGHTS is the path of
 # NAME.safetensors. DYNAMIC "x:0:2..512" lets input x's dim 0 take any size from 2 to 512; every
-# other size is fixed by the examples.
+# other size is fixed by the examples. TARGETS: only `host` (this machine's CPU, which the
+# library's manifest records and checks at load) for now; CUDA models and lists of CPU targets
+# are not built yet.
 function(kiln_add_model name)
-  cmake_parse_arguments(M "" "ENTRY" "SOURCES;DYNAMIC;LINK_LIBRARIES" ${ARGN})
+  cmake_parse_arguments(M "" "ENTRY" "SOURCES;DYNAMIC;TARGETS;LINK_LIBRARIES" ${ARGN})
   if (M_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "kiln_add_model(${name}): unknown arguments: ${M_UNPARSED_ARGUMENTS}")
   endif ()
@@ -23,6 +25,12 @@ function(kiln_add_model name)
   if (NOT M_SOURCES OR NOT M_ENTRY)
     message(FATAL_ERROR "kiln_add_model(${name}): SOURCES and ENTRY are required")
   endif ()
+  foreach (target IN LISTS M_TARGETS)
+    if (NOT target STREQUAL "host")
+      message(FATAL_ERROR "kiln_add_model(${name}): TARGETS ${target}: only `host` is built yet "
+                          "(CUDA models and several CPU targets in one library are not)")
+    endif ()
+  endforeach ()
   if (NOT M_ENTRY MATCHES "^[A-Za-z_][A-Za-z0-9_]*$")
     message(FATAL_ERROR "kiln_add_model(${name}): ENTRY '${M_ENTRY}' must name a function at global scope")
   endif ()
