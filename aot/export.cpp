@@ -139,9 +139,48 @@ DynamicDim parse_dynamic_dim(const std::string& text) {
   return d;
 }
 
+std::string Specialization::text() const {
+  std::string dim_text = input + "." + std::to_string(dim);
+  return modulus > 0 ? dim_text + " % " + std::to_string(modulus) + " == " + std::to_string(value)
+                     : dim_text + " == " + std::to_string(value);
+}
+
+Specialization parse_specialization(const std::string& text) {
+  std::string t;
+  for (char c : text)
+    if (c != ' ') t += c;
+  size_t dot = t.find('.'), eq = t.find("==");
+  size_t mod = t.find('%');
+  KILN_CHECK(dot != std::string::npos && eq != std::string::npos && dot < eq && (mod == std::string::npos || mod < eq),
+             "SPECIALIZE \"", text, "\": expected input.dim == value or input.dim % modulus == value, e.g. "
+             "\"x.1 % 64 == 0\"");
+  Specialization s;
+  s.input = t.substr(0, dot);
+  size_t dim_end = mod == std::string::npos ? eq : mod;
+  s.dim = int(parse_size(t.substr(dot + 1, dim_end - dot - 1), "the dim", text));
+  if (mod != std::string::npos) s.modulus = parse_size(t.substr(mod + 1, eq - mod - 1), "the modulus", text);
+  s.value = parse_size(t.substr(eq + 2), "the value", text);
+  KILN_CHECK(mod == std::string::npos || (s.modulus >= 2 && s.value < s.modulus), "SPECIALIZE \"", text,
+             "\": needs a modulus of at least 2 and a value below it");
+  return s;
+}
+
 ExportedModel export_program(const Program& program, const ExportOptions& options) {
   check_program(program, options);
   std::vector<DynamicRange> ranges = dynamic_ranges(program, options);
+  std::vector<SizeCondition> conditions;
+  for (const Specialization& sp : options.specialize) {
+    std::string spec = sp.text();
+    int input = input_position(program, sp.input, spec);
+    const DynamicRange* range = nullptr;
+    for (const DynamicRange& r : ranges)
+      if (r.input == input && r.dim == sp.dim) range = &r;
+    KILN_CHECK(range, "SPECIALIZE \"", spec, "\": input ", sp.input, " dim ", sp.dim,
+               " is not declared DYNAMIC (a static size needs no specialization)");
+    KILN_CHECK(sp.modulus > 0 || (sp.value >= range->min && sp.value <= range->max), "SPECIALIZE \"", spec,
+               "\": ", sp.value, " is outside the dim's range ", range->min, "..", range->max);
+    conditions.push_back({input, sp.dim, sp.modulus, sp.value, spec});
+  }
   auto t0 = std::chrono::steady_clock::now();
 
   // The examples as fresh tensors over the same data: dims declared dynamic marked so, the
@@ -166,7 +205,7 @@ ExportedModel export_program(const Program& program, const ExportOptions& option
   // what they were.
   TensorList before;
   for (const auto& [name, t] : weights) before.push_back(t.detach().clone());
-  ObjectExport exporting(options.dir, options.name);
+  ObjectExport exporting(options.dir, options.name, conditions);
   TensorList outputs;
   {
     std::optional<NoGradGuard> inference;
@@ -208,16 +247,26 @@ ExportedModel export_program(const Program& program, const ExportOptions& option
     manifest.inputs.push_back({in.name});
     m.input_names.push_back(in.name);
   }
+  for (const SizeCondition& c : conditions) manifest.branches.push_back({c.argument, c.dim, c.modulus, c.value});
   m.manifest = write_manifest(manifest);
   m.plan = eg.plan;
   m.object = eg.object;
   m.functions = eg.functions;
+  m.specialized = eg.specialized;
+  for (const Specialization& sp : options.specialize) {
+    bool used = false;
+    for (const std::string& what : m.specialized) used = used || what.find(sp.text()) != std::string::npos;
+    KILN_CHECK(used, "SPECIALIZE \"", sp.text(), "\": no compiled pipeline of ", options.name,
+               " sizes by that dim (it reaches only eager steps), so there is nothing to specialize");
+  }
   m.output_count = int(outputs.size());
   m.trains = program.optimizer != nullptr;
   for (const auto& [name, t] : weights) m.weights.emplace_back(name, t.detach());
   std::ostringstream summary;
   summary << "model " << options.name << ": " << eg.graph->op_count() << " ops, " << m.functions.size()
-          << " compiled pipelines, " << m.weights.size() << " weights, " << outputs.size() << " outputs; traced and "
+          << " compiled pipelines";
+  if (!m.specialized.empty()) summary << " (" << m.specialized.size() << " specialize() branches)";
+  summary << ", " << m.weights.size() << " weights, " << outputs.size() << " outputs; traced and "
           << "compiled in " << int(ms_since(t0)) << " ms";
   m.summary = summary.str();
   return m;

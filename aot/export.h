@@ -27,10 +27,23 @@ struct DynamicDim {
 // "x:0:2..512"; kiln::Error naming the text and the rule it breaks.
 DynamicDim parse_dynamic_dim(const std::string& text);
 
+// A size specialization of a dynamic dim: "x.1 % 64 == 0" (divisible) or "x.0 == 8" (equal).
+// The pipelines that size by it get a specialize() branch (schedules/size_specialization.h).
+struct Specialization {
+  std::string input;
+  int dim = 0;
+  int64_t modulus = 0;  // 0: equality
+  int64_t value = 0;
+  std::string text() const;
+};
+// kiln::Error naming the text and the form it takes.
+Specialization parse_specialization(const std::string& text);
+
 struct ExportOptions {
   std::string name;  // a C++ identifier: the namespace and file names of the generated code
   std::string dir;   // where objects go
   std::vector<DynamicDim> dynamic;
+  std::vector<Specialization> specialize;  // each on a dim declared dynamic
 };
 
 struct ExportedModel {
@@ -43,6 +56,7 @@ struct ExportedModel {
   std::vector<std::string> input_names;
   int output_count = 0;
   bool trains = false;  // a training step: the generated entry point is step(), not forward()
+  std::vector<std::string> specialized;  // the specialize() branches added, by region
   std::string summary;  // a line for the build log
 };
 

@@ -11,7 +11,8 @@ namespace kiln::aot {
 
 namespace {
 
-const char* kUsage = "usage: GENERATOR --name NAME --out DIR [--dynamic input:dim:min..max ...]";
+const char* kUsage =
+    "usage: GENERATOR --name NAME --out DIR [--dynamic input:dim:min..max ...] [--specialize \"x.1 % 64 == 0\" ...]";
 
 ExportOptions parse_arguments(int argc, char** argv) {
   ExportOptions o;
@@ -22,6 +23,7 @@ ExportOptions parse_arguments(int argc, char** argv) {
     if (a == "--name") o.name = value;
     else if (a == "--out") o.dir = value;
     else if (a == "--dynamic") o.dynamic.push_back(parse_dynamic_dim(value));
+    else if (a == "--specialize") o.specialize.push_back(parse_specialization(value));
     else throw_error("unknown argument '", a, "' (", kUsage, ")");
   }
   KILN_CHECK(!o.name.empty() && !o.dir.empty(), "--name and --out are required (", kUsage, ")");
@@ -39,6 +41,7 @@ int generator_main(const std::function<Program()>& entry, int argc, char** argv)
     ExportedModel m = export_program(entry(), options);
     write_model_sources(m, options.dir);
     std::cout << "kiln_add_model(" << name << "): " << m.summary << std::endl;
+    for (const std::string& s : m.specialized) std::cout << "kiln_add_model(" << name << "):   " << s << std::endl;
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "kiln_add_model(" << name << "): error: " << e.what() << std::endl;

@@ -21,6 +21,8 @@ std::string write_manifest(const Manifest& m) {
   for (const ManifestInput& in : m.inputs) os << "input " << json_quote(in.name) << '\n';
   os << "outputs " << m.outputs << '\n';
   for (const DynamicRange& r : m.dynamic) os << "dynamic " << r.input << ' ' << r.dim << ' ' << r.min << ' ' << r.max << '\n';
+  for (const SizeBranch& b : m.branches)
+    os << "specialize " << b.input << ' ' << b.dim << ' ' << b.modulus << ' ' << b.value << '\n';
   os << "end\n";
   return os.str();
 }
@@ -59,6 +61,11 @@ Manifest read_manifest(std::string_view text) {
       DynamicRange r{f.id(1, m.inputs.size()), int(f.integer(2)), f.integer(3), f.integer(4)};
       f.check(r.dim >= 0 && r.min >= 0 && r.min <= r.max, "a dynamic dim needs dim >= 0 and 0 <= min <= max");
       m.dynamic.push_back(r);
+    } else if (kind == "specialize") {
+      f.expect(5);
+      SizeBranch b{f.id(1, m.inputs.size()), int(f.integer(2)), f.integer(3), f.integer(4)};
+      f.check(b.dim >= 0 && b.modulus >= 0, "a specialization needs dim >= 0 and modulus >= 0");
+      m.branches.push_back(b);
     } else if (kind == "end") {
       ended = true;
     } else {

@@ -8,6 +8,7 @@
 //   input "x"                 one per input, in call order
 //   outputs 1                 the function's outputs (the graph's others are written back)
 //   dynamic 0 0 2 512         input position, dim, min, max
+//   specialize 0 1 16 0       input position, dim, modulus (0: equality), value
 //   end
 #pragma once
 #include <cstdint>
@@ -23,6 +24,15 @@ struct DynamicRange {
   int64_t min = 2, max = 0;
 };
 
+// A size specialization the pipelines have a branch for (aot/export.h): dim % modulus == value,
+// or dim == value when modulus is 0.
+struct SizeBranch {
+  int input = 0;
+  int dim = 0;
+  int64_t modulus = 0, value = 0;
+  bool holds(int64_t size) const { return modulus > 0 ? size % modulus == value : size == value; }
+};
+
 struct ManifestInput {
   std::string name;
 };
@@ -34,6 +44,7 @@ struct Manifest {
   std::vector<ManifestInput> inputs;
   std::vector<DynamicRange> dynamic;
   int outputs = 0;
+  std::vector<SizeBranch> branches;
 };
 
 std::string write_manifest(const Manifest& m);

@@ -11,6 +11,7 @@
 #include "dsl/nn/state_dict.h"
 #include "dsl/storage.h"
 #include "graph/graph.h"
+#include "graph/logs.h"
 #include "schedules/graph_executor.h"
 #include "schedules/plan_file.h"
 
@@ -179,6 +180,16 @@ TensorList Model::run(const TensorList& inputs) const {
     }
     args[i] = t.is_contiguous() ? t : t.contiguous();
   }
+  if (log_enabled(LogChannel::guards))
+    for (const SizeBranch& b : s.manifest.branches) {
+      int64_t size = inputs[size_t(b.input)].shape()[size_t(b.dim)];
+      std::string cond = declared[size_t(b.input)].name + "." + std::to_string(b.dim) +
+                         (b.modulus > 0 ? " % " + std::to_string(b.modulus) : std::string()) + " == " +
+                         std::to_string(b.value);
+      log_line(LogChannel::guards, "model " + s.name() + ": " + cond + (b.holds(size) ? " holds" : " does not hold") +
+                                       " (" + std::to_string(size) + "): " +
+                                       (b.holds(size) ? "its specialize() branches run" : "the generic code runs"));
+    }
   TensorList out = s.compiled->run(args);
   // A training step's updates of its weights (and optimizer state), unless computed in place.
   for (const auto& [output, input] : g.writes) {

@@ -1,6 +1,9 @@
 // The zoo models that `kiln bench aot` runs ahead of time: bench/CMakeLists.txt builds each
 // through kiln_add_model from these entries (every size static, as the JIT's first compile sees
-// them): the MLP and the transformer block at bench size, the block at test size too.
+// them): the MLP and the transformer block at bench size, the block at test size too; and a row
+// chain without weights (softmax, GELU, log-softmax over rows of 1024), whose rows' length
+// bench/CMakeLists.txt also builds dynamic, with and without a specialization for lengths
+// divisible by 16.
 #include "aot/program.h"
 #include "bench/zoo.h"
 
@@ -18,6 +21,12 @@ kiln::aot::Program zoo_program(const std::string& name, kiln::zoo::ZooSize size 
 
 kiln::aot::Program make_bench_aot_mlp() { return zoo_program("mlp"); }
 kiln::aot::Program make_bench_aot_transformer_block() { return zoo_program("transformer_block"); }
+kiln::aot::Program make_bench_aot_row_chain() {
+  using namespace kiln;
+  manual_seed(0);
+  return {nullptr, {{"x", randn({2048, 1024})}},
+          [](const TensorList& in) { return TensorList{log_softmax(gelu(in[0]) + softmax(in[0] * 2.0, -1), -1)}; }};
+}
 kiln::aot::Program make_bench_aot_transformer_block_test() {
   return zoo_program("transformer_block", kiln::zoo::ZooSize::test);
 }

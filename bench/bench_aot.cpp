@@ -5,6 +5,8 @@
 // kiln::compile's trace, compile and run with an empty disk cache (cold) and a filled one (warm).
 // Weights come from the zoo model in both cases, so loading a file is in neither. Also the size
 // of each model's static library. The AOT model must equal the JIT-compiled one bit for bit.
+// Then size specializations: a row chain built with a dynamic row length, generic against a
+// specialize() branch for lengths divisible by 16 (kiln_add_model's SPECIALIZE).
 #include <unistd.h>
 
 #include <cstdio>
@@ -20,6 +22,9 @@
 #include "bench_aot_mlp.h"
 #include "bench_aot_transformer_block.h"
 #include "bench_aot_transformer_block_test.h"
+#include "bench_aot_row_chain.h"
+#include "bench_aot_row_chain_dynamic.h"
+#include "bench_aot_row_chain_specialized.h"
 #include "schedules/disk_cache.h"
 
 namespace kiln::bench {
@@ -41,6 +46,46 @@ const AotModel kModels[] = {
      KILN_BENCH_AOT_TRANSFORMER_BLOCK_LIBRARY},
 };
 
+bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() &&
+         std::memcmp(a.contiguous().data_ptr(), b.contiguous().data_ptr(), size_t(a.numel()) * itemsize(a.dtype())) == 0;
+}
+
+// The row chain (bench/aot_models.cpp) with a dynamic row length, [2048, cols]: generic, and with
+// a branch for cols % 16 == 0, each on lengths that satisfy it and lengths that do not; the static
+// build at 1024 beside them.
+Json measure_specialization() {
+  manual_seed(0);
+  const std::map<std::string, Tensor> none;  // no weights
+  aot::Model generic(bench_aot_row_chain_dynamic::code(), none);
+  aot::Model specialized(bench_aot_row_chain_specialized::code(), none);
+  aot::Model fixed(bench_aot_row_chain::code(), none);
+  std::printf("\nrow chain [2048, cols] (log_softmax(gelu(x) + softmax(2x))), cols dynamic: generic against a "
+              "specialize() branch for cols %% 16 == 0\n"
+              "%8s %11s %15s %9s %10s\n", "cols", "generic ms", "specialized ms", "ratio", "static ms");
+  Json rows = Json::array();
+  for (int64_t cols : {1024, 1000, 2048, 2040}) {
+    Tensor x = randn({2048, cols});
+    bool same = same_bits(generic.run({x})[0], specialized.run({x})[0]);
+    Timing g = time_median([&] { generic.run({x}); }, 1, 3, 15, 0.5, 200);
+    Timing s = time_median([&] { specialized.run({x}); }, 1, 3, 15, 0.5, 200);
+    double gm = g.median_s * 1e3, sm = s.median_s * 1e3, st = -1;
+    if (cols == 1024) st = time_median([&] { fixed.run({x}); }, 1, 3, 15, 0.5, 200).median_s * 1e3;
+    std::printf("%8lld %11.3f %15.3f %9.3f %10s%s\n", static_cast<long long>(cols), gm, sm, gm / sm,
+                st < 0 ? "-" : std::to_string(st).substr(0, 6).c_str(), same ? "" : "  (outputs differ!)");
+    Json j = Json::object();
+    j.set("cols", cols);
+    j.set("holds", cols % 16 == 0);
+    j.set("generic_ms", gm);
+    j.set("specialized_ms", sm);
+    j.set("speedup", gm / sm);
+    j.set("static_ms", st < 0 ? Json(nullptr) : Json(st));
+    j.set("same_bits", same);
+    rows.push(j);
+  }
+  return rows;
+}
+
 std::string label(const AotModel& m) { return std::string(m.name) + "/" + zoo::zoo_size_name(m.size); }
 
 const AotModel& find_model(const std::string& name) {
@@ -58,10 +103,6 @@ std::map<std::string, Tensor> weights_of(const zoo::ZooModel& m) {
   return w;
 }
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.shape() == b.shape() && a.dtype() == b.dtype() &&
-         std::memcmp(a.contiguous().data_ptr(), b.contiguous().data_ptr(), size_t(a.numel()) * itemsize(a.dtype())) == 0;
-}
 
 }  // namespace
 
@@ -139,12 +180,15 @@ int run_bench_aot(const BenchOptions& opts) {
     j.set("aot_equals_jit_bitwise", same);
     models.push(j);
   }
+  Json specialization = opts.filter.empty() || std::string("row_chain").find(opts.filter) != std::string::npos
+                            ? measure_specialization()
+                            : Json::array();
   if (!opts.json_path.empty()) {
     Json report = Json::object();
     report.set("suite", "aot");
     report.set("device", "cpu");
-    report.set("size", "bench");
     report.set("models", models);
+    report.set("specialization", specialization);
     write_file_atomic(opts.json_path, report.dump());
     std::printf("wrote %s\n", opts.json_path.c_str());
   }

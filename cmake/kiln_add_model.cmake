@@ -1,5 +1,6 @@
 # kiln_add_model(NAME SOURCES source... ENTRY function [DYNAMIC "input:dim:min..max" ...]
-#                [TARGETS host] [LINK_LIBRARIES library...])
+#                [SPECIALIZE "input.dim % m == r" | "input.dim == v" ...] [TARGETS host]
+#                [LINK_LIBRARIES library...])
 #
 # An ahead-of-time model library. SOURCES (with LINK_LIBRARIES) are built into a generator
 # program, NAME_generator, whose main calls ENTRY, a function at global scope declared as
@@ -11,11 +12,13 @@
 # (aot/model_sources.h). Target NAME is the static library of those, with NAME.h on its include
 # path: `NAME::Model m(path); Tensor y = m.forward(x);`. Its property KILN_WEIGHTS is the path of
 # NAME.safetensors. DYNAMIC "x:0:2..512" lets input x's dim 0 take any size from 2 to 512; every
-# other size is fixed by the examples. TARGETS: only `host` (this machine's CPU, which the
+# other size is fixed by the examples. SPECIALIZE "x.1 % 16 == 0" gives every pipeline sized by
+# that dynamic dim a specialize() branch for sizes that satisfy it (the same schedule, compiled
+# knowing the condition), beside the generic code. TARGETS: only `host` (this machine's CPU, which the
 # library's manifest records and checks at load) for now; CUDA models and lists of CPU targets
 # are not built yet.
 function(kiln_add_model name)
-  cmake_parse_arguments(M "" "ENTRY" "SOURCES;DYNAMIC;TARGETS;LINK_LIBRARIES" ${ARGN})
+  cmake_parse_arguments(M "" "ENTRY" "SOURCES;DYNAMIC;SPECIALIZE;TARGETS;LINK_LIBRARIES" ${ARGN})
   if (M_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "kiln_add_model(${name}): unknown arguments: ${M_UNPARSED_ARGUMENTS}")
   endif ()
@@ -50,6 +53,9 @@ int main(int argc, char** argv) { return kiln::aot::generator_main(&${M_ENTRY}, 
   set(arguments --name ${name} --out ${dir})
   foreach (d IN LISTS M_DYNAMIC)
     list(APPEND arguments --dynamic ${d})
+  endforeach ()
+  foreach (s IN LISTS M_SPECIALIZE)
+    list(APPEND arguments --specialize ${s})
   endforeach ()
   set(outputs ${dir}/${name}.h ${dir}/${name}.cpp ${dir}/${name}_regions.o ${dir}/${name}.safetensors)
   add_custom_command(OUTPUT ${outputs}

@@ -38,6 +38,7 @@
 #include "schedules/region_signature.h"
 #include "schedules/schedule_source.h"
 #include "schedules/shared_library.h"
+#include "schedules/size_specialization.h"
 #include "schedules/weight_packing.h"
 #include "dsl/settings.h"
 
@@ -50,6 +51,7 @@ struct Step : ExecutorStep {
   bool cuda = false;  // the region's values live on the GPU: CUDA target, GPU schedule
   LoweredRegion lowered;
   Halide::Pipeline pipeline;
+  std::vector<std::string> specialized;  // specialize() branches added (size_specialization.h)
 };
 
 // A tensor as a Halide buffer over the same host memory (the JIT path).
@@ -163,8 +165,10 @@ void dump_region(const Step& s, const std::string& name) {
                pipeline_arguments(s.region, s.lowered), name, aot_target(s.cuda));
 }
 
-// Lowers and schedules one region into s.pipeline.
-void build_region(const Graph& g, Step& s, const BackendOptions& options, int index) {
+// Lowers and schedules one region into s.pipeline, with a specialize() branch for each of
+// `conditions` on its sizes (CPU regions).
+void build_region(const Graph& g, Step& s, const BackendOptions& options, int index,
+                  const std::vector<SizeCondition>& conditions = {}) {
   {
     CompilePhase phase("lowering", "\"region\": " + json_quote(region_what(s.region)));
     s.lowered = lower_region(g, s.region);
@@ -177,8 +181,11 @@ void build_region(const Graph& g, Step& s, const BackendOptions& options, int in
   {
     CompilePhase phase("scheduling", "\"region\": " + json_quote(region_what(s.region)));
     schedule(g, s, options.scheduler);
+    if (!s.cuda) s.specialized = specialize_sizes(g, s.lowered, conditions);
   }
   std::string name = options.label + ".region_" + std::to_string(index);
+  for (const std::string& c : s.specialized)
+    log_line(LogChannel::schedule, name + ": a specialize() branch for " + c);
   if (log_enabled(LogChannel::schedule) || !debug_dir().empty()) {
     std::string source = "// " + name + " (" + options.scheduler + " schedule)\n" + schedule_source(s.lowered.outputs);
     log_line(LogChannel::schedule, source);
@@ -274,7 +281,7 @@ std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, const std::string& 
         try {
           Step& s = *regions[i];
           auto r0 = std::chrono::steady_clock::now();
-          build_region(g, s, options, int(i));
+          build_region(g, s, options, int(i), exporting ? exporting->conditions() : std::vector<SizeCondition>{});
           objects[i] = (dir / (function_name(prefix, int(i)) + ".o")).string();
           std::shared_ptr<const std::vector<GpuLaunch>> launches;
           if (s.cuda) launches = record_gpu_launches(s.pipeline, region_sizes(g, s.region, s.lowered));
@@ -307,6 +314,9 @@ std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, const std::string& 
       link_shared_library(objects, (dir / "graph.so").string());
     }
     if (exporting) {
+      for (size_t i = 0; i < regions.size(); ++i)
+        for (const std::string& c : regions[i]->specialized)
+          exporting->note_specialized("region " + std::to_string(i) + ": " + c);
       exporting->add_objects(objects);
       library = std::make_shared<SharedLibrary>((dir / "graph.so").string());  // stays mapped once removed
       path = exporting->dir();

@@ -23,7 +23,8 @@ bool is_identifier(const std::string& s) {
 
 }  // namespace
 
-ObjectExport::ObjectExport(std::string dir, std::string prefix) : dir_(std::move(dir)), prefix_(std::move(prefix)) {
+ObjectExport::ObjectExport(std::string dir, std::string prefix, std::vector<SizeCondition> conditions)
+    : dir_(std::move(dir)), prefix_(std::move(prefix)), conditions_(std::move(conditions)) {
   KILN_CHECK(is_identifier(prefix_), "export: the function prefix '", prefix_,
              "' is not a C identifier (letters, digits and '_', not starting with a digit)");
   std::filesystem::create_directories(dir_);
@@ -47,6 +48,11 @@ void ObjectExport::add_objects(const std::vector<std::string>& objects) {
   ExportedGraph& g = graphs_.back();
   g.object = (std::filesystem::path(dir_) / (g.prefix + ".o")).string();
   link_relocatable_object(objects, g.object);
+}
+
+void ObjectExport::note_specialized(std::string what) {
+  KILN_CHECK(!graphs_.empty(), "export: a specialization before a graph began");
+  graphs_.back().specialized.push_back(std::move(what));
 }
 
 void ObjectExport::finish_graph(const ExecutorPlan& plan) {

@@ -17,19 +17,32 @@
 
 namespace kiln {
 
+// A condition on a size of the function's argument `argument`, dim `dim`: equal to `value`, or,
+// with `modulus`, leaving `value` when divided by it ("x.1 % 64 == 0"). Every pipeline whose
+// sizes include that dim gets a specialize() branch for it: the same schedule, compiled knowing
+// the condition (vector tails and bounds checks fall away), beside the generic code.
+struct SizeCondition {
+  int argument = 0;
+  int dim = 0;
+  int64_t modulus = 0;
+  int64_t value = 0;
+  std::string text;  // as the user wrote it
+};
+
 struct ExportedGraph {
   std::string prefix;  // of its functions' names: "<export prefix>_g<index>"
   std::string label;   // the graph's label in logs ("forward graph 1")
   std::string plan;    // write_plan()'s text
   std::shared_ptr<const Graph> graph;  // the graph the plan runs (after every graph pass)
   std::vector<std::string> functions;  // the names of its regions' functions, each once
+  std::vector<std::string> specialized;  // "region 2: x.1 % 64 == 0", each branch added
   std::string object;  // the path of its regions' combined object; empty for a graph without regions
 };
 
 class ObjectExport {
  public:
   // `prefix` must be a C identifier; `dir` is created when missing.
-  ObjectExport(std::string dir, std::string prefix);
+  ObjectExport(std::string dir, std::string prefix, std::vector<SizeCondition> conditions = {});
   ~ObjectExport();
   ObjectExport(const ObjectExport&) = delete;
   ObjectExport& operator=(const ObjectExport&) = delete;
@@ -39,6 +52,9 @@ class ObjectExport {
 
   const std::vector<ExportedGraph>& graphs() const { return graphs_; }
   const std::string& dir() const { return dir_; }
+  const std::vector<SizeCondition>& conditions() const { return conditions_; }
+  // For the backend: a specialize() branch it added to the current graph's region.
+  void note_specialized(std::string what);
 
   // For the backend: starts the next graph and returns its function prefix; then its objects
   // (combined into one in dir()) and its plan.
@@ -48,6 +64,7 @@ class ObjectExport {
 
  private:
   std::string dir_, prefix_;
+  std::vector<SizeCondition> conditions_;
   std::vector<ExportedGraph> graphs_;
   ObjectExport* outer_ = nullptr;
 };

@@ -255,3 +255,33 @@ BOOST_AUTO_TEST_CASE(training_step_matches_the_compiled_step) {
   BOOST_TEST(host_values(mlp->parameters()[0]) != initial);
   BOOST_TEST(same_bits(after.at(named[0].first), named[0].second));  // the tensors given were updated
 }
+
+BOOST_AUTO_TEST_CASE(specializations_add_branches_that_compute_the_same) {
+  Scratch scratch;
+  manual_seed(14);
+  aot::Program p = block_program(8);
+  std::vector<aot::DynamicDim> dynamic{aot::parse_dynamic_dim("x:0:2..64"), aot::parse_dynamic_dim("scale:0:2..64")};
+  aot::ExportedModel m = aot::export_program(
+      p, {"block", scratch.dir.string(), dynamic, {aot::parse_specialization("x.0 % 4 == 0"),
+                                                    aot::parse_specialization("scale.0 == 8")}});
+  BOOST_TEST(m.specialized.size() >= 2u);
+  BOOST_TEST(m.summary.find("specialize() branches") != std::string::npos, m.summary);
+  BOOST_TEST(aot::read_manifest(m.manifest).branches.size() == 2u);
+  LoadedCode c = load(m, scratch);
+  aot::Model model(c.code(), weights_of(p));
+  NoGradGuard no_grad;
+  for (int64_t batch : {8, 12, 5}) {  // both branches, one, none
+    Tensor x = randn({batch, 16, 32}), s = randn({batch, 16, 32});
+    check_close(model.run({x, s})[0], host_values(p.forward({x, s})[0]), {batch, 16, 32}, tolerance(DType::f32),
+                "batch " + std::to_string(batch));
+  }
+  check_error([] { aot::parse_specialization("x.1"); }, {"SPECIALIZE \"x.1\"", "input.dim == value"});
+  check_error([] { aot::parse_specialization("x.a == 3"); }, {"the dim 'a'"});
+  check_error([] { aot::parse_specialization("x.0 % 1 == 0"); }, {"modulus of at least 2"});
+  check_error([] { aot::parse_specialization("x.0 % 8 == 8"); }, {"value below it"});
+  std::string dir = scratch.dir.string();
+  check_error([&] { aot::export_program(p, {"block", dir, dynamic, {aot::parse_specialization("x.1 % 4 == 0")}}); },
+              {"x.1 % 4 == 0", "not declared DYNAMIC"});
+  check_error([&] { aot::export_program(p, {"block", dir, dynamic, {aot::parse_specialization("x.0 == 99")}}); },
+              {"99 is outside the dim's range 2..64"});
+}
