@@ -165,8 +165,29 @@ Specialization parse_specialization(const std::string& text) {
   return s;
 }
 
+namespace {
+
+// The CPU targets of the export: none for this machine alone (the backend's aot_target()).
+std::vector<Halide::Target> cpu_targets(const ExportOptions& o) {
+  if (o.targets.empty() || (o.targets.size() == 1 && o.targets[0] == "host")) return {};
+  std::vector<Halide::Target> out;
+  for (const std::string& t : o.targets) {
+    KILN_CHECK(t == "host" || Halide::Target::validate_target_string(t), "TARGETS ", t,
+               ": not a Halide target (e.g. x86-64-linux-avx2-fma-f16c-sse41, or host)");
+    Halide::Target target = t == "host" ? aot_target(false) : Halide::Target(t);
+    KILN_CHECK(!target.has_gpu_feature(), "TARGETS ", t, ": CUDA models are not built yet");
+    KILN_CHECK(out.empty() || (target.arch == out[0].arch && target.os == out[0].os && target.bits == out[0].bits),
+               "TARGETS ", t, ": every target needs the same architecture, OS and bits as ", out[0].to_string());
+    out.push_back(target.with_feature(Halide::Target::NoRuntime));
+  }
+  return out;
+}
+
+}  // namespace
+
 ExportedModel export_program(const Program& program, const ExportOptions& options) {
   check_program(program, options);
+  std::vector<Halide::Target> targets = cpu_targets(options);
   std::vector<DynamicRange> ranges = dynamic_ranges(program, options);
   std::vector<SizeCondition> conditions;
   for (const Specialization& sp : options.specialize) {
@@ -205,7 +226,7 @@ ExportedModel export_program(const Program& program, const ExportOptions& option
   // what they were.
   TensorList before;
   for (const auto& [name, t] : weights) before.push_back(t.detach().clone());
-  ObjectExport exporting(options.dir, options.name, conditions);
+  ObjectExport exporting(options.dir, options.name, conditions, targets);
   TensorList outputs;
   {
     std::optional<NoGradGuard> inference;
@@ -239,7 +260,8 @@ ExportedModel export_program(const Program& program, const ExportOptions& option
   ExportedModel m;
   m.name = options.name;
   Manifest manifest{options.name, {}, {}, {}, ranges, int(outputs.size())};
-  Halide::Target target = aot_target(eg.graph->on_cuda());
+  // The baseline (last) target: the one this machine must support at least.
+  Halide::Target target = targets.empty() ? aot_target(eg.graph->on_cuda()) : targets.back();
   manifest.target = target.to_string();
   for (int f = 0; f < int(Halide::Target::FeatureEnd); ++f)
     if (target.has_feature(Halide::Target::Feature(f))) manifest.target_features.push_back(f);

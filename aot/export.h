@@ -44,6 +44,9 @@ struct ExportOptions {
   std::string dir;   // where objects go
   std::vector<DynamicDim> dynamic;
   std::vector<Specialization> specialize;  // each on a dim declared dynamic
+  // Halide CPU targets ("x86-64-linux-avx2-fma-f16c-sse41"), best first; "host" is this machine's.
+  // Empty: host. Several: one object per target and a wrapper that picks at run time.
+  std::vector<std::string> targets;
 };
 
 struct ExportedModel {

@@ -12,7 +12,8 @@ namespace kiln::aot {
 namespace {
 
 const char* kUsage =
-    "usage: GENERATOR --name NAME --out DIR [--dynamic input:dim:min..max ...] [--specialize \"x.1 % 64 == 0\" ...]";
+    "usage: GENERATOR --name NAME --out DIR [--dynamic input:dim:min..max ...] [--specialize \"x.1 % 64 == 0\" ...] "
+    "[--target host|HALIDE_TARGET ...]";
 
 ExportOptions parse_arguments(int argc, char** argv) {
   ExportOptions o;
@@ -24,6 +25,7 @@ ExportOptions parse_arguments(int argc, char** argv) {
     else if (a == "--out") o.dir = value;
     else if (a == "--dynamic") o.dynamic.push_back(parse_dynamic_dim(value));
     else if (a == "--specialize") o.specialize.push_back(parse_specialization(value));
+    else if (a == "--target") o.targets.push_back(value);
     else throw_error("unknown argument '", a, "' (", kUsage, ")");
   }
   KILN_CHECK(!o.name.empty() && !o.dir.empty(), "--name and --out are required (", kUsage, ")");

@@ -1,5 +1,5 @@
 # kiln_add_model(NAME SOURCES source... ENTRY function [DYNAMIC "input:dim:min..max" ...]
-#                [SPECIALIZE "input.dim % m == r" | "input.dim == v" ...] [TARGETS host]
+#                [SPECIALIZE "input.dim % m == r" | "input.dim == v" ...] [TARGETS host | target...]
 #                [LINK_LIBRARIES library...])
 #
 # An ahead-of-time model library. SOURCES (with LINK_LIBRARIES) are built into a generator
@@ -14,9 +14,10 @@
 # NAME.safetensors. DYNAMIC "x:0:2..512" lets input x's dim 0 take any size from 2 to 512; every
 # other size is fixed by the examples. SPECIALIZE "x.1 % 16 == 0" gives every pipeline sized by
 # that dynamic dim a specialize() branch for sizes that satisfy it (the same schedule, compiled
-# knowing the condition), beside the generic code. TARGETS: only `host` (this machine's CPU, which the
-# library's manifest records and checks at load) for now; CUDA models and lists of CPU targets
-# are not built yet.
+# knowing the condition), beside the generic code. TARGETS: `host` (this machine's CPU, the
+# default) or Halide CPU targets, best first (x86-64-linux-avx512_skylake x86-64-linux-sse41):
+# each region is compiled for each, with a wrapper that picks the first the running CPU supports;
+# the manifest records the last, which the CPU must support at least. CUDA models are not built yet.
 function(kiln_add_model name)
   cmake_parse_arguments(M "" "ENTRY" "SOURCES;DYNAMIC;SPECIALIZE;TARGETS;LINK_LIBRARIES" ${ARGN})
   if (M_UNPARSED_ARGUMENTS)
@@ -28,12 +29,6 @@ function(kiln_add_model name)
   if (NOT M_SOURCES OR NOT M_ENTRY)
     message(FATAL_ERROR "kiln_add_model(${name}): SOURCES and ENTRY are required")
   endif ()
-  foreach (target IN LISTS M_TARGETS)
-    if (NOT target STREQUAL "host")
-      message(FATAL_ERROR "kiln_add_model(${name}): TARGETS ${target}: only `host` is built yet "
-                          "(CUDA models and several CPU targets in one library are not)")
-    endif ()
-  endforeach ()
   if (NOT M_ENTRY MATCHES "^[A-Za-z_][A-Za-z0-9_]*$")
     message(FATAL_ERROR "kiln_add_model(${name}): ENTRY '${M_ENTRY}' must name a function at global scope")
   endif ()
@@ -56,6 +51,9 @@ int main(int argc, char** argv) { return kiln::aot::generator_main(&${M_ENTRY}, 
   endforeach ()
   foreach (s IN LISTS M_SPECIALIZE)
     list(APPEND arguments --specialize ${s})
+  endforeach ()
+  foreach (t IN LISTS M_TARGETS)
+    list(APPEND arguments --target ${t})
   endforeach ()
   set(outputs ${dir}/${name}.h ${dir}/${name}.cpp ${dir}/${name}_regions.o ${dir}/${name}.safetensors)
   add_custom_command(OUTPUT ${outputs}

@@ -268,7 +268,7 @@ std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, const std::string& 
     std::vector<Step*> regions;  // one per signature: the others call its function
     for (size_t i = 0; i < all.size(); ++i)
       if (first[i] == int(i)) regions.push_back(all[i]);
-    std::vector<std::string> objects(regions.size());
+    std::vector<std::vector<std::string>> objects(regions.size());  // each region's (several targets: several)
     // Regions compile side by side (separate Halide pipelines; kiln's scheduler only: Halide's
     // autoschedulers are plugins with state of their own).
     std::atomic<size_t> next{0};
@@ -282,13 +282,19 @@ std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, const std::string& 
           Step& s = *regions[i];
           auto r0 = std::chrono::steady_clock::now();
           build_region(g, s, options, int(i), exporting ? exporting->conditions() : std::vector<SizeCondition>{});
-          objects[i] = (dir / (function_name(prefix, int(i)) + ".o")).string();
+          std::string object = (dir / (function_name(prefix, int(i)) + ".o")).string();
           std::shared_ptr<const std::vector<GpuLaunch>> launches;
           if (s.cuda) launches = record_gpu_launches(s.pipeline, region_sizes(g, s.region, s.lowered));
           {
             CompilePhase phase("code generation", "\"region\": " + json_quote(region_what(s.region)));
-            compile_region_object(s.pipeline, pipeline_arguments(s.region, s.lowered), function_name(prefix, int(i)),
-                                  objects[i], s.cuda);
+            std::vector<Halide::Argument> args = pipeline_arguments(s.region, s.lowered);
+            if (exporting && !exporting->cpu_targets().empty() && !s.cuda) {
+              objects[i] = compile_region_objects(s.pipeline, args, function_name(prefix, int(i)), object,
+                                                  exporting->cpu_targets());
+            } else {
+              compile_region_object(s.pipeline, args, function_name(prefix, int(i)), object, s.cuda);
+              objects[i] = {object};
+            }
           }
           if (launches) warn_narrow_launches(*launches, s, options.label + " region " + std::to_string(i));
           log_line(LogChannel::output_code, "halide: " + options.label + " region " + std::to_string(i) + ": " +
@@ -309,15 +315,17 @@ std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, const std::string& 
       std::filesystem::remove_all(dir);
       std::rethrow_exception(error);
     }
+    std::vector<std::string> all_objects;
+    for (const std::vector<std::string>& o : objects) all_objects.insert(all_objects.end(), o.begin(), o.end());
     {
       CompilePhase phase("link");
-      link_shared_library(objects, (dir / "graph.so").string());
+      link_shared_library(all_objects, (dir / "graph.so").string());
     }
     if (exporting) {
       for (size_t i = 0; i < regions.size(); ++i)
         for (const std::string& c : regions[i]->specialized)
           exporting->note_specialized("region " + std::to_string(i) + ": " + c);
-      exporting->add_objects(objects);
+      exporting->add_objects(all_objects);
       library = std::make_shared<SharedLibrary>((dir / "graph.so").string());  // stays mapped once removed
       path = exporting->dir();
     } else {

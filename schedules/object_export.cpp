@@ -23,8 +23,12 @@ bool is_identifier(const std::string& s) {
 
 }  // namespace
 
-ObjectExport::ObjectExport(std::string dir, std::string prefix, std::vector<SizeCondition> conditions)
-    : dir_(std::move(dir)), prefix_(std::move(prefix)), conditions_(std::move(conditions)) {
+ObjectExport::ObjectExport(std::string dir, std::string prefix, std::vector<SizeCondition> conditions,
+                           std::vector<Halide::Target> cpu_targets)
+    : dir_(std::move(dir)),
+      prefix_(std::move(prefix)),
+      conditions_(std::move(conditions)),
+      cpu_targets_(std::move(cpu_targets)) {
   KILN_CHECK(is_identifier(prefix_), "export: the function prefix '", prefix_,
              "' is not a C identifier (letters, digits and '_', not starting with a digit)");
   std::filesystem::create_directories(dir_);

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <Halide.h>
+
 #include "schedules/graph_executor.h"
 
 namespace kiln {
@@ -41,8 +43,11 @@ struct ExportedGraph {
 
 class ObjectExport {
  public:
-  // `prefix` must be a C identifier; `dir` is created when missing.
-  ObjectExport(std::string dir, std::string prefix, std::vector<SizeCondition> conditions = {});
+  // `prefix` must be a C identifier; `dir` is created when missing. `cpu_targets`: the Halide
+  // targets CPU regions are compiled for (empty: this machine's, aot_target()); several make a
+  // library that picks the best one at run time.
+  ObjectExport(std::string dir, std::string prefix, std::vector<SizeCondition> conditions = {},
+               std::vector<Halide::Target> cpu_targets = {});
   ~ObjectExport();
   ObjectExport(const ObjectExport&) = delete;
   ObjectExport& operator=(const ObjectExport&) = delete;
@@ -53,6 +58,7 @@ class ObjectExport {
   const std::vector<ExportedGraph>& graphs() const { return graphs_; }
   const std::string& dir() const { return dir_; }
   const std::vector<SizeCondition>& conditions() const { return conditions_; }
+  const std::vector<Halide::Target>& cpu_targets() const { return cpu_targets_; }
   // For the backend: a specialize() branch it added to the current graph's region.
   void note_specialized(std::string what);
 
@@ -65,6 +71,7 @@ class ObjectExport {
  private:
   std::string dir_, prefix_;
   std::vector<SizeCondition> conditions_;
+  std::vector<Halide::Target> cpu_targets_;
   std::vector<ExportedGraph> graphs_;
   ObjectExport* outer_ = nullptr;
 };

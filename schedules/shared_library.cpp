@@ -113,6 +113,29 @@ void compile_region_object(Halide::Pipeline& pipeline, const std::vector<Halide:
   pipeline.compile_to_object(object_path, args, function, aot_target(cuda));
 }
 
+std::vector<std::string> compile_region_objects(Halide::Pipeline& pipeline, const std::vector<Halide::Argument>& args,
+                                                const std::string& function, const std::string& object_path,
+                                                const std::vector<Halide::Target>& targets) {
+  KILN_CHECK(!targets.empty(), "compile_region_objects: no targets");
+  std::vector<Halide::Target> no_runtime;
+  std::vector<std::string> suffixes;
+  for (const Halide::Target& t : targets) {
+    no_runtime.push_back(t.with_feature(Halide::Target::NoRuntime));
+    suffixes.push_back("t" + std::to_string(suffixes.size()));
+  }
+  Halide::compile_multitarget(function, {{Halide::OutputFileType::object, object_path}}, no_runtime, suffixes,
+                              [&](const std::string& name, const Halide::Target& t) {
+                                return pipeline.compile_to_module(args, name, t);
+                              });
+  if (targets.size() == 1) return {object_path};
+  // Halide's names: <stem>-<suffix>.o per target, <stem>_wrapper.o.
+  std::string stem = object_path.substr(0, object_path.size() - 2);
+  std::vector<std::string> out;
+  for (const std::string& s : suffixes) out.push_back(stem + "-" + s + ".o");
+  out.push_back(stem + "_wrapper.o");
+  return out;
+}
+
 void link_shared_library(const std::vector<std::string>& objects, const std::string& library_path) {
   run_linker("-shared", objects, library_path, "linking a shared library");
 }

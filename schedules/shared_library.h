@@ -27,6 +27,13 @@ Halide::Target aot_target(bool cuda = false);
 
 void compile_region_object(Halide::Pipeline& pipeline, const std::vector<Halide::Argument>& args,
                            const std::string& function, const std::string& object_path, bool cuda = false);
+// The same for several CPU targets (an ahead-of-time library that runs on other machines): one
+// object per target and a wrapper, `function`, that calls the first target this CPU supports
+// (Halide's compile_multitarget; the last target is the baseline). Each target gets no_runtime.
+// Returns the objects' paths.
+std::vector<std::string> compile_region_objects(Halide::Pipeline& pipeline, const std::vector<Halide::Argument>& args,
+                                                const std::string& function, const std::string& object_path,
+                                                const std::vector<Halide::Target>& targets);
 
 // The standalone runtime's CUDA device interface: halide_buffer_t.device_interface of CUDA
 // buffers passed to cached pipelines (Halide refuses buffers of another runtime's interface).

@@ -285,3 +285,30 @@ BOOST_AUTO_TEST_CASE(specializations_add_branches_that_compute_the_same) {
   check_error([&] { aot::export_program(p, {"block", dir, dynamic, {aot::parse_specialization("x.0 == 99")}}); },
               {"99 is outside the dim's range 2..64"});
 }
+
+BOOST_AUTO_TEST_CASE(several_cpu_targets_make_one_library) {
+  Scratch scratch;
+  manual_seed(15);
+  aot::Program p = block_program(4);
+  aot::ExportOptions o{"block", scratch.dir.string(), {aot::parse_dynamic_dim("x:0:2..64"),
+                                                        aot::parse_dynamic_dim("scale:0:2..64")}};
+  o.targets = {"x86-64-linux-avx2-fma-f16c-sse41", "x86-64-linux-sse41"};
+  aot::ExportedModel m = aot::export_program(p, o);
+  aot::Manifest manifest = aot::read_manifest(m.manifest);
+  BOOST_TEST(manifest.target.find("x86-64-linux-") == 0u, manifest.target);
+  BOOST_TEST(manifest.target.find("avx2") == std::string::npos, manifest.target);  // the baseline
+  LoadedCode c = load(m, scratch);
+  aot::Model model(c.code(), weights_of(p));
+  NoGradGuard no_grad;
+  for (int64_t batch : {4, 7}) {
+    Tensor x = randn({batch, 16, 32}), s = randn({batch, 16, 32});
+    check_close(model.run({x, s})[0], host_values(p.forward({x, s})[0]), {batch, 16, 32}, tolerance(DType::f32),
+                "batch " + std::to_string(batch));
+  }
+  o.targets = {"x86-64-linux-avx3"};
+  check_error([&] { aot::export_program(p, o); }, {"TARGETS x86-64-linux-avx3", "not a Halide target"});
+  o.targets = {"x86-64-linux-cuda"};
+  check_error([&] { aot::export_program(p, o); }, {"CUDA models are not built yet"});
+  o.targets = {"x86-64-linux-sse41", "arm-64-linux"};
+  check_error([&] { aot::export_program(p, o); }, {"TARGETS arm-64-linux", "same architecture"});
+}
