@@ -1,6 +1,5 @@
 #include "aot/export.h"
 
-#include <cctype>
 #include <chrono>
 #include <climits>
 #include <filesystem>
@@ -22,37 +21,33 @@ namespace kiln::aot {
 
 namespace {
 
-bool is_identifier(const std::string& s) {
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  for (char c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
-  return true;
-}
-
-int64_t parse_size(const std::string& text, const std::string& what, const std::string& spec) {
-  KILN_CHECK(!text.empty() && text.find_first_not_of("0123456789") == std::string::npos, "DYNAMIC \"", spec, "\": ", what,
-             " '", text, "' is not a non-negative integer (the form is input:dim:min..max, e.g. \"x:0:2..512\")");
+// `where` names the declaration in errors: DYNAMIC "x:0:2..512".
+int64_t parse_size(const std::string& text, const std::string& what, const std::string& where) {
+  KILN_CHECK(!text.empty() && text.size() <= 18 && text.find_first_not_of("0123456789") == std::string::npos, where,
+             ": ", what, " '", text, "' is not a non-negative integer");
   return std::stoll(text);
 }
 
+std::string quoted(const char* keyword, const std::string& text) { return std::string(keyword) + " \"" + text + "\""; }
+
 // The position of the input named `name`.
-int input_position(const Program& p, const std::string& name, const std::string& spec) {
+int input_position(const Program& p, const std::string& name, const std::string& where) {
   std::string names;
   for (size_t k = 0; k < p.inputs.size(); ++k) {
     if (p.inputs[k].name == name) return int(k);
     names += (k ? ", " : "") + p.inputs[k].name;
   }
-  throw_error("DYNAMIC \"", spec, "\": the program has no input '", name, "' (its inputs: ", names, ")");
+  throw_error(where, ": the program has no input '", name, "' (its inputs: ", names, ")");
 }
 
 void check_program(const Program& p, const ExportOptions& o) {
-  KILN_CHECK(is_identifier(o.name), "export: the model name '", o.name,
+  KILN_CHECK(is_c_identifier(o.name), "export: the model name '", o.name,
              "' is not a C++ identifier (it names the generated namespace and files)");
   KILN_CHECK(bool(p.forward), "export ", o.name, ": the program has no forward function");
   KILN_CHECK(!p.inputs.empty(), "export ", o.name, ": the program has no inputs");
   std::set<std::string> names;
   for (const ProgramInput& in : p.inputs) {
-    KILN_CHECK(is_identifier(in.name), "export ", o.name, ": input name '", in.name, "' is not a C++ identifier");
+    KILN_CHECK(is_c_identifier(in.name), "export ", o.name, ": input name '", in.name, "' is not a C++ identifier");
     KILN_CHECK(names.insert(in.name).second, "export ", o.name, ": two inputs are named '", in.name, "'");
     KILN_CHECK(in.example.defined(), "export ", o.name, ": input ", in.name, " has no example tensor");
   }
@@ -64,16 +59,16 @@ void check_program(const Program& p, const ExportOptions& o) {
 std::vector<DynamicRange> dynamic_ranges(const Program& p, const ExportOptions& o) {
   std::vector<DynamicRange> out;
   for (const DynamicDim& d : o.dynamic) {
-    std::string spec = d.text();
-    DynamicRange r{input_position(p, d.input, spec), d.dim, d.min, d.max};
+    std::string where = quoted("DYNAMIC", d.text());
+    DynamicRange r{input_position(p, d.input, where), d.dim, d.min, d.max};
     const Tensor& example = p.inputs[size_t(r.input)].example;
-    KILN_CHECK(d.dim >= 0 && d.dim < example.dim(), "DYNAMIC \"", spec, "\": input ", d.input, " has ", example.dim(),
-               " dims ", to_string(example.shape()));
+    KILN_CHECK(d.dim >= 0 && d.dim < example.dim(), where, ": input ", d.input, " has ", example.dim(), " dims ",
+               to_string(example.shape()));
     int64_t size = example.shape()[size_t(d.dim)];
-    KILN_CHECK(size >= d.min && size <= d.max, "DYNAMIC \"", spec, "\": the example's size ", size,
+    KILN_CHECK(size >= d.min && size <= d.max, where, ": the example's size ", size,
                " is outside the range; trace with an example inside it");
     for (const DynamicRange& other : out)
-      KILN_CHECK(other.input != r.input || other.dim != r.dim, "DYNAMIC \"", spec, "\": the dim is declared twice");
+      KILN_CHECK(other.input != r.input || other.dim != r.dim, where, ": the dim is declared twice");
     out.push_back(r);
   }
   return out;
@@ -126,16 +121,17 @@ DynamicDim parse_dynamic_dim(const std::string& text) {
   size_t a = text.find(':');
   size_t b = a == std::string::npos ? a : text.find(':', a + 1);
   size_t dots = b == std::string::npos ? b : text.find("..", b + 1);
-  KILN_CHECK(dots != std::string::npos, "DYNAMIC \"", text,
-             "\": expected input:dim:min..max, e.g. \"x:0:2..512\" (input x, dim 0, sizes 2 to 512)");
+  std::string where = quoted("DYNAMIC", text);
+  KILN_CHECK(dots != std::string::npos, where,
+             ": expected input:dim:min..max, e.g. \"x:0:2..512\" (input x, dim 0, sizes 2 to 512)");
   DynamicDim d;
   d.input = text.substr(0, a);
-  d.dim = int(parse_size(text.substr(a + 1, b - a - 1), "the dim", text));
-  d.min = parse_size(text.substr(b + 1, dots - b - 1), "the minimum", text);
-  d.max = parse_size(text.substr(dots + 2), "the maximum", text);
-  KILN_CHECK(d.min >= 2, "DYNAMIC \"", text, "\": the minimum must be at least 2 (kiln specializes sizes 0 and 1, "
+  d.dim = int(parse_size(text.substr(a + 1, b - a - 1), "the dim", where));
+  d.min = parse_size(text.substr(b + 1, dots - b - 1), "the minimum", where);
+  d.max = parse_size(text.substr(dots + 2), "the maximum", where);
+  KILN_CHECK(d.min >= 2, where, ": the minimum must be at least 2 (kiln specializes sizes 0 and 1, "
              "as torch.compile does; build a second model for size 1)");
-  KILN_CHECK(d.min <= d.max && d.max <= INT32_MAX, "DYNAMIC \"", text, "\": needs min <= max <= 2^31 - 1");
+  KILN_CHECK(d.min <= d.max && d.max <= INT32_MAX, where, ": needs min <= max <= 2^31 - 1");
   return d;
 }
 
@@ -152,14 +148,15 @@ Specialization parse_specialization(const std::string& text) {
   size_t dot = t.find('.'), eq = t.find("==");
   size_t mod = t.find('%');
   KILN_CHECK(dot != std::string::npos && eq != std::string::npos && dot < eq && (mod == std::string::npos || mod < eq),
-             "SPECIALIZE \"", text, "\": expected input.dim == value or input.dim % modulus == value, e.g. "
+             quoted("SPECIALIZE", text), ": expected input.dim == value or input.dim % modulus == value, e.g. "
              "\"x.1 % 64 == 0\"");
   Specialization s;
   s.input = t.substr(0, dot);
   size_t dim_end = mod == std::string::npos ? eq : mod;
-  s.dim = int(parse_size(t.substr(dot + 1, dim_end - dot - 1), "the dim", text));
-  if (mod != std::string::npos) s.modulus = parse_size(t.substr(mod + 1, eq - mod - 1), "the modulus", text);
-  s.value = parse_size(t.substr(eq + 2), "the value", text);
+  std::string where = quoted("SPECIALIZE", text);
+  s.dim = int(parse_size(t.substr(dot + 1, dim_end - dot - 1), "the dim", where));
+  if (mod != std::string::npos) s.modulus = parse_size(t.substr(mod + 1, eq - mod - 1), "the modulus", where);
+  s.value = parse_size(t.substr(eq + 2), "the value", where);
   KILN_CHECK(mod == std::string::npos || (s.modulus >= 2 && s.value < s.modulus), "SPECIALIZE \"", text,
              "\": needs a modulus of at least 2 and a value below it");
   return s;
@@ -192,7 +189,7 @@ ExportedModel export_program(const Program& program, const ExportOptions& option
   std::vector<SizeCondition> conditions;
   for (const Specialization& sp : options.specialize) {
     std::string spec = sp.text();
-    int input = input_position(program, sp.input, spec);
+    int input = input_position(program, sp.input, quoted("SPECIALIZE", spec));
     const DynamicRange* range = nullptr;
     for (const DynamicRange& r : ranges)
       if (r.input == input && r.dim == sp.dim) range = &r;

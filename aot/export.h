@@ -40,13 +40,13 @@ struct Specialization {
 Specialization parse_specialization(const std::string& text);
 
 struct ExportOptions {
-  std::string name;  // a C++ identifier: the namespace and file names of the generated code
-  std::string dir;   // where objects go
-  std::vector<DynamicDim> dynamic;
-  std::vector<Specialization> specialize;  // each on a dim declared dynamic
+  std::string name = {};  // a C++ identifier: the namespace and file names of the generated code
+  std::string dir = {};   // where objects go
+  std::vector<DynamicDim> dynamic = {};
+  std::vector<Specialization> specialize = {};  // each on a dim declared dynamic
   // Halide CPU targets ("x86-64-linux-avx2-fma-f16c-sse41"), best first; "host" is this machine's.
   // Empty: host. Several: one object per target and a wrapper that picks at run time.
-  std::vector<std::string> targets;
+  std::vector<std::string> targets = {};
 };
 
 struct ExportedModel {

@@ -38,13 +38,13 @@ struct ManifestInput {
 };
 
 struct Manifest {
-  std::string model;
-  std::string target;                // the Halide target the regions were compiled for
-  std::vector<int> target_features;  // its features (halide_target_feature_t), for the CPU check
-  std::vector<ManifestInput> inputs;
-  std::vector<DynamicRange> dynamic;
+  std::string model = {};
+  std::string target = {};                // the Halide target the regions were compiled for
+  std::vector<int> target_features = {};  // its features (halide_target_feature_t), for the CPU check
+  std::vector<ManifestInput> inputs = {};
+  std::vector<DynamicRange> dynamic = {};
   int outputs = 0;
-  std::vector<SizeBranch> branches;
+  std::vector<SizeBranch> branches = {};
 };
 
 std::string write_manifest(const Manifest& m);

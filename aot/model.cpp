@@ -116,9 +116,12 @@ struct Model::State {
 };
 
 Model::Model(const ModelCode& code, const std::string& weights_path)
-    : Model(code, weights_file(code.name, weights_path)) {}
+    : Model(code, weights_file(code.name, weights_path), weights_path) {}
 
-Model::Model(const ModelCode& code, const std::map<std::string, Tensor>& weights) {
+Model::Model(const ModelCode& code, const std::map<std::string, Tensor>& weights)
+    : Model(code, weights, "the weights given") {}
+
+Model::Model(const ModelCode& code, const std::map<std::string, Tensor>& weights, const std::string& from) {
   auto s = std::make_shared<State>();
   s->manifest = read_manifest(code.manifest);
   KILN_CHECK(s->manifest.model == code.name, "model ", code.name, ": its manifest names model ", s->manifest.model);
@@ -127,7 +130,7 @@ Model::Model(const ModelCode& code, const std::map<std::string, Tensor>& weights
   s->graph = plan.graph;
   s->check_graph();
   s->compiled = make_graph_executor(std::move(plan));
-  s->bind_weights(weights, "the weights given");
+  s->bind_weights(weights, from);
   s_ = std::move(s);
 }
 

@@ -63,6 +63,9 @@ class Model {
   std::string signature() const;
 
  private:
+  // `from` names where the weights came from in errors.
+  Model(const ModelCode& code, const std::map<std::string, Tensor>& weights, const std::string& from);
+
   struct State;
   std::shared_ptr<const State> s_;
 };

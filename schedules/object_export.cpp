@@ -14,14 +14,14 @@ namespace {
 
 thread_local ObjectExport* open_export = nullptr;
 
-bool is_identifier(const std::string& s) {
+}  // namespace
+
+bool is_c_identifier(const std::string& s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
   for (char c : s)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
   return true;
 }
-
-}  // namespace
 
 ObjectExport::ObjectExport(std::string dir, std::string prefix, std::vector<SizeCondition> conditions,
                            std::vector<Halide::Target> cpu_targets)
@@ -29,7 +29,7 @@ ObjectExport::ObjectExport(std::string dir, std::string prefix, std::vector<Size
       prefix_(std::move(prefix)),
       conditions_(std::move(conditions)),
       cpu_targets_(std::move(cpu_targets)) {
-  KILN_CHECK(is_identifier(prefix_), "export: the function prefix '", prefix_,
+  KILN_CHECK(is_c_identifier(prefix_), "export: the function prefix '", prefix_,
              "' is not a C identifier (letters, digits and '_', not starting with a digit)");
   std::filesystem::create_directories(dir_);
   outer_ = open_export;

@@ -41,6 +41,9 @@ struct ExportedGraph {
   std::string object;  // the path of its regions' combined object; empty for a graph without regions
 };
 
+// Letters, digits and '_', not starting with a digit: a function prefix, a model's name.
+bool is_c_identifier(const std::string& s);
+
 class ObjectExport {
  public:
   // `prefix` must be a C identifier; `dir` is created when missing. `cpu_targets`: the Halide
