@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "dsl/cuda/cuda_context.h"
+#include "dsl/eager/kernel_call.h"
 #include "dsl/error.h"
 #include "dsl/profiler.h"
 #include "graph/logs.h"
@@ -19,10 +20,6 @@
 namespace kiln {
 
 namespace {
-
-thread_local std::string last_error;
-
-void on_halide_error(void*, const char* message) { last_error += message; }
 
 // The quoted command's output and exit status.
 std::pair<int, std::string> run_command(const std::string& command) {
@@ -84,7 +81,7 @@ void load_runtime() {
     KILN_CHECK(h, "halide backend: cannot load the Halide runtime '", path, "': ", ::dlerror());
     symbol<void* (*)(void* (*)(void*, size_t))>(h, "halide_set_custom_malloc", path)(&pipeline_malloc);
     symbol<void* (*)(void (*)(void*, void*))>(h, "halide_set_custom_free", path)(&pipeline_free);
-    symbol<void* (*)(void (*)(void*, const char*))>(h, "halide_set_error_handler", path)(&on_halide_error);
+    symbol<void* (*)(void (*)(void*, const char*))>(h, "halide_set_error_handler", path)(&capture_halide_error);
     symbol<void* (*)(int (*)(void*, void**, bool))>(h, "halide_set_cuda_acquire_context", path)(&kiln_cuda_acquire_context);
     symbol<void* (*)(int (*)(void*))>(h, "halide_set_cuda_release_context", path)(&kiln_cuda_release_context);
     symbol<void* (*)(int (*)(void*, void*, void**))>(h, "halide_set_cuda_get_stream", path)(&kiln_cuda_get_stream);
@@ -164,11 +161,11 @@ RegionFunction SharedLibrary::function(const std::string& name) const {
 }
 
 void call_region(RegionFunction fn, void** args, const std::string& what) {
-  last_error.clear();
-  int status = fn(args);
+  std::string message;
+  int status = call_halide(fn, args, message);
   if (status != 0)
     throw_error("halide backend: ", what, " failed (Halide error ", status, ")",
-                last_error.empty() ? std::string() : ": " + last_error);
+                message.empty() ? std::string() : ": " + message);
 }
 
 }  // namespace kiln

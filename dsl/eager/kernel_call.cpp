@@ -15,13 +15,6 @@ namespace {
 
 thread_local std::string last_halide_error;
 
-void capture_halide_error(void*, const char* msg) { last_halide_error = msg; }
-
-void install_error_handler() {
-  static std::once_flag once;
-  std::call_once(once, [] { halide_set_error_handler(&capture_halide_error); });
-}
-
 struct Canonical {
   std::vector<int64_t> extents;               // innermost first
   std::vector<std::vector<int64_t>> strides;  // per operand, innermost first
@@ -105,10 +98,21 @@ KernelBuffer::KernelBuffer(const Tensor& t, const std::vector<int64_t>& extents,
   }
 }
 
+void capture_halide_error(void*, const char* message) { last_halide_error += message; }
+
+int call_halide(KernelFn fn, void** args, std::string& message) {
+  static std::once_flag once;
+  std::call_once(once, [] { halide_set_error_handler(&capture_halide_error); });
+  last_halide_error.clear();
+  int rc = fn(args);
+  if (rc != 0) message = last_halide_error;
+  return rc;
+}
+
 void call_kernel(KernelFn fn, std::vector<void*> args, std::string_view what) {
-  install_error_handler();
-  int rc = fn(args.data());
-  if (rc != 0) throw_error(what, ": kernel failed (Halide error ", rc, "): ", last_halide_error);
+  std::string message;
+  int rc = call_halide(fn, args.data(), message);
+  if (rc != 0) throw_error(what, ": kernel failed (Halide error ", rc, "): ", message);
 }
 
 void run_pointwise_kernel(KernelFn fn, const std::vector<Tensor>& ins, const Tensor& out,

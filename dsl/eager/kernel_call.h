@@ -35,6 +35,13 @@ struct KernelBuffer {
 // Runs a kernel; a failure inside Halide becomes kiln::Error naming `what`.
 void call_kernel(KernelFn fn, std::vector<void*> args, std::string_view what);
 
+// Halide's error handler, for the eager kernels' runtime and the standalone runtime of cached
+// pipelines alike: it keeps the calling thread's messages for call_halide.
+void capture_halide_error(void* user_context, const char* message);
+// Calls an argv entry point (a kernel, a compiled region, an AOT model's region) and returns its
+// status; when it fails, `message` holds what Halide reported.
+int call_halide(KernelFn fn, void** args, std::string& message);
+
 // The kernel of that name; throws kiln::Error naming `op` when it was not built.
 KernelFn require_kernel(const std::string& name, std::string_view op);
 
