@@ -5,8 +5,6 @@
 // (the same schedules) at two batch sizes, and eager within f32 tolerance. Every input the model
 // was not built for, missing weights, and every export error give kiln::Error naming the problem.
 // (tests/CMakeLists.txt builds and links a real kiln_add_model library: test_linked_model.)
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 
@@ -25,12 +23,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Scratch {
-  fs::path dir = fs::temp_directory_path() / ("kiln-test-aot-" + std::to_string(::getpid()));
-  Scratch() { fs::create_directories(dir); }
-  ~Scratch() { fs::remove_all(dir); }
-  std::string file(const std::string& name) const { return (dir / name).string(); }
-};
+// The batch dim of both inputs of block_program, dynamic.
+std::vector<aot::DynamicDim> dynamic_batch() {
+  return {aot::parse_dynamic_dim("x:0:2..64"), aot::parse_dynamic_dim("scale:0:2..64")};
+}
 
 // A transformer block times a second input of the same shape: two inputs share the batch size.
 aot::Program block_program(int64_t batch) {
@@ -49,7 +45,7 @@ struct LoadedCode {
   aot::ModelCode code() const { return {name.c_str(), manifest.c_str(), plan.c_str(), functions.data(), functions.size()}; }
 };
 
-LoadedCode load(const aot::ExportedModel& m, const Scratch& scratch) {
+LoadedCode load(const aot::ExportedModel& m, const TempDir& scratch) {
   LoadedCode c{nullptr, {}, m.name, m.manifest, m.plan};
   std::string so = scratch.file(m.name + ".so");
   link_shared_library({m.object}, so);
@@ -60,19 +56,18 @@ LoadedCode load(const aot::ExportedModel& m, const Scratch& scratch) {
 }
 
 std::map<std::string, Tensor> weights_of(const aot::Program& p) {
-  std::map<std::string, Tensor> w;
-  for (auto& [name, t] : p.module->named_parameters()) w[name] = t;
-  return w;
+  std::vector<std::pair<std::string, Tensor>> named = aot::program_weights(p);
+  return {named.begin(), named.end()};
 }
 
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(exported_model_matches_compile_bit_for_bit) {
-  Scratch scratch;
+  TempDir scratch("kiln-test-aot");
   manual_seed(11);
   aot::Program p = block_program(4);
   aot::ExportedModel m = aot::export_program(
-      p, {"block", scratch.dir.string(), {aot::parse_dynamic_dim("x:0:2..64"), aot::parse_dynamic_dim("scale:0:2..64")}});
+      p, {"block", scratch.path.string(), dynamic_batch()});
   BOOST_TEST(m.functions.size() >= 2u);
   BOOST_TEST(!m.object.empty());
   BOOST_TEST(m.summary.find("model block:") == 0u, m.summary);
@@ -94,7 +89,7 @@ BOOST_AUTO_TEST_CASE(exported_model_matches_compile_bit_for_bit) {
   }
 
   // Weights from a file, as kiln_add_model writes them; the generated sources name the functions.
-  aot::write_model_sources(m, scratch.dir.string());
+  aot::write_model_sources(m, scratch.path.string());
   aot::Model from_file(c.code(), scratch.file("block.safetensors"));
   Tensor x = randn({3, 16, 32}), s = randn({3, 16, 32});
   BOOST_TEST(same_bits(from_file.run({x, s})[0], model.run({x, s})[0]));
@@ -105,11 +100,11 @@ BOOST_AUTO_TEST_CASE(exported_model_matches_compile_bit_for_bit) {
 }
 
 BOOST_AUTO_TEST_CASE(inputs_the_model_was_not_built_for_are_errors) {
-  Scratch scratch;
+  TempDir scratch("kiln-test-aot");
   manual_seed(12);
   aot::Program p = block_program(4);
   aot::ExportedModel m = aot::export_program(
-      p, {"block", scratch.dir.string(), {aot::parse_dynamic_dim("x:0:2..64"), aot::parse_dynamic_dim("scale:0:2..64")}});
+      p, {"block", scratch.path.string(), dynamic_batch()});
   LoadedCode c = load(m, scratch);
   aot::Model model(c.code(), weights_of(p));
   NoGradGuard no_grad;
@@ -149,10 +144,10 @@ BOOST_AUTO_TEST_CASE(inputs_the_model_was_not_built_for_are_errors) {
 }
 
 BOOST_AUTO_TEST_CASE(export_errors_name_the_rule) {
-  Scratch scratch;
+  TempDir scratch("kiln-test-aot");
   manual_seed(13);
   aot::Program p = block_program(4);
-  std::string dir = scratch.dir.string();
+  std::string dir = scratch.path.string();
   check_error([] { aot::parse_dynamic_dim("x:0"); }, {"DYNAMIC \"x:0\"", "input:dim:min..max"});
   check_error([] { aot::parse_dynamic_dim("x:a:2..8"); }, {"the dim 'a'"});
   check_error([] { aot::parse_dynamic_dim("x:0:1..8"); }, {"at least 2", "sizes 0 and 1"});
@@ -225,11 +220,11 @@ BOOST_AUTO_TEST_CASE(training_step_matches_the_compiled_step) {
   };
   auto [mlp, opt] = make();
   auto [mlp2, opt2] = make();
-  Scratch scratch;
+  TempDir scratch("kiln-test-aot");
   manual_seed(32);
   aot::Program p{mlp, {{"x", randn({16, 24})}, {"y", randn({16, 8})}}, step_of(mlp, opt), opt};
   std::vector<double> initial = host_values(mlp->parameters()[0]);
-  aot::ExportedModel m = aot::export_program(p, {"train", scratch.dir.string(), {}});
+  aot::ExportedModel m = aot::export_program(p, {"train", scratch.path.string(), {}});
   BOOST_TEST(m.trains);
   BOOST_TEST(host_values(mlp->parameters()[0]) == initial);  // tracing's step was undone
   std::vector<std::pair<std::string, Tensor>> named = aot::program_weights(p);
@@ -257,12 +252,12 @@ BOOST_AUTO_TEST_CASE(training_step_matches_the_compiled_step) {
 }
 
 BOOST_AUTO_TEST_CASE(specializations_add_branches_that_compute_the_same) {
-  Scratch scratch;
+  TempDir scratch("kiln-test-aot");
   manual_seed(14);
   aot::Program p = block_program(8);
-  std::vector<aot::DynamicDim> dynamic{aot::parse_dynamic_dim("x:0:2..64"), aot::parse_dynamic_dim("scale:0:2..64")};
+  std::vector<aot::DynamicDim> dynamic = dynamic_batch();
   aot::ExportedModel m = aot::export_program(
-      p, {"block", scratch.dir.string(), dynamic, {aot::parse_specialization("x.0 % 4 == 0"),
+      p, {"block", scratch.path.string(), dynamic, {aot::parse_specialization("x.0 % 4 == 0"),
                                                     aot::parse_specialization("scale.0 == 8")}});
   BOOST_TEST(m.specialized.size() >= 2u);
   BOOST_TEST(m.summary.find("specialize() branches") != std::string::npos, m.summary);
@@ -279,7 +274,7 @@ BOOST_AUTO_TEST_CASE(specializations_add_branches_that_compute_the_same) {
   check_error([] { aot::parse_specialization("x.a == 3"); }, {"the dim 'a'"});
   check_error([] { aot::parse_specialization("x.0 % 1 == 0"); }, {"modulus of at least 2"});
   check_error([] { aot::parse_specialization("x.0 % 8 == 8"); }, {"value below it"});
-  std::string dir = scratch.dir.string();
+  std::string dir = scratch.path.string();
   check_error([&] { aot::export_program(p, {"block", dir, dynamic, {aot::parse_specialization("x.1 % 4 == 0")}}); },
               {"x.1 % 4 == 0", "not declared DYNAMIC"});
   check_error([&] { aot::export_program(p, {"block", dir, dynamic, {aot::parse_specialization("x.0 == 99")}}); },
@@ -287,11 +282,10 @@ BOOST_AUTO_TEST_CASE(specializations_add_branches_that_compute_the_same) {
 }
 
 BOOST_AUTO_TEST_CASE(several_cpu_targets_make_one_library) {
-  Scratch scratch;
+  TempDir scratch("kiln-test-aot");
   manual_seed(15);
   aot::Program p = block_program(4);
-  aot::ExportOptions o{"block", scratch.dir.string(), {aot::parse_dynamic_dim("x:0:2..64"),
-                                                        aot::parse_dynamic_dim("scale:0:2..64")}};
+  aot::ExportOptions o{"block", scratch.path.string(), dynamic_batch()};
   o.targets = {"x86-64-linux-avx2-fma-f16c-sse41", "x86-64-linux-sse41"};
   aot::ExportedModel m = aot::export_program(p, o);
   aot::Manifest manifest = aot::read_manifest(m.manifest);

@@ -1,7 +1,6 @@
 // .npy files: round trips of every dtype and several shapes (0-d, empty, non-contiguous), the
 // exact bytes of one file, hand-written files in the forms NumPy produces (versions 2.0 and 3.0,
 // big-endian, Fortran order, small integer types) and malformed files, each with its error.
-#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -16,14 +15,6 @@ using namespace kiln::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-// A fresh directory for the test's files, removed at the end.
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("kiln_test_npy_" + std::to_string(::getpid()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
 
 std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -74,7 +65,7 @@ void check_same(const Tensor& got, const Tensor& want, const std::string& what) 
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(round_trips_every_dtype_and_shape) {
-  TempDir dir;
+  TempDir dir("kiln_test_npy");
   uint64_t seed = 1;
   for (DType t : {f32, f64, f16, i32, i64, bool_}) {
     for (const Shape& s : std::vector<Shape>{{}, {0}, {5}, {2, 3}, {2, 0, 3}, {3, 1, 4, 2}, {2, 3, 1, 2, 3, 2}}) {
@@ -88,7 +79,7 @@ BOOST_AUTO_TEST_CASE(round_trips_every_dtype_and_shape) {
 }
 
 BOOST_AUTO_TEST_CASE(non_contiguous_tensors_save_their_logical_values) {
-  TempDir dir;
+  TempDir dir("kiln_test_npy");
   uint64_t seed = 100;
   for (const char* kind : {"transposed", "sliced", "expanded"}) {
     for (DType t : {f32, i64, bool_, f16}) {
@@ -103,7 +94,7 @@ BOOST_AUTO_TEST_CASE(non_contiguous_tensors_save_their_logical_values) {
 }
 
 BOOST_AUTO_TEST_CASE(file_bytes_match_numpy_exactly) {
-  TempDir dir;
+  TempDir dir("kiln_test_npy");
   std::string path = dir.file("small.npy");
   save_npy(path, from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3}));
   // What numpy.save(np.arange(1, 7, dtype='<f4').reshape(2, 3)) writes: version 1.0, header
@@ -130,7 +121,7 @@ BOOST_AUTO_TEST_CASE(file_bytes_match_numpy_exactly) {
 }
 
 BOOST_AUTO_TEST_CASE(huge_headers_use_version_2) {
-  TempDir dir;
+  TempDir dir("kiln_test_npy");
   Shape s(30000, 1);  // a header past 64 KiB
   Tensor x = random_tensor(s, f32, 200);
   std::string path = dir.file("wide.npy");
@@ -142,7 +133,7 @@ BOOST_AUTO_TEST_CASE(huge_headers_use_version_2) {
 }
 
 BOOST_AUTO_TEST_CASE(reads_versions_2_and_3) {
-  TempDir dir;
+  TempDir dir("kiln_test_npy");
   for (int major : {1, 2, 3}) {
     std::string path = dir.file("v.npy");
     write_bytes(path, npy_file("{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }",
@@ -152,7 +143,7 @@ BOOST_AUTO_TEST_CASE(reads_versions_2_and_3) {
 }
 
 BOOST_AUTO_TEST_CASE(reads_big_endian_files) {
-  TempDir dir;
+  TempDir dir("kiln_test_npy");
   std::string path = dir.file("be.npy");
   write_bytes(path, npy_file("{'descr': '>f4', 'fortran_order': False, 'shape': (2, 2), }",
                              be_bytes<float>({1.5f, -2, 3.25f, 1e30f})));
@@ -174,7 +165,7 @@ BOOST_AUTO_TEST_CASE(reads_big_endian_files) {
 }
 
 BOOST_AUTO_TEST_CASE(reads_fortran_order) {
-  TempDir dir;
+  TempDir dir("kiln_test_npy");
   std::string path = dir.file("f.npy");
   // The 2 x 3 matrix [[1, 2, 3], [4, 5, 6]] stored column by column.
   write_bytes(path, npy_file("{'descr': '<f8', 'fortran_order': True, 'shape': (2, 3), }",
@@ -196,7 +187,7 @@ BOOST_AUTO_TEST_CASE(reads_fortran_order) {
 }
 
 BOOST_AUTO_TEST_CASE(widens_small_integer_types) {
-  TempDir dir;
+  TempDir dir("kiln_test_npy");
   std::string path = dir.file("small.npy");
   write_bytes(path, npy_file("{'descr': '|u1', 'fortran_order': False, 'shape': (3,), }", std::string("\x00\x7f\xff", 3)));
   check_same(load_npy(path), from_vector<int32_t>({0, 127, 255}), "|u1");
@@ -214,7 +205,7 @@ BOOST_AUTO_TEST_CASE(widens_small_integer_types) {
 }
 
 BOOST_AUTO_TEST_CASE(accepts_header_spellings_numpy_accepts) {
-  TempDir dir;
+  TempDir dir("kiln_test_npy");
   std::string path = dir.file("h.npy");
   for (std::string dict : {"{\"shape\": (2,), \"descr\": \"<f4\", \"fortran_order\": False}",
                            "{ 'fortran_order' : False , 'shape' : ( 2 , ) , 'descr' : '<f4' , }",
@@ -225,7 +216,7 @@ BOOST_AUTO_TEST_CASE(accepts_header_spellings_numpy_accepts) {
 }
 
 BOOST_AUTO_TEST_CASE(malformed_files_raise_errors) {
-  TempDir dir;
+  TempDir dir("kiln_test_npy");
   std::string path = dir.file("bad.npy");
   const std::string ok_dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
   const std::string ok_data = le_bytes<float>({1, 2, 3, 4, 5, 6});
@@ -280,7 +271,7 @@ BOOST_AUTO_TEST_CASE(malformed_files_raise_errors) {
 }
 
 BOOST_AUTO_TEST_CASE(save_errors_and_atomic_writes) {
-  TempDir dir;
+  TempDir dir("kiln_test_npy");
   std::string path = dir.file("x.npy");
   check_error([&] { save_npy(path, random_tensor({2, 2}, bf16, 1)); }, {"save_npy", path, "bf16", "to(f32)"});
   BOOST_TEST(!fs::exists(path));
@@ -308,7 +299,7 @@ BOOST_AUTO_TEST_CASE(interoperates_with_numpy_when_available) {
     BOOST_TEST_MESSAGE("skipped: python3 with numpy is not available");
     return;
   }
-  TempDir dir;
+  TempDir dir("kiln_test_npy");
   Tensor x = random_tensor({3, 4}, f32, 300);
   save_npy(dir.file("x.npy"), x);
   std::string script =

@@ -1,5 +1,7 @@
 #include "support/reference.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -60,6 +62,16 @@ Tensor random_view(const Shape& shape, DType dtype, uint64_t seed, const std::st
     return random_tensor(small, dtype, seed).expand(shape);
   }
   return dense;
+}
+
+TempDir::TempDir(const std::string& name)
+    : path(std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()))) {
+  std::filesystem::create_directories(path);
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
 }
 
 bool same_bits(const Tensor& a, const Tensor& b) {

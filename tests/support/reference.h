@@ -4,6 +4,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
@@ -23,6 +24,17 @@ Tensor random_view(const Shape& shape, DType dtype, uint64_t seed, const std::st
 // All values in row-major order, read through the tensor's strides with plain host code (a CUDA
 // tensor is copied to the host first).
 std::vector<double> host_values(const Tensor& t);
+
+// A fresh directory for a test's files under the system's temporary folder, named after `name`
+// and the process, removed with everything in it at the end.
+struct TempDir {
+  explicit TempDir(const std::string& name);
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string file(const std::string& file_name) const { return (path / file_name).string(); }
+  std::filesystem::path path;
+};
 
 // Same shape, dtype and bytes (compiled code checked bit for bit against the same code elsewhere).
 bool same_bits(const Tensor& a, const Tensor& b);
