@@ -53,6 +53,7 @@ struct Model::State {
   std::shared_ptr<const Graph> graph;
   std::shared_ptr<CompiledGraph> compiled;
   std::vector<Tensor> bound;  // per graph input: its weight, or undefined for an argument
+  std::vector<SymShape> shapes;  // per graph input: its canonical symbolic shape, for run()'s checks
 
   const std::string& name() const { return manifest.model; }
 
@@ -129,6 +130,8 @@ Model::Model(const ModelCode& code, const std::map<std::string, Tensor>& weights
   ExecutorPlan plan = read_plan(code.plan, std::make_shared<StaticFunctions>(code));
   s->graph = plan.graph;
   s->check_graph();
+  for (const GraphInput& in : s->graph->inputs)
+    s->shapes.push_back(s->graph->shape_env->canonical(s->graph->values[size_t(in.value)].sym));
   s->compiled = make_graph_executor(std::move(plan));
   s->bind_weights(weights, from);
   s_ = std::move(s);
@@ -163,7 +166,7 @@ TensorList Model::run(const TensorList& inputs) const {
     KILN_CHECK(t.dim() == int64_t(v.sym.size()), "model ", s.name(), ": input ", input, " has ", t.dim(),
                " dims ", to_string(t.shape()), "; the model was built for ", v.sym.size(), " (",
                to_string(v.sym), ")");
-    SymShape sym = g.shape_env->canonical(v.sym);
+    const SymShape& sym = s.shapes[i];
     for (size_t d = 0; d < sym.size(); ++d) {
       int64_t size = t.shape()[d];
       std::string where = input + " dim " + std::to_string(d);
@@ -266,10 +269,11 @@ std::string Model::signature() const {
   std::ostringstream os;
   for (size_t k = 0; k < s.manifest.inputs.size(); ++k) {
     os << (k ? "; " : "") << s.manifest.inputs[k].name << ":";
-    for (const GraphInput& in : g.inputs) {
+    for (size_t i = 0; i < g.inputs.size(); ++i) {
+      const GraphInput& in = g.inputs[i];
       if (in.kind != InputKind::argument || in.index != int(k)) continue;
       const Value& v = g.values[size_t(in.value)];
-      os << ' ' << v.meta.dtype << ' ' << to_string(g.shape_env->canonical(v.sym));
+      os << ' ' << v.meta.dtype << ' ' << to_string(s.shapes[i]);
       for (size_t d = 0; d < v.sym.size(); ++d)
         if (const DynamicRange* r = s.range(int(k), int(d)))
           os << ", dim " << d << " in " << r->min << ".." << r->max;
