@@ -353,6 +353,26 @@ bool static_row(const Graph& g, int value) {
   return !val.sym.empty() && g.shape_env->canonical(val.sym.back()).is_static();
 }
 
+// Whether every input of the op producing `value` has static dims: its reductions then have one
+// extent for every call.
+bool static_inputs(const Graph& g, int value) {
+  int p = g.values[size_t(value)].producer;
+  if (p < 0) return false;
+  for (int i : g.nodes[size_t(p)].inputs)
+    for (const SymDim& d : g.values[size_t(i)].sym)
+      if (!g.shape_env->canonical(d).is_static()) return false;
+  return true;
+}
+
+// Lanes of a warp row's reduction partials (a vector of `lanes` partial sums a lane): only where
+// the row is whole steps of width * lanes. Halide 14 drops the guard of a vectorized partial
+// step past the row's end on CUDA (its loop partitioning takes the vector tail's predicate as
+// true), so a row of 24 in steps of 16 summed 8 elements of the next row (CUDA fuzz seed 1023).
+int warp_reduction_lanes(const Graph& g, int value, bool row_wise, int64_t length, int width, int lanes) {
+  bool fixed = row_wise ? static_row(g, value) : static_inputs(g, value);
+  return lanes > 1 && fixed && length % (int64_t(width) * lanes) == 0 ? lanes : 1;
+}
+
 // A warp-row op with KILN_GPU_ROW_STAGE=1: its block's kWarpRows rows staged in shared memory
 // (gpu_row_staging.h) before its reductions are split, so that their partials read the staged
 // copy too. Lane l holds elements l, l + 32, ...: scalar accesses without bank conflicts (4
@@ -437,8 +457,9 @@ void warp_rows(const Graph& g, const Region& r, const ScheduleRoot& root, const 
   }
   if (outer.empty()) f.gpu_blocks(rb);
   else f.gpu_blocks(rb, fuse_all(f, outer));
+  const int reduce_lanes = warp_reduction_lanes(g, root.value, row_wise, length, width, lanes);
   for (Func inner : root.inner)
-    warp_rows::warp_reduction(inner, f, rb, lanes, unroll, row_tuning().combine, width);
+    warp_rows::warp_reduction(inner, f, rb, reduce_lanes, unroll, row_tuning().combine, width);
 }
 
 // Whether a row op runs a warp per row (rows of at most kWarpRowMax, or many long rows) rather than a block.

@@ -177,3 +177,42 @@ BOOST_AUTO_TEST_CASE(row_ops_over_any_row_count_match_the_cpu, *needs_cuda()) {
     }
   }
 }
+
+// Fuzz seed 1023 (a sum over dims {0, 1, 3} of a log_softmax over dim 1, times that log_softmax)
+// gave values 1.3x too large on CUDA: the warp-row sum read its 24 elements in vector steps of
+// 16, and Halide dropped the guard of the second step (schedules/gpu_schedule.cpp,
+// warp_reduction_lanes). Its parts, and rows of 24, 48 and 32 elements, against the CPU.
+BOOST_AUTO_TEST_CASE(reductions_over_outer_and_inner_dims_match_the_cpu, *needs_cuda()) {
+  using Fn = std::function<TensorList(std::vector<Tensor>)>;
+  const std::vector<std::pair<std::string, Fn>> cases = {
+      {"log_softmax over dim 1", [](std::vector<Tensor> v) { return TensorList{log_softmax(v[0], 1)}; }},
+      {"sum over {0, 1, 3}", [](std::vector<Tensor> v) { return TensorList{sum(v[0], {0, 1, 3}, true)}; }},
+      {"sum of log_softmax", [](std::vector<Tensor> v) { return TensorList{sum(log_softmax(v[0], 1), {0, 1, 3}, true)}; }},
+      {"log_softmax times its sum",
+       [](std::vector<Tensor> v) {
+         Tensor l = log_softmax(v[0], 1);
+         return TensorList{mul(l, sum(l, {0, 1, 3}, true))};
+       }},
+      {"seed 1023's chain",
+       [](std::vector<Tensor> v) {
+         Tensor r = relu(mul(v[0], sigmoid(v[0])));
+         Tensor l = log_softmax(transpose(r, -3, 1), 1);
+         return TensorList{mul(l, sum(l, {0, 1, 3}, true))};
+       }},
+  };
+  int index = 0;
+  for (Shape s : {Shape{1, 3, 7, 8}, Shape{1, 1, 7, 24}, Shape{1, 3, 7, 16}, Shape{2, 1, 5, 32}}) {
+    for (const auto& [label, fn] : cases) {
+      BOOST_TEST_CONTEXT(label << " of " << to_string(s)) {
+        manual_seed(1023);
+        TensorList xs = {randn(s)};
+        TensorList want = fn(xs);
+        auto f = compile(fn, {.backend = "halide", .name = "cuda_dims_" + std::to_string(index++)});
+        TensorList got = f(to_cuda(xs));
+        for (size_t i = 0; i < want.size(); ++i)
+          check_close(got[i].to(Device::cpu()), host_values(want[i]), want[i].shape(), {1e-4, 1e-5},
+                      "output " + std::to_string(i));
+      }
+    }
+  }
+}
