@@ -108,12 +108,17 @@ void transposed_tiles(const ScheduleRoot& root, const AcrossRead& read) {
   Func f = root.func;
   std::vector<Var> v = pure_vars(f);
   Var xo("xo"), xi("xi"), yo("yo"), yi("yi"), yt("yt"), ys("ys");
-  f.tile(v[0], v[size_t(read.out_dim)], xo, yo, xi, yi, kTile, kTile, guard)
-      .split(yi, yt, ys, kTile / kTileRows, guard)
-      .reorder(ys, xi, yt, xo, yo);
   std::vector<Var> outer;  // f's other dims, one block dim
   for (size_t d = 1; d < v.size(); ++d)
     if (int(d) != read.out_dim) outer.push_back(v[d]);
+  // The other dims outside the tile's blocks: left where they were (between the tile's dims, when
+  // the transposed dim is not the next one), their block loop would be inside xo, where the tile
+  // is computed, and Halide would not find the tile's buffer (CUDA fuzz seed 1022).
+  std::vector<VarOrRVar> order{ys, xi, yt, xo, yo};
+  order.insert(order.end(), outer.begin(), outer.end());
+  f.tile(v[0], v[size_t(read.out_dim)], xo, yo, xi, yi, kTile, kTile, guard)
+      .split(yi, yt, ys, kTile / kTileRows, guard)
+      .reorder(order);
   f.gpu_threads(xi, yt);
   if (outer.empty()) f.gpu_blocks(xo, yo);
   else f.gpu_blocks(xo, yo, warp_rows::fuse_all(f, outer));

@@ -623,14 +623,15 @@ BOOST_AUTO_TEST_CASE(a_vectorized_exp_compiles_for_cuda) {
 
 // The CUDA suite's compiled fuzz programs (tests/cuda/test_compile.cpp, seeds from 1000), traced
 // on the CPU and lowered for CUDA here (schedules and PTX), where no device is needed. Seed 1022
-// fails in Halide 14's codegen ("Symbol not found: ....buffer"), an open bug; the range stops
-// before it. KILN_FUZZ_FIRST_SEED moves the range (22 seeds from it).
+// once failed in Halide 14's codegen ("Symbol not found: ....buffer": a transposed tile computed
+// outside one of its output's block loops). KILN_FUZZ_FIRST_SEED moves the range (30 seeds from
+// it).
 BOOST_AUTO_TEST_CASE(fuzz_programs_compile_for_cuda) {
   test::FuzzConfig c;
   c.low_precision = true;
   const char* first_env = std::getenv("KILN_FUZZ_FIRST_SEED");
   const int first = first_env ? std::atoi(first_env) : 1000;
-  for (int seed = first; seed < first + 22; ++seed) {
+  for (int seed = first; seed < first + 30; ++seed) {
     test::FuzzProgram p = test::generate_program(uint64_t(seed), c);
     if (std::getenv("KILN_DEBUG_GPU_TEST")) std::cerr << "seed " << seed << "\n" << test::program_to_cpp(p) << std::endl;
     keep_graphs().graphs.clear();
