@@ -100,6 +100,10 @@ void check_on_device(Graph& g, const std::string& what, Regions regions = Region
     BOOST_TEST_CONTEXT(what) {
       BOOST_TEST(count(s, "halide_cuda_run") >= 1);
       BOOST_TEST(count(s, "halide_copy_to_host") == 0, what << ": a stage runs on the host");
+      // libdevice's functions exist on the device only (the host's code follows the kernels' PTX).
+      size_t host = s.find("external_plus_metadata func");
+      BOOST_TEST((host == std::string::npos || count(s.substr(host), "__nv_") == 0),
+                 what << ": the host's code calls a libdevice function");
     }
   }
 }
@@ -110,6 +114,9 @@ class KeepGraphs final : public Backend {
  public:
   std::vector<Graph> graphs;
   std::string_view name() const override { return "keep_graphs"; }
+  // The halide backend's graph: its decompositions, and the rewrites for backends that fuse.
+  std::set<std::string> decompositions() const override { return backend("halide").decompositions(); }
+  bool fuses_ops() const override { return true; }
   std::shared_ptr<CompiledGraph> compile(std::shared_ptr<const Graph> g, const BackendOptions& o) override {
     graphs.push_back(*g);
     return backend("eager").compile(g, o);
