@@ -25,6 +25,7 @@
 #include "schedules/cpu_schedule.h"
 #include "schedules/disk_cache.h"
 #include "schedules/fusion.h"
+#include "schedules/gpu_fast_exp.h"
 #include "schedules/gemm_layout.h"
 #include "schedules/gpu_launch_check.h"
 #include "schedules/in_place.h"
@@ -172,11 +173,9 @@ void build_region(const Graph& g, Step& s, const BackendOptions& options, int in
   {
     CompilePhase phase("lowering", "\"region\": " + json_quote(region_what(s.region)));
     s.lowered = lower_region(g, s.region);
-    if (s.cuda) {
-      use_libdevice_math(s.lowered.outputs);
-      use_fast_exp(s.lowered.outputs);
-    }
+    if (s.cuda) use_libdevice_math(s.lowered.outputs);
     s.pipeline = Halide::Pipeline(s.lowered.outputs);
+    if (s.cuda) use_fast_exp(s.pipeline);
   }
   {
     CompilePhase phase("scheduling", "\"region\": " + json_quote(region_what(s.region)));

@@ -168,12 +168,4 @@ void use_libdevice_math(const std::vector<Func>& outputs) {
   mutate_all(outputs, erf);
 }
 
-void use_fast_exp(const std::vector<Func>& outputs) {
-  ReplaceExternCall exp("exp_f32", Float(32), [](const std::vector<Expr>& a) {
-    return Internal::Call::make(Float(32), "__nv_exp2f", {a[0] * float(M_LOG2E)},
-                                Internal::Call::PureExtern);
-  });
-  mutate_all(outputs, exp);
-}
-
 }  // namespace kiln

@@ -25,15 +25,4 @@ Halide::Expr gelu_grad_expr(Halide::Expr x, const std::string& approximate);
 // call. An unresolved C-library name makes the driver reject the PTX (CUDA_ERROR_INVALID_PTX).
 void use_libdevice_math(const std::vector<Halide::Func>& outputs);
 
-// For compiled pipelines on CUDA: f32 exp(x) as PTX's ex2.approx of x * log2(e), two instructions
-// where libdevice's accurate expf takes about fifteen (the f32 exp of Triton's kernels, which
-// torch.compile emits, is the same). Relative error: about 2 ulp of ex2, plus x * log2(e)'s
-// rounding, up to 3e-6 for |x| near 88 (where exp under- or overflows); results below 2^-126
-// flush to 0. GPT-2's masked attention softmax issued more instructions than its 805 MB take to
-// move (67 a score, 30 of them two expfs). Called as libdevice's exp2f (ex2.approx.ftz under
-// Halide's flush-to-zero flag): named as the NVVM intrinsic, a stage of the pipeline computed on
-// the host made LLVM abort the process (no x86 instruction for it; CUDA fuzz seed 1009). Such a
-// stage now fails to load with an error naming __nv_exp2f: exp on a host stage is an open bug.
-void use_fast_exp(const std::vector<Halide::Func>& outputs);
-
 }  // namespace kiln

@@ -20,6 +20,7 @@
 #include "graph/graph.h"
 #include "graph/passes.h"
 #include "schedules/fusion.h"
+#include "schedules/gpu_fast_exp.h"
 #include "schedules/gpu_launch_check.h"
 #include "schedules/gpu_schedule.h"
 #include "schedules/lower_region.h"
@@ -68,7 +69,9 @@ std::vector<std::string> compile_for_cuda(Graph& g, const std::string& what, Reg
       std::cerr << std::endl;
     }
     LoweredRegion lowered = lower_region(g, step.region);
+    use_libdevice_math(lowered.outputs);  // as the halide backend builds CUDA pipelines
     Halide::Pipeline p(lowered.outputs);
+    use_fast_exp(p);
     schedule_gpu(g, step.region, lowered);
     std::string base = (dir / ("r" + std::to_string(index++))).string();
     std::vector<Halide::Argument> args = pipeline_arguments(step.region, lowered);
@@ -252,8 +255,8 @@ std::pair<std::vector<GpuLaunch>, std::string> launches_of(Graph& g) {
   std::vector<PlannedStep> plan = plan_fusion(g);
   BOOST_TEST_REQUIRE(plan.size() == 1u);
   LoweredRegion lowered = lower_region(g, plan[0].region);
-  use_fast_exp(lowered.outputs);  // as the halide backend builds CUDA pipelines
   Halide::Pipeline p(lowered.outputs);
+  use_fast_exp(p);  // as the halide backend builds CUDA pipelines
   schedule_gpu(g, plan[0].region, lowered);
   auto launches = record_gpu_launches(p, region_sizes(g, plan[0].region, lowered));
   auto path = std::filesystem::temp_directory_path() / ("kiln-gpu-launches-" + std::to_string(::getpid()) + ".stmt");
