@@ -353,14 +353,27 @@ bool static_row(const Graph& g, int value) {
   return !val.sym.empty() && g.shape_env->canonical(val.sym.back()).is_static();
 }
 
-// Whether every input of the op producing `value` has static dims: its reductions then have one
-// extent for every call.
-bool static_inputs(const Graph& g, int value) {
+// Whether the reduction producing `value` has one extent for every call: the dims it reduces
+// ("dims", all when empty) are static in its first input; without a "dims" attribute, every dim
+// of every input.
+bool static_reduction(const Graph& g, int value) {
   int p = g.values[size_t(value)].producer;
   if (p < 0) return false;
-  for (int i : g.nodes[size_t(p)].inputs)
-    for (const SymDim& d : g.values[size_t(i)].sym)
-      if (!g.shape_env->canonical(d).is_static()) return false;
+  const GraphNode& n = g.nodes[size_t(p)];
+  auto is_static = [&](const SymDim& d) { return g.shape_env->canonical(d).is_static(); };
+  if (!n.attrs.has("dims")) {
+    for (int i : n.inputs)
+      for (const SymDim& d : g.values[size_t(i)].sym)
+        if (!is_static(d)) return false;
+    return true;
+  }
+  const SymShape& in = g.values[size_t(n.inputs.at(0))].sym;
+  const auto& dims = n.attrs.get<std::vector<int64_t>>("dims");
+  for (size_t d = 0; d < in.size(); ++d) {
+    bool reduced = dims.empty();
+    for (int64_t r : dims) reduced = reduced || (r < 0 ? r + int64_t(in.size()) : r) == int64_t(d);
+    if (reduced && !is_static(in[d])) return false;
+  }
   return true;
 }
 
@@ -369,7 +382,7 @@ bool static_inputs(const Graph& g, int value) {
 // step past the row's end on CUDA (its loop partitioning takes the vector tail's predicate as
 // true), so a row of 24 in steps of 16 summed 8 elements of the next row (CUDA fuzz seed 1023).
 int warp_reduction_lanes(const Graph& g, int value, bool row_wise, int64_t length, int width, int lanes) {
-  bool fixed = row_wise ? static_row(g, value) : static_inputs(g, value);
+  bool fixed = row_wise ? static_row(g, value) : static_reduction(g, value);
   return lanes > 1 && fixed && length % (int64_t(width) * lanes) == 0 ? lanes : 1;
 }
 
