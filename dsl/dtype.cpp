@@ -1,5 +1,7 @@
 #include "dsl/dtype.h"
 
+#include <HalideRuntime.h>
+
 #include <cmath>
 #include <cstring>
 #include <ostream>
@@ -16,6 +18,13 @@ size_t itemsize(DType t) {
     case DType::bool_: return 1;
   }
   return 0;
+}
+
+halide_type_t halide_buffer_type(DType t) {
+  auto bits = uint8_t(itemsize(t) * 8);
+  if (t == DType::f32 || t == DType::f64 || t == DType::f16) return halide_type_t(halide_type_float, bits);
+  if (t == DType::i32 || t == DType::i64) return halide_type_t(halide_type_int, bits);
+  return halide_type_t(halide_type_uint, bits);
 }
 
 std::string_view name(DType t) {

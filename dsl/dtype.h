@@ -6,6 +6,8 @@
 #include <iosfwd>
 #include <string_view>
 
+struct halide_type_t;  // HalideRuntime.h
+
 namespace kiln {
 
 enum class DType : uint8_t { f32, f64, f16, bf16, i32, i64, bool_ };
@@ -25,6 +27,9 @@ DType dtype_from_name(std::string_view name);  // "f32", ...; throws kiln::Error
 bool is_floating(DType t);
 bool is_integral(DType t);  // i32, i64 (not bool)
 std::ostream& operator<<(std::ostream& os, DType t);
+// The element type of a Halide buffer of dtype t: bool as uint8, bf16 as its uint16 bits, f16 as
+// float16 (halide_def.h's halide_type is the same type in the compiler's terms).
+halide_type_t halide_buffer_type(DType t);
 
 // The dtype of a binary op's result.
 DType promote_types(DType a, DType b);

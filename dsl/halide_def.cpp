@@ -4,18 +4,7 @@ namespace kiln {
 
 using namespace Halide;
 
-Type halide_type(DType t) {
-  switch (t) {
-    case DType::f32: return Float(32);
-    case DType::f64: return Float(64);
-    case DType::f16: return Float(16);
-    case DType::bf16: return UInt(16);
-    case DType::i32: return Int(32);
-    case DType::i64: return Int(64);
-    case DType::bool_: return UInt(8);
-  }
-  return Float(32);
-}
+Type halide_type(DType t) { return Type(halide_buffer_type(t)); }
 
 Expr load_value(Expr stored, DType t) {
   if (t == DType::bf16) return reinterpret(Float(32), cast(UInt(32), stored) << 16);

@@ -21,7 +21,8 @@ struct HalideTensor {
   Halide::Expr dim(int d) const { return shape[d < 0 ? d + rank() : d]; }
 };
 
-// The Halide type a dtype is stored as (bool as uint8, bf16 as uint16 bits, f16 as float16).
+// The Halide type a dtype is stored as (bool as uint8, bf16 as uint16 bits, f16 as float16):
+// dtype.h's halide_buffer_type.
 Halide::Type halide_type(DType t);
 // Loads of stored values as the value type they compute in, and back (bf16 bits <-> f32).
 Halide::Expr load_value(Halide::Expr stored, DType t);

@@ -70,13 +70,6 @@ KernelFn require_kernel(const std::string& name, std::string_view op) {
   return fn;
 }
 
-halide_type_t halide_buffer_type(DType dt) {
-  auto bits = uint8_t(itemsize(dt) * 8);
-  if (dt == DType::f32 || dt == DType::f64 || dt == DType::f16) return halide_type_t(halide_type_float, bits);
-  if (dt == DType::i32 || dt == DType::i64) return halide_type_t(halide_type_int, bits);
-  return halide_type_t(halide_type_uint, bits);
-}
-
 KernelBuffer::KernelBuffer(const Tensor& t, const std::vector<int64_t>& extents,
                            const std::vector<int64_t>& strides, int64_t extra_offset) {
   KILN_CHECK(extents.size() <= 8, "kernel call: rank ", extents.size(), " above 8");

@@ -18,9 +18,6 @@ namespace kiln {
 
 inline constexpr int kMaxKernelRank = 4;
 
-// The type of a halide_buffer_t holding `dt` (bf16 as 16-bit unsigned integers, bool as 8-bit).
-halide_type_t halide_buffer_type(DType dt);
-
 // A halide_buffer_t over a tensor's memory, with dims given innermost first.
 struct KernelBuffer {
   halide_buffer_t buf{};

@@ -7,12 +7,21 @@
 #include "dsl/halide_def.h"
 #include "dsl/ops/math_functions.h"
 #include "dsl/ops/op_tables.h"
+#include "dsl/ops/reduction_math.h"
 
 namespace kiln {
 
 namespace {
 
 using namespace Halide;
+
+// x's stored value at `args` in the type the GEMM and its epilogues accumulate in (f64 for f64,
+// else f32: reduction_math.h's float_type).
+Expr widened(const HalideTensor& x, const std::vector<Expr>& args) {
+  return cast(float_type(x.dtype), load_value(x.func(args), x.dtype));
+}
+
+std::vector<Expr> exprs(const std::vector<Var>& v) { return {v.begin(), v.end()}; }
 
 std::vector<TensorMeta> infer_matmul(const std::vector<TensorMeta>& in, const Attrs&) {
   const Shape& a = in[0].shape;
@@ -87,10 +96,9 @@ std::vector<HalideTensor> define_matmul(const std::vector<HalideTensor>& in, con
   if (rb >= 2) shape.push_back(b.dim(-1));
 
   DType t = a.dtype;
-  Type acc_t = t == DType::f64 ? Float(64) : Float(32);
   Func acc("matmul");
-  acc(v) = cast(acc_t, 0);
-  acc(v) += cast(acc_t, load_value(a.func(a_args), t)) * cast(acc_t, load_value(b.func(b_args), t));
+  acc(v) = cast(float_type(t), 0);
+  acc(v) += widened(a, a_args) * widened(b, b_args);
   if (t == DType::f32 || t == DType::f64) return {{acc, shape, t}};
   Func out("matmul_out");
   out(v) = store_value(acc(v), t);
@@ -113,11 +121,9 @@ std::vector<HalideTensor> define_matmul_bias(const std::vector<HalideTensor>& in
   HalideTensor product = define_matmul({in[0], in[1]}, attrs)[0];
   const HalideTensor& bias = in[2];
   std::vector<Var> v = halide_vars(int(product.shape.size()));
-  DType t = product.dtype;
-  Type acc_t = t == DType::f64 ? Float(64) : Float(32);
   Func out("matmul_bias");
-  out(v) = store_value(cast(acc_t, load_value(product.func(v), t)) + cast(acc_t, load_value(bias.func(v[0]), t)), t);
-  return {{out, product.shape, t}};
+  out(v) = store_value(widened(product, exprs(v)) + widened(bias, {v[0]}), product.dtype);
+  return {{out, product.shape, product.dtype}};
 }
 
 // The GEMMs with cuBLASLt's GELU epilogues take GPT-2's tanh form only (cuBLASLt has no other).
@@ -139,9 +145,8 @@ std::vector<TensorMeta> infer_matmul_bias_gelu(const std::vector<TensorMeta>& in
 std::vector<HalideTensor> define_matmul_bias_gelu(const std::vector<HalideTensor>& in, const Attrs& attrs) {
   HalideTensor pre = define_matmul_bias(in, attrs)[0];
   std::vector<Var> v = halide_vars(int(pre.shape.size()));
-  Type acc_t = pre.dtype == DType::f64 ? Float(64) : Float(32);
   Func out("matmul_bias_gelu");
-  out(v) = store_value(gelu_expr(cast(acc_t, load_value(pre.func(v), pre.dtype)), "tanh"), pre.dtype);
+  out(v) = store_value(gelu_expr(widened(pre, exprs(v)), "tanh"), pre.dtype);
   std::vector<HalideTensor> outs{{out, pre.shape, pre.dtype}};
   if (attrs.get_or<bool>("aux", false)) outs.push_back(pre);
   return outs;
@@ -163,13 +168,9 @@ std::vector<HalideTensor> define_matmul_gelu_backward(const std::vector<HalideTe
   HalideTensor product = define_matmul({in[0], in[1]}, attrs)[0];
   const HalideTensor& x = in[2];
   std::vector<Var> v = halide_vars(int(product.shape.size()));
-  DType t = product.dtype;
-  Type acc_t = t == DType::f64 ? Float(64) : Float(32);
   Func out("matmul_gelu_backward");
-  out(v) = store_value(cast(acc_t, load_value(product.func(v), t)) *
-                           gelu_grad_expr(cast(acc_t, load_value(x.func(v), t)), "tanh"),
-                       t);
-  return {{out, product.shape, t}};
+  out(v) = store_value(widened(product, exprs(v)) * gelu_grad_expr(widened(x, exprs(v)), "tanh"), product.dtype);
+  return {{out, product.shape, product.dtype}};
 }
 
 // matmul_bias_grad(a, b) = {a @ b, a summed along its last dim}: for a 2-D a [M, K], the bias
@@ -185,15 +186,13 @@ std::vector<TensorMeta> infer_matmul_bias_grad(const std::vector<TensorMeta>& in
 std::vector<HalideTensor> define_matmul_bias_grad(const std::vector<HalideTensor>& in, const Attrs& attrs) {
   HalideTensor product = define_matmul(in, attrs)[0];
   const HalideTensor& a = in[0];
-  DType t = product.dtype;
-  Type acc_t = t == DType::f64 ? Float(64) : Float(32);
   Var i("i");
   RDom k(0, a.shape[1], "k");
   Func acc("matmul_bias_grad_sum"), out("matmul_bias_grad");
-  acc(i) = cast(acc_t, 0);
-  acc(i) += cast(acc_t, load_value(a.func(k.x, i), t));
-  out(i) = store_value(acc(i), t);
-  return {product, {out, {a.shape[0]}, t}};
+  acc(i) = cast(float_type(a.dtype), 0);
+  acc(i) += widened(a, {k.x, i});
+  out(i) = store_value(acc(i), a.dtype);
+  return {product, {out, {a.shape[0]}, a.dtype}};
 }
 
 }  // namespace
