@@ -8,8 +8,12 @@
 # bench/torch/bench_real.py side by side, with the PyTorch check of GPT-2's first step, merged
 # into h200-real-DATE.json and its table); KILN_TORCH_ARGS passes options to bench_torch.py
 # (e.g. --skip-max-autotune), KILN_REAL_ARGS to both real-size benches (e.g. --filter gpt2 is
-# kiln's, so give bench_real.py's --models through KILN_TORCH_REAL_ARGS).
+# kiln's, so give bench_real.py's --models through KILN_TORCH_REAL_ARGS). The tests step runs
+# tests/cuda/test_compile.cpp's fuzzer on KILN_FUZZ_PROGRAMS programs (default here 60, of which
+# 12 are compiled; its own default of 300 compiles 60, cold, and with the real-size tests took
+# past a 10-minute device call on 2026-12-05).
 set -uo pipefail
+export KILN_FUZZ_PROGRAMS=${KILN_FUZZ_PROGRAMS:-60}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
 out=${1:-${OUT:-$root/gpu-results}}
