@@ -7,6 +7,7 @@
 #include <string>
 
 #include "dsl/error.h"
+#include "dsl/shape.h"
 #include "schedules/gpu_row_staging.h"
 #include "schedules/gpu_transpose.h"
 #include "schedules/gpu_warp_rows.h"
@@ -368,12 +369,8 @@ bool static_reduction(const Graph& g, int value) {
     return true;
   }
   const SymShape& in = g.values[size_t(n.inputs.at(0))].sym;
-  const auto& dims = n.attrs.get<std::vector<int64_t>>("dims");
-  for (size_t d = 0; d < in.size(); ++d) {
-    bool reduced = dims.empty();
-    for (int64_t r : dims) reduced = reduced || (r < 0 ? r + int64_t(in.size()) : r) == int64_t(d);
-    if (reduced && !is_static(in[d])) return false;
-  }
+  for (int d : wrap_dims(n.op->name, n.attrs.get<std::vector<int64_t>>("dims"), int64_t(in.size())))
+    if (!is_static(in[size_t(d)])) return false;
   return true;
 }
 

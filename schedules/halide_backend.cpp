@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include "dsl/error.h"
-#include "dsl/ops/math_functions.h"
 #include "dsl/profiler.h"
 #include "graph/backend.h"
 #include "graph/logs.h"
@@ -25,9 +24,9 @@
 #include "schedules/cpu_schedule.h"
 #include "schedules/disk_cache.h"
 #include "schedules/fusion.h"
-#include "schedules/gpu_fast_exp.h"
 #include "schedules/gemm_layout.h"
 #include "schedules/gpu_launch_check.h"
+#include "schedules/gpu_math.h"
 #include "schedules/in_place.h"
 #include "schedules/gpu_schedule.h"
 #include "schedules/graph_executor.h"
@@ -173,9 +172,7 @@ void build_region(const Graph& g, Step& s, const BackendOptions& options, int in
   {
     CompilePhase phase("lowering", "\"region\": " + json_quote(region_what(s.region)));
     s.lowered = lower_region(g, s.region);
-    if (s.cuda) use_libdevice_math(s.lowered.outputs);
-    s.pipeline = Halide::Pipeline(s.lowered.outputs);
-    if (s.cuda) use_fast_exp(s.pipeline);
+    s.pipeline = s.cuda ? cuda_pipeline(s.lowered.outputs) : Halide::Pipeline(s.lowered.outputs);
   }
   {
     CompilePhase phase("scheduling", "\"region\": " + json_quote(region_what(s.region)));

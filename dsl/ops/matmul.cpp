@@ -15,11 +15,9 @@ namespace {
 
 using namespace Halide;
 
-// x's stored value at `args` in the type the GEMM and its epilogues accumulate in (f64 for f64,
-// else f32: reduction_math.h's float_type).
-Expr widened(const HalideTensor& x, const std::vector<Expr>& args) {
-  return cast(float_type(x.dtype), load_value(x.func(args), x.dtype));
-}
+// x's value at `args` in the type the GEMM and its epilogues accumulate in (f64 for f64, else
+// f32): reduction_math.h's value_at in its float_type.
+Expr widened(const HalideTensor& x, const std::vector<Expr>& args) { return value_at(x, args, float_type(x.dtype)); }
 
 std::vector<Expr> exprs(const std::vector<Var>& v) { return {v.begin(), v.end()}; }
 

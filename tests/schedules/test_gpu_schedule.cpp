@@ -20,8 +20,8 @@
 #include "graph/graph.h"
 #include "graph/passes.h"
 #include "schedules/fusion.h"
-#include "schedules/gpu_fast_exp.h"
 #include "schedules/gpu_launch_check.h"
+#include "schedules/gpu_math.h"
 #include "schedules/gpu_schedule.h"
 #include "schedules/lower_region.h"
 #include "schedules/shared_library.h"
@@ -69,9 +69,7 @@ std::vector<std::string> compile_for_cuda(Graph& g, const std::string& what, Reg
       std::cerr << std::endl;
     }
     LoweredRegion lowered = lower_region(g, step.region);
-    use_libdevice_math(lowered.outputs);  // as the halide backend builds CUDA pipelines
-    Halide::Pipeline p(lowered.outputs);
-    use_fast_exp(p);
+    Halide::Pipeline p = cuda_pipeline(lowered.outputs);  // as the halide backend builds CUDA pipelines
     schedule_gpu(g, step.region, lowered);
     std::string base = (dir / ("r" + std::to_string(index++))).string();
     std::vector<Halide::Argument> args = pipeline_arguments(step.region, lowered);
@@ -255,8 +253,7 @@ std::pair<std::vector<GpuLaunch>, std::string> launches_of(Graph& g) {
   std::vector<PlannedStep> plan = plan_fusion(g);
   BOOST_TEST_REQUIRE(plan.size() == 1u);
   LoweredRegion lowered = lower_region(g, plan[0].region);
-  Halide::Pipeline p(lowered.outputs);
-  use_fast_exp(p);  // as the halide backend builds CUDA pipelines
+  Halide::Pipeline p = cuda_pipeline(lowered.outputs);  // as the halide backend builds CUDA pipelines
   schedule_gpu(g, plan[0].region, lowered);
   auto launches = record_gpu_launches(p, region_sizes(g, plan[0].region, lowered));
   auto path = std::filesystem::temp_directory_path() / ("kiln-gpu-launches-" + std::to_string(::getpid()) + ".stmt");
@@ -308,7 +305,7 @@ BOOST_AUTO_TEST_CASE(attention_rows_run_a_warp_per_row) {
       BOOST_TEST(count(softmax, "ld.global.f32") + count(softmax, "ld.global.nc.f32") == 32);
       BOOST_TEST(count(softmax, "ld.global.u8") + count(softmax, "ld.global.nc.u8") == 0);
       BOOST_TEST(count(softmax, "ld.local") + count(softmax, "st.local") == 0);
-      // exp as ex2.approx (math_functions.h: use_fast_exp), not libdevice's range-reduced polynomial.
+      // exp as ex2.approx (gpu_math.h), not libdevice's range-reduced polynomial.
       BOOST_TEST(count(softmax, "ex2.approx.ftz.f32") == 64);  // two exps a score: the sum's and the output's
       BOOST_TEST(count(softmax, "cvt.rmi") == 0);
     } else {
@@ -621,7 +618,7 @@ BOOST_AUTO_TEST_CASE(short_rows_per_block_divide_the_rows) {
   }
 }
 
-// A pointwise exp of f32 vectorized 4 wide: each lane's exp is PTX's ex2.approx (use_fast_exp
+// A pointwise exp of f32 vectorized 4 wide: each lane's exp is PTX's ex2.approx (gpu_math.h's fast exp
 // calls libdevice's exp2f, which Halide calls once per lane and which flushes denormals to 0).
 BOOST_AUTO_TEST_CASE(a_vectorized_exp_compiles_for_cuda) {
   Builder b;

@@ -1,6 +1,8 @@
-#include "schedules/gpu_fast_exp.h"
+#include "schedules/gpu_math.h"
 
 #include <cmath>
+
+#include "dsl/ops/math_functions.h"
 
 namespace kiln {
 
@@ -37,6 +39,11 @@ class FastExpInKernels : public Internal::IRMutator {
 
 }  // namespace
 
-void use_fast_exp(Pipeline& p) { p.add_custom_lowering_pass(new FastExpInKernels); }
+Pipeline cuda_pipeline(const std::vector<Func>& outputs) {
+  use_libdevice_math(outputs);
+  Pipeline p(outputs);
+  p.add_custom_lowering_pass(new FastExpInKernels);
+  return p;
+}
 
 }  // namespace kiln
