@@ -1,0 +1,358 @@
+#include "generators/kernel_fingerprint.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#ifndef KILN_HALIDE_VERSION
+#error "KILN_HALIDE_VERSION must name the Halide version the generators link (generators/CMakeLists.txt)"
+#endif
+
+namespace kiln {
+namespace {
+
+using namespace Halide;
+using namespace Halide::Internal;
+
+// Halide's IR printer, made exact: float constants as their bits (the printer rounds them), the
+// type of every call and variable, and the parameters and constant buffers the IR reads.
+class ExactPrinter : public IRPrinter {
+ public:
+  explicit ExactPrinter(std::ostream& os) : IRPrinter(os) {}
+
+  void expr(const Expr& e) {
+    if (e.defined()) {
+      print(e);
+    } else {
+      stream << "<none>";
+    }
+  }
+
+  std::map<std::string, Parameter> parameters;
+  std::map<std::string, Buffer<>> buffers;
+
+ protected:
+  using IRPrinter::visit;
+
+  void visit(const FloatImm* op) override {
+    uint64_t bits = 0;
+    std::memcpy(&bits, &op->value, sizeof bits);
+    stream << "float" << op->type.bits() << "{" << std::hex << bits << std::dec << "}";
+  }
+  void visit(const Variable* op) override {
+    stream << op->name << "{" << op->type << "}";
+    if (op->param.defined()) parameters[op->param.name()] = op->param;
+    if (op->image.defined()) buffers[op->image.name()] = op->image;
+  }
+  void visit(const Call* op) override {
+    stream << "{" << op->type << " " << int(op->call_type) << "}";
+    IRPrinter::visit(op);
+    if (op->param.defined()) parameters[op->param.name()] = op->param;
+    if (op->image.defined()) buffers[op->image.name()] = op->image;
+  }
+};
+
+void describe_level(std::ostream& os, const LoopLevel& level) {
+  if (!level.defined()) {
+    os << "<undefined>";
+  } else if (level.is_inlined()) {
+    os << "inlined";
+  } else if (level.is_root()) {
+    os << "root";
+  } else {
+    os << level.to_string() << (level.var().is_rvar ? "(rvar)" : "");
+  }
+}
+
+void describe_stage(ExactPrinter& p, std::ostream& os, const StageSchedule& s) {
+  for (const ReductionVariable& r : s.rvars()) {
+    os << "    rvar " << r.var << " ";
+    p.expr(r.min);
+    os << " ";
+    p.expr(r.extent);
+    os << "\n";
+  }
+  for (const Split& split : s.splits()) {
+    os << "    split " << int(split.split_type) << " " << split.old_var << " " << split.outer << " " << split.inner
+       << " exact=" << split.exact << " tail=" << split.tail << " factor=";
+    p.expr(split.factor);
+    os << "\n";
+  }
+  for (const Dim& d : s.dims())
+    os << "    dim " << d.var << " for_type=" << int(d.for_type) << " device=" << int(d.device_api)
+       << " dim_type=" << int(d.dim_type) << "\n";
+  for (const PrefetchDirective& f : s.prefetches()) {
+    os << "    prefetch " << f.name << " at " << f.at << " from " << f.from << " " << int(f.strategy) << " ";
+    p.expr(f.offset);
+    os << "\n";
+    if (f.param.defined()) p.parameters[f.param.name()] = f.param;
+  }
+  os << "    fuse_level ";
+  describe_level(os, s.fuse_level().level);
+  for (const auto& [var, align] : s.fuse_level().align) os << " " << var << ":" << int(align);
+  os << "\n";
+  for (const FusedPair& f : s.fused_pairs())
+    os << "    fused " << f.func_1 << "." << f.stage_1 << " " << f.func_2 << "." << f.stage_2 << " " << f.var_name << "\n";
+  os << "    race=" << s.allow_race_conditions() << " atomic=" << s.atomic()
+     << " override_associativity=" << s.override_atomic_associativity_test() << "\n";
+}
+
+void describe_definition(ExactPrinter& p, std::ostream& os, const Definition& d, const std::string& indent) {
+  os << indent << "args";
+  for (const Expr& a : d.args()) {
+    os << " ";
+    p.expr(a);
+  }
+  os << "\n" << indent << "values";
+  for (const Expr& v : d.values()) {
+    os << " ";
+    p.expr(v);
+  }
+  os << "\n" << indent << "predicate ";
+  p.expr(d.predicate());
+  os << "\n";
+  describe_stage(p, os, d.schedule());
+  for (const Specialization& s : d.specializations()) {
+    os << indent << "specialize ";
+    p.expr(s.condition);
+    os << " failure=" << s.failure_message << "\n";
+    if (s.definition.defined()) describe_definition(p, os, s.definition, indent + "  ");
+  }
+}
+
+void describe_function(ExactPrinter& p, std::ostream& os, const Function& f) {
+  os << "func " << f.name() << "(";
+  for (const std::string& a : f.args()) os << a << ",";
+  os << ") ->";
+  for (const Type& t : f.output_types()) os << " " << t;
+  os << "\n";
+  const FuncSchedule& s = f.schedule();
+  os << "  store ";
+  describe_level(os, s.store_level());
+  os << " compute ";
+  describe_level(os, s.compute_level());
+  os << " memory " << s.memory_type() << " memoized=" << s.memoized() << " async=" << s.async() << "\n";
+  for (const StorageDim& d : s.storage_dims()) {
+    os << "  storage " << d.var << " fold_forward=" << d.fold_forward << " ";
+    p.expr(d.alignment);
+    os << " ";
+    p.expr(d.bound);
+    os << " ";
+    p.expr(d.fold_factor);
+    os << "\n";
+  }
+  for (const Bound& b : s.bounds()) {
+    os << "  bound " << b.var << " ";
+    for (const Expr& e : {b.min, b.extent, b.modulus, b.remainder}) {
+      p.expr(e);
+      os << " ";
+    }
+    os << "\n";
+  }
+  for (const auto& [name, wrapper] : s.wrappers()) os << "  wrapper " << name << "\n";
+  if (f.has_extern_definition()) {
+    os << "  extern " << f.extern_function_name() << " mangling=" << int(f.extern_definition_name_mangling())
+       << " device=" << int(f.extern_function_device_api());
+    for (const ExternFuncArgument& a : f.extern_arguments()) {
+      os << " arg" << int(a.arg_type) << ":";
+      if (a.is_func()) os << Function(a.func).name();
+      if (a.is_expr()) p.expr(a.expr);
+      if (a.is_buffer()) {
+        os << a.buffer.name();
+        p.buffers[a.buffer.name()] = a.buffer;
+      }
+      if (a.is_image_param()) {
+        os << a.image_param.name();
+        p.parameters[a.image_param.name()] = a.image_param;
+      }
+    }
+    os << "\n";
+  }
+  if (f.has_pure_definition()) describe_definition(p, os, f.definition(), "  ");
+  for (const Definition& u : f.updates()) {
+    os << "  update\n";
+    describe_definition(p, os, u, "  ");
+  }
+  for (const Parameter& out : f.output_buffers()) p.parameters[out.name()] = out;
+  os << "  trace " << f.is_tracing_loads() << f.is_tracing_stores() << f.is_tracing_realizations() << "\n";
+}
+
+// Parameters are described after the functions; describing one may find more (a constraint that
+// reads another buffer's extent), so this repeats until none is new.
+void describe_parameters(ExactPrinter& p, std::ostream& os) {
+  std::map<std::string, bool> done;
+  for (bool more = true; more;) {
+    more = false;
+    auto params = p.parameters;  // describing may add to p.parameters
+    for (const auto& [name, param] : params) {
+      if (done[name]) continue;
+      done[name] = more = true;
+      os << "param " << name << " " << param.type() << " dims=" << param.dimensions() << " buffer=" << param.is_buffer();
+      if (param.is_buffer()) {
+        os << " align=" << param.host_alignment() << " memory=" << param.memory_type() << "\n";
+        for (int d = 0; d < param.dimensions(); ++d) {
+          os << "  dim" << d << " ";
+          for (const Expr& e : {param.min_constraint(d), param.extent_constraint(d), param.stride_constraint(d)}) {
+            p.expr(e);
+            os << " ";
+          }
+          os << "\n";
+        }
+      } else {
+        os << " range ";
+        p.expr(param.min_value());
+        os << " ";
+        p.expr(param.max_value());
+        os << "\n";
+      }
+    }
+  }
+  for (const auto& [name, buffer] : p.buffers) {
+    // FNV-1a of the contents of a constant buffer (a table the definition reads).
+    uint64_t hash = 1469598103934665603ull;
+    const auto* bytes = static_cast<const unsigned char*>(buffer.data());
+    for (size_t i = 0; bytes && i < buffer.size_in_bytes(); ++i) hash = (hash ^ bytes[i]) * 1099511628211ull;
+    os << "buffer " << name << " " << buffer.type() << " dims=" << buffer.dimensions() << " bytes=" << buffer.size_in_bytes()
+       << " fnv=" << std::hex << hash << std::dec << "\n";
+  }
+}
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  for (std::string part; std::getline(in, part, sep);)
+    if (!part.empty()) parts.push_back(part);
+  return parts;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// GeneratorBase::call_configure and build_pipeline (generate and schedule; no lowering) are
+// protected: their public caller lowers the pipeline too (build_module), which would cost more
+// than all the rest of this step. A using-declaration in a derived class names them publicly.
+struct PipelineBuilder : GeneratorBase {
+  using GeneratorBase::build_pipeline;
+  using GeneratorBase::call_configure;
+};
+
+// The kernel's fingerprint text, for each of its targets.
+std::string kernel_fingerprint(const std::vector<std::string>& words) {
+  std::ostringstream os;
+  os << "kiln eager kernel fingerprint 1, Halide " << KILN_HALIDE_VERSION << "\n";
+  for (const std::string& w : words) os << w << " ";
+  os << "\n";
+  GeneratorParamsMap params;
+  for (size_t i = 3; i < words.size(); ++i) {
+    size_t eq = words[i].find('=');
+    params[words[i].substr(0, eq)] = eq == std::string::npos ? std::string() : words[i].substr(eq + 1);
+  }
+  for (const std::string& target : split(words[2], ',')) {
+    auto generator = GeneratorRegistry::create(words[1], GeneratorContext(Target(target)));
+    generator->set_generator_param_values(params);
+    (generator.get()->*&PipelineBuilder::call_configure)();
+    os << "target " << target << "\n" << pipeline_fingerprint((generator.get()->*&PipelineBuilder::build_pipeline)());
+  }
+  return os.str();
+}
+
+// The first line where two texts differ, to say why a kernel is regenerated.
+std::string first_difference(const std::string& before, const std::string& after) {
+  std::vector<std::string> a = split(before, '\n'), b = split(after, '\n');
+  for (size_t i = 0; i < b.size(); ++i) {
+    if (i < a.size() && a[i] == b[i]) continue;
+    std::string line = b[i].substr(0, 160);
+    return "line " + std::to_string(i + 1) + " now reads: " + line;
+  }
+  return "lines removed";
+}
+
+}  // namespace
+
+std::string pipeline_fingerprint(const Pipeline& pipeline) {
+  std::map<std::string, Function> functions;
+  for (const Func& out : pipeline.outputs()) {
+    functions.emplace(out.name(), out.function());
+    for (const auto& [name, f] : find_transitive_calls(out.function())) functions.emplace(name, f);
+  }
+  std::ostringstream os;
+  ExactPrinter printer(os);
+  for (const Func& out : pipeline.outputs()) os << "output " << out.name() << "\n";
+  // Loop levels can be read once locked, as lowering locks them (this process ends after).
+  for (auto& [name, f] : functions) f.lock_loop_levels();
+  for (const auto& [name, f] : functions) describe_function(printer, os, f);
+  describe_parameters(printer, os);
+  return os.str();
+}
+
+int write_kernel_fingerprints(const std::string& list_file, const std::string& stamp_dir) {
+  std::ifstream list(list_file);
+  if (!list) {
+    std::cerr << "kiln fingerprints: cannot read the kernel list " << list_file << "\n";
+    return 1;
+  }
+  int changed = 0, total = 0;
+  for (std::string line; std::getline(list, line);) {
+    std::vector<std::string> words = split(line, ' ');
+    if (words.empty()) continue;
+    if (words.size() < 3) {
+      std::cerr << "kiln fingerprints: " << list_file << ": expected `name generator targets params...`, got `" << line << "`\n";
+      return 1;
+    }
+    ++total;
+    const std::string stamp = stamp_dir + "/" + words[0] + ".stamp";
+    const std::string fresh = stamp + ".new";
+    std::cout.flush();
+    pid_t child = fork();
+    if (child < 0) {
+      std::perror("kiln fingerprints: fork");
+      return 1;
+    }
+    if (child == 0) {  // a fresh copy of the process: Halide's name counters as at start-up
+      try {
+        std::ofstream out(fresh, std::ios::binary | std::ios::trunc);
+        out << kernel_fingerprint(words);
+        out.close();
+        _exit(out ? 0 : 1);
+      } catch (const std::exception& e) {
+        std::cerr << "kiln fingerprints: building kernel " << words[0] << " failed: " << e.what() << "\n";
+        _exit(1);
+      }
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      std::cerr << "kiln fingerprints: kernel " << words[0] << " (" << line << ") could not be described\n";
+      std::remove(fresh.c_str());
+      return 1;
+    }
+    std::string before = read_file(stamp), after = read_file(fresh);
+    if (before == after) {
+      std::remove(fresh.c_str());
+      continue;
+    }
+    ++changed;
+    std::cout << "kiln: regenerating " << words[0] << ": "
+              << (before.empty() ? std::string("new kernel") : first_difference(before, after)) << "\n";
+    if (std::rename(fresh.c_str(), stamp.c_str()) != 0) {
+      std::perror(("kiln fingerprints: rename " + fresh).c_str());
+      return 1;
+    }
+  }
+  std::cout << "kiln: " << list_file.substr(list_file.find_last_of('/') + 1) << ": " << changed << " of " << total
+            << " kernels changed\n";
+  return 0;
+}
+
+}  // namespace kiln
