@@ -2,7 +2,9 @@
 //   - its shape and dtype rule (infer), which raises kiln::Error on bad input,
 //   - its Halide definition (pointwise: one Expr from input Exprs; others: output Funcs from input
 //     Funcs), used unchanged by the eager kernels built by generators/, and by compiled regions,
-//   - for views, the rule that maps (shape, strides, offset) to the view's metadata,
+//   - for views, one record (ViewDef) with the rule that maps (shape, strides, offset) to the
+//     view's metadata, used eagerly and while tracing, and the rule that maps each element of the
+//     view to the input element it reads, used inside compiled pipelines,
 //   - its schedule class, which picks the schedule template,
 //   - a slot for its derivative rule, written with Tensor ops (filled by autograd/).
 // Ops are looked up by name: `const OpDef& d = op_def("exp");`.
@@ -24,7 +26,8 @@ class Expr;
 namespace kiln {
 
 class Tensor;
-struct HalideTensor;  // dsl/halide_def.h
+struct HalideTensor;     // dsl/halide_def.h
+struct ViewIndexShapes;  // dsl/halide_def.h
 
 enum class ScheduleClass { pointwise, reduction, normalization, matmul, gather, data_movement, view, creation };
 std::string_view name(ScheduleClass c);
@@ -66,6 +69,21 @@ using ShapeRule = std::function<std::vector<TensorMeta>(const std::vector<Tensor
 using PointwiseDef = std::function<Halide::Expr(const std::vector<Halide::Expr>&, const Attrs&)>;
 using HalideDef = std::function<std::vector<HalideTensor>(const std::vector<HalideTensor>&, const Attrs&)>;
 using ViewRule = std::function<ViewMeta(const ViewMeta& in, const Attrs&)>;
+// The input index (kiln's order, outermost first) that the view's element at `out` reads.
+using ViewIndexRule = std::function<std::vector<Halide::Expr>(const std::vector<Halide::Expr>& out,
+                                                              const ViewIndexShapes&, const Attrs&)>;
+
+// A view op's two rules, kept together (dsl/ops/views.cpp): its layout (strides and offset of the
+// view of a strided input, no copy) and its index rule (which input element each output element
+// reads), which must describe the same view.
+struct ViewDef {
+  ViewRule layout;
+  ViewIndexRule index;
+  // On a contiguous input, the same elements in the same (row-major) order: a reshape (view,
+  // flatten, unflatten, squeeze, unsqueeze). A view of a reshape of x may view x directly.
+  bool reshape = false;
+  explicit operator bool() const { return bool(layout); }
+};
 // grads of the outputs -> grads of the inputs (an undefined Tensor where none flows). `needed[i]`
 // says whether input i wants a gradient: a rule may skip the others (PyTorch's
 // needs_input_grad; the gradient of a 0-d constant such as attention's scale is a full
@@ -82,7 +100,7 @@ struct OpDef {
   ShapeRule infer;
   PointwiseDef pointwise;  // pointwise ops
   HalideDef define;        // other ops with kernels
-  ViewRule view;           // views
+  ViewDef view;            // views
   DerivativeRule derivative;
   // Draws from the random generator: never merged, folded or dropped by graph passes, and a
   // compiled function draws fresh numbers on every call.

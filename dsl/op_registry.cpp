@@ -28,6 +28,11 @@ struct Registry {
     for (size_t i = 0; i < defs.size(); ++i) {
       bool fresh = index.emplace(defs[i].name, i).second;
       KILN_CHECK(fresh, "op registry: op '", defs[i].name, "' is defined twice");
+      const OpDef& d = defs[i];
+      KILN_CHECK((d.schedule_class == ScheduleClass::view) == bool(d.view.layout) &&
+                     bool(d.view.layout) == bool(d.view.index),
+                 "op registry: view op '", d.name, "' needs both a layout rule and an index rule (ViewDef), "
+                 "and only view ops have them");
     }
   }
 };

@@ -4,12 +4,6 @@ namespace kiln {
 
 namespace {
 
-// Views that, on a contiguous input, keep the elements in row-major order (a reshape).
-bool is_reshape(const OpDef& op) {
-  return op.name == "view" || op.name == "flatten" || op.name == "unflatten" || op.name == "squeeze" ||
-         op.name == "unsqueeze";
-}
-
 // Same elements at the same addresses: strides of size-1 dims do not matter.
 bool same_layout(const Graph& g, const Value& a, const Value& b) {
   if (a.meta.shape != b.meta.shape || a.meta.dtype != b.meta.dtype || a.meta.device != b.meta.device ||
@@ -23,12 +17,12 @@ bool same_layout(const Graph& g, const Value& a, const Value& b) {
 // view(reshape(x)) -> view(x) when x is contiguous: both read x's elements in row-major order.
 bool skip_reshape(Graph& g, GraphNode& node) {
   int p = g.values[node.inputs[0]].producer;
-  if (node.op->name != "view" || p < 0 || !is_reshape(*g.nodes[p].op)) return false;
+  if (node.op->name != "view" || p < 0 || !g.nodes[p].op->view.reshape) return false;
   int x = g.nodes[p].inputs[0];
   const Value& in = g.values[x];
   if (!is_contiguous(in.meta.shape, in.strides)) return false;
   Value& out = g.values[node.outputs[0]];
-  ViewMeta v = node.op->view({in.meta.shape, in.strides, in.offset}, node.attrs);
+  ViewMeta v = node.op->view.layout({in.meta.shape, in.strides, in.offset}, node.attrs);
   if (v.shape != out.meta.shape) return false;
   out.strides = v.strides;
   out.offset = v.offset;
@@ -44,7 +38,8 @@ int fold_views(Graph& g) {
   int folded = 0;
   for (GraphNode& node : g.nodes) {
     for (int& v : node.inputs) v = repl[v];
-    if (node.op->schedule_class != ScheduleClass::view || node.op->name == "detach") continue;  // detach cuts autograd
+    // A view that cuts autograd (detach) stays: folding it would let gradients through.
+    if (node.op->schedule_class != ScheduleClass::view || !node.op->differentiable) continue;
     bool changed = skip_reshape(g, node);
     if (same_layout(g, g.values[node.inputs[0]], g.values[node.outputs[0]])) {
       repl[node.outputs[0]] = node.inputs[0];

@@ -133,7 +133,7 @@ std::vector<int> Graph::add_inferred_node(const OpDef& op, const Attrs& attrs, c
     outs.push_back({out[k], out_syms[k], contiguous_strides(out[k].shape), 0, -1, 0});
     if (op.schedule_class == ScheduleClass::view) {
       const Value& x = values[size_t(ins[0])];
-      ViewMeta v = op.view({x.meta.shape, x.strides, x.offset}, attrs);
+      ViewMeta v = op.view.layout({x.meta.shape, x.strides, x.offset}, attrs);
       outs.back().strides = v.strides;
       outs.back().offset = v.offset;
     }

@@ -207,7 +207,7 @@ TensorList Tracer::call(const OpDef& def, const TensorList& inputs, const Attrs&
     Value o{out_metas[k], out_syms[k], contiguous_strides(out_metas[k].shape), 0, -1, 0};
     if (same_layout) {
       const Value& in = g.values[ins[0]];
-      ViewMeta vm = def.view ? def.view({in.meta.shape, in.strides, in.offset}, attrs)
+      ViewMeta vm = def.view ? def.view.layout({in.meta.shape, in.strides, in.offset}, attrs)
                              : ViewMeta{in.meta.shape, in.strides, in.offset};
       o.strides = vm.strides;
       o.offset = vm.offset;
@@ -227,7 +227,7 @@ TensorList Tracer::call(const OpDef& def, const TensorList& inputs, const Attrs&
     if (same_layout && dynamic) {
       const ViewMeta& pin = seg_.probe_layout[size_t(ins[0])];
       try {
-        p = def.view ? def.view(pin, attrs) : pin;
+        p = def.view ? def.view.layout(pin, attrs) : pin;
       } catch (const Error&) {
         for (const SymDim& d : syms[0]) env_->specialize(d, def.name + "'s layout rule holds only at the traced sizes");
         p = {outs[k].meta.shape, outs[k].strides, outs[k].offset};

@@ -1,7 +1,7 @@
-// A view's index rule in a pipeline: the input element that each output element of a view op
-// (detach, transpose, permute, unsqueeze, squeeze, expand, slice, view, flatten, unflatten)
-// reads, as index arithmetic on Halide Exprs. Views store nothing inside a region; a Func reading
-// a view reads its input at these indices.
+// A view inside a pipeline: the input element that each output element of a view op reads, by
+// the op's index rule (OpDef::view.index, beside its layout rule in dsl/ops/views.cpp), given the
+// graph's knowledge of which dims are 1 and which runs of dims have equal sizes at every call.
+// Views store nothing inside a region; a Func reading a view reads its input at these indices.
 #pragma once
 #include <Halide.h>
 

@@ -104,7 +104,7 @@ void copy_into(const Tensor& dst, const Tensor& src) {
 
 TensorList run_view(const OpDef& def, const TensorList& in, const Attrs& a) {
   const Tensor& x = in[0];
-  ViewMeta v = def.view({x.shape(), x.strides(), x.storage_offset()}, a);
+  ViewMeta v = def.view.layout({x.shape(), x.strides(), x.storage_offset()}, a);
   return {Tensor::make_view(x.storage(), std::move(v.shape), std::move(v.strides), v.offset, x.dtype())};
 }
 
