@@ -116,6 +116,16 @@ struct OpDef {
   // A few instructions an element (add, mul, a comparison, where, neg, cast, ...): a fused region
   // computes it again wherever it is read rather than store and load it.
   bool cheap = false;
+  // A matrix product [..., M, K] x [K, N] or batched, with an optional epilogue (matmul,
+  // matmul_bias, matmul_bias_gelu, ...): GEMM schedules, weight packing and cuBLAS apply to it.
+  bool gemm = false;
+  // Reads indices or class targets that its eager runner checks on the host before any read
+  // (embedding, cross_entropy): never lowered into a pipeline, where a bad index would read out of
+  // bounds.
+  bool host_checked = false;
+  // Pointwise ops: the input read as a bool mask (where's condition); -1 when none. The other
+  // inputs are converted to the compute dtype.
+  int condition_input = -1;
   AutocastRule autocast = AutocastRule::none;
   // Pointwise ops: the dtype the inputs are converted to before the kernel runs (comparisons
   // compute in the promoted input type and return bool). Unset: the first output's dtype.

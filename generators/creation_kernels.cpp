@@ -1,7 +1,9 @@
-// The eager kernel of arange and linspace on CUDA: out(i) = start + i * step, the last element
-// exactly `last` (linspace's end). On the CPU these ops are host loops (dsl/eager/creation.cpp);
-// on CUDA a kernel fills the tensor where it lives, with no host copy.
+// The eager kernel of arange and linspace on CUDA (dsl/ops/ranges.h: out(i) = start + i * step,
+// the last element exactly `last`), with the range's parameters as arguments so one kernel serves
+// every range. On the CPU these ops are host loops (dsl/eager/creation.cpp); on CUDA a kernel
+// fills the tensor where it lives, with no host copy.
 #include "dsl/halide_def.h"
+#include "dsl/ops/ranges.h"
 #include "generators/kernel_params.h"
 
 namespace kiln {
@@ -23,7 +25,7 @@ class IotaKernel : public Generator<IotaKernel> {
 
   void generate() {
     Var i("i");
-    Expr v = select(i == count - 1, last, start + cast<double>(i) * step);
+    Expr v = range_element(start, step, last, i, count);
     Func out = *out_;
     out(i) = store_value(v, dtype_from_name(dtype.value()));
     if (get_target().has_gpu_feature()) {

@@ -25,7 +25,7 @@ class PointwiseKernel : public Generator<PointwiseKernel> {
     Attrs a = parse_kernel_attrs(attrs);
     DType t = dtype_from_name(dtype.value());
     for (int i = 0; i < def.num_inputs; ++i) {
-      DType ti = (def.family == KernelFamily::where && i == 0) ? DType::bool_ : t;
+      DType ti = i == def.condition_input ? DType::bool_ : t;
       in_dtypes_.push_back(ti);
       ins_.push_back(add_input<Buffer<>>("in" + std::to_string(i), halide_type(ti), kRank));
     }

@@ -13,7 +13,7 @@ int cublas_gemm_operands(Graph& g) {
   int count = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const GraphNode& n = g.nodes[i];
-    if (n.op->family != KernelFamily::matmul || n.inputs.size() != 2) continue;
+    if (!n.op->gemm || n.inputs.size() != 2) continue;
     const Value &a = g.values[size_t(n.inputs[0])], &b = g.values[size_t(n.inputs[1])];
     const Value& out = g.values[size_t(n.outputs[0])];
     // Operands of another dtype are converted, hence dense, before the GEMM.

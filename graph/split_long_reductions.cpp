@@ -92,7 +92,7 @@ std::vector<int> cross_entropy(Emitter& e, int x, int targets, int lse) {
   // casts the one it picks, so that no step stores x (the row reductions and the gradient's
   // pipeline compute the cast where they read it: schedules/fusion.cpp).
   int source = x;
-  if (int p = e.g.values[size_t(x)].producer; p >= 0 && e.g.nodes[size_t(p)].op->family == KernelFamily::cast) {
+  if (int p = e.g.values[size_t(x)].producer; p >= 0 && e.g.nodes[size_t(p)].op->name == "cast") {
     const Value& from = e.g.values[size_t(e.g.nodes[size_t(p)].inputs[0])];
     if (is_floating(from.meta.dtype) && itemsize(from.meta.dtype) < itemsize(DType::f32) &&
         from.strides == contiguous_strides(from.meta.shape))

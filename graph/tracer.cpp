@@ -200,8 +200,8 @@ TensorList Tracer::call(const OpDef& def, const TensorList& inputs, const Attrs&
   std::vector<TensorMeta> out_metas = env_->infer(def, metas, syms, attrs, out_syms);
   // Views (and a cast to the same dtype, which returns its input) keep the input's layout and
   // storage; every other op makes a new contiguous tensor, as its eager kernel does.
-  bool same_layout = def.family == KernelFamily::view ||
-                     (def.family == KernelFamily::cast && out_metas[0].dtype == metas[0].dtype);
+  bool same_layout = def.schedule_class == ScheduleClass::view ||
+                     (def.name == "cast" && out_metas[0].dtype == metas[0].dtype);
   std::vector<Value> outs;
   for (size_t k = 0; k < out_metas.size(); ++k) {
     Value o{out_metas[k], out_syms[k], contiguous_strides(out_metas[k].shape), 0, -1, 0};

@@ -22,10 +22,10 @@ std::string not_lowered_reason(const Graph& g, const GraphNode& n, const std::se
   if (!lowerable(g, n)) {
     const OpDef& op = *n.op;
     if (op.random) return "random draws run eagerly (the same generator as eager mode)";
-    if (op.family == KernelFamily::matmul)
+    if (op.gemm)
       return "matmul runs as an eager GEMM kernel (a pipeline's GEMM needs f32, a weight read transposed and "
              "a 2-D input of at most 256 rows)";
-    if (op.family == KernelFamily::attention) {
+    if (op.schedule_class == ScheduleClass::matmul) {  // products that are not GEMMs: attention
       const Value& q = g.values[size_t(n.inputs[0])];
       if (!q.meta.device.is_cuda())
         return "attention runs as its fused eager kernel (query blocks per batch and head; no [T, T] scores in memory)";
@@ -33,9 +33,7 @@ std::string not_lowered_reason(const Graph& g, const GraphNode& n, const std::se
                  ? "attention runs as its eager kernel (cuBLAS products around one softmax kernel; no [T, T] scores kept)"
                  : "attention runs as cuDNN's fused flash attention (no [T, T] scores in memory)";
     }
-    if (op.family == KernelFamily::embedding || op.family == KernelFamily::cross_entropy ||
-        op.family == KernelFamily::embedding_backward)
-      return "its indices are checked on the host before any read";
+    if (op.host_checked) return "its indices are checked on the host before any read";
     if (n.outputs.size() != 1) return "it has several outputs";
     return "a dim has no product formula, or the op has no Halide definition";
   }
@@ -74,7 +72,7 @@ std::vector<std::string> cut_reasons(const Graph& g) {
     int v = n.outputs[0];
     if (outputs.count(v)) reason[i] = "a returned view stays a view of its input";
     for (int r : readers[size_t(v)])
-      if (reason[size_t(r)].empty() && g.nodes[size_t(r)].op->family == KernelFamily::matmul &&
+      if (reason[size_t(r)].empty() && g.nodes[size_t(r)].op->gemm &&
           g.nodes[size_t(r)].inputs[1] == v)
         reason[i] = "the weight view is packed into panels for the GEMM (once per version)";
     for (int r : readers[size_t(v)])
@@ -372,7 +370,7 @@ std::vector<PlannedStep> plan_fusion(const Graph& g) {
     for (int v : makes[si])
       if (graph_outputs.count(v) || last_use[size_t(v)] > int(si)) r.outputs.push_back(v);
     for (int n : r.nodes)
-      if (g.nodes[size_t(n)].op->family == KernelFamily::matmul) r.packed.push_back(g.nodes[size_t(n)].inputs[1]);
+      if (g.nodes[size_t(n)].op->gemm) r.packed.push_back(g.nodes[size_t(n)].inputs[1]);
     r.symbols = region_symbols(g, r);
   }
   // A region whose values nobody reads (only views of values used elsewhere) is dropped.

@@ -19,7 +19,7 @@ constexpr int64_t kDenseGemmMinRows = 256;
 // b's panels along n). A weight the backend packs once per version (weight_packing.h) is left to
 // that.
 bool wants_dense(const Graph& g, const GraphNode& n, int k) {
-  if (n.op->family != KernelFamily::matmul || gemm_lowerable(g, n)) return false;
+  if (!n.op->gemm || gemm_lowerable(g, n)) return false;
   const Value& a = g.values[size_t(n.inputs[0])];
   const Value& b = g.values[size_t(n.inputs[1])];
   const Value& v = k == 0 ? a : b;

@@ -219,7 +219,7 @@ class GraphExecutor final : public CompiledGraph {
   std::string step_category(const ExecutorStep& s) const {
     if (s.node < 0) return "pipeline";
     const OpDef& op = *g_->nodes[size_t(s.node)].op;
-    if (op.family == KernelFamily::matmul) return "cublas_gemm";
+    if (op.gemm) return "cublas_gemm";
     return op.schedule_class == ScheduleClass::view ? "view" : "eager_kernel";
   }
 

@@ -119,7 +119,7 @@ std::map<int, int> reused_intermediates(const Graph& g, const std::vector<Planne
         const Value& in = g.values[size_t(x)];
         if (in.producer < 0 || u.outputs.count(x) || taken.count(x)) continue;  // a graph input, returned, or taken
         const GraphNode& maker = g.nodes[size_t(in.producer)];
-        bool own_memory = u.region_outputs.count(x) || maker.op->family == KernelFamily::matmul;
+        bool own_memory = u.region_outputs.count(x) || maker.op->gemm;
         if (!own_memory || in.meta.shape != out.meta.shape || in.meta.dtype != out.meta.dtype || !dense(in) ||
             !only_read_before(g, u, x, int(si), cone))
           continue;

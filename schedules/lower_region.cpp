@@ -42,7 +42,7 @@ class Lowering {
   LoweredRegion run() {
     for (int s : r_.symbols) out_.symbols.emplace(s, Param<int32_t>(named("s", s)));
     for (int n : r_.nodes)
-      has_gemm_ = has_gemm_ || (g_.nodes[size_t(n)].op->family == KernelFamily::matmul && gemm_lowerable(g_, g_.nodes[size_t(n)]));
+      has_gemm_ = has_gemm_ || (g_.nodes[size_t(n)].op->gemm && gemm_lowerable(g_, g_.nodes[size_t(n)]));
     for (size_t k = 0; k < r_.inputs.size(); ++k) lower_input(r_.inputs[k], int(k));
     for (int n : r_.nodes)
       for (int v : g_.nodes[n].inputs) {
@@ -52,7 +52,7 @@ class Lowering {
     for (int n : r_.nodes) {
       const GraphNode& node = g_.nodes[n];
       lower_node(node);
-      if (node.op->family == KernelFamily::matmul) continue;  // lower_matmul decides
+      if (node.op->gemm) continue;  // lower_matmul decides
       // A pointwise value read twice is computed once, into a Func its readers call; others are
       // one expression with their readers (a chain of pointwise ops is a single Expr). An output
       // computed in place over one of the region's inputs (in_place.h) is read back from where it
@@ -240,17 +240,15 @@ class Lowering {
   void lower_node(const GraphNode& n) {
     const OpDef& op = *n.op;
     int v = n.outputs[0];
-    if (op.family == KernelFamily::matmul) {
+    if (op.gemm) {
       lower_matmul(n);
-    } else if (op.family == KernelFamily::copy) {
+    } else if (op.schedule_class == ScheduleClass::data_movement && op.pointwise) {  // a copy: the values as stored
       int in = n.inputs[0];
       define_expr(v, named("contiguous", v), [this, in](const std::vector<Expr>& a) { return at(in, a); });
     } else if (is_pointwise(n)) {
       lower_pointwise(n);
     } else if (op.schedule_class == ScheduleClass::view) {
       lower_view(n);
-    } else if (op.schedule_class == ScheduleClass::creation) {
-      lower_creation(n);
     } else {
       lower_define(n);
     }
@@ -280,32 +278,10 @@ class Lowering {
           where.push_back(dim_is_one(g_, iv, d) && !dim_is_one(g_, v, od) ? Expr(0) : args[h]);
         }
         Expr stored = at(iv, where);
-        bool cond = op.family == KernelFamily::where && i == 0;
+        bool cond = int(i) == op.condition_input;
         values.push_back(cond ? load_value(stored, DType::bool_) : load_value(convert(stored, in.meta.dtype, kt), kt));
       }
       return convert(store_value(op.pointwise(values, n.attrs), kout), kout, g_.values[size_t(v)].meta.dtype);
-    });
-  }
-
-  void lower_creation(const GraphNode& n) {
-    int v = n.outputs[0];
-    define_expr(v, named(n.op->name, v), [this, &n, v](const std::vector<Expr>& args) {
-      const Attrs& a = n.attrs;
-      Expr value;
-      if (n.op->name == "full") {
-        value = Expr(a.get<double>("value"));
-      } else {
-        Expr i = cast(Float(64), args.at(0));
-        if (n.op->name == "arange") {
-          value = Expr(a.get<double>("start")) + i * Expr(a.get<double>("step"));
-        } else {  // linspace
-          double start = a.get<double>("start"), end = a.get<double>("end");
-          int64_t steps = a.get<int64_t>("steps");
-          double step = steps > 1 ? (end - start) / double(steps - 1) : 0;
-          value = select(args[0] == int32_t(steps - 1) && steps > 1, Expr(end), Expr(start) + i * Expr(step));
-        }
-      }
-      return store_value(value, g_.values[size_t(v)].meta.dtype);
     });
   }
 
@@ -461,20 +437,16 @@ class Lowering {
 
 }  // namespace
 
-bool is_pointwise(const GraphNode& n) {
-  return n.op->pointwise && (n.op->family == KernelFamily::unary || n.op->family == KernelFamily::binary ||
-                             n.op->family == KernelFamily::where || n.op->family == KernelFamily::cast ||
-                             n.op->family == KernelFamily::copy);
-}
+bool is_pointwise(const GraphNode& n) { return bool(n.op->pointwise); }
 
-bool is_elementwise(const GraphNode& n) { return is_pointwise(n) && n.op->family != KernelFamily::copy; }
+bool is_elementwise(const GraphNode& n) { return is_pointwise(n) && n.op->schedule_class == ScheduleClass::pointwise; }
 
 bool is_cheap_pointwise(const GraphNode& n) { return is_pointwise(n) && n.op->cheap; }
 
 constexpr int64_t kGemmMaxABytes = 1 << 20, kGemmMaxRows = 256;
 
 bool gemm_lowerable(const Graph& g, const GraphNode& n) {
-  if (n.op->family != KernelFamily::matmul || !packs_weight(g, n)) return false;
+  if (!n.op->gemm || !packs_weight(g, n)) return false;
   const Value& a = g.values[size_t(n.inputs[0])];
   const Value& b = g.values[size_t(n.inputs[1])];
   const Value& out = g.values[size_t(n.outputs[0])];
@@ -498,13 +470,11 @@ bool gemm_lowerable(const Graph& g, const GraphNode& n) {
 
 bool lowerable(const Graph& g, const GraphNode& n) {
   const OpDef& op = *n.op;
-  if (op.family == KernelFamily::matmul && !gemm_lowerable(g, n)) return false;  // the eager GEMM
+  if (op.gemm && !gemm_lowerable(g, n)) return false;  // the eager GEMM
   if (op.random) return false;  // eager kernels: the same generator as eager mode
   // Their eager runners check indices and targets on the host; inside a pipeline a bad index
   // would read out of bounds.
-  if (op.family == KernelFamily::embedding || op.family == KernelFamily::cross_entropy ||
-      op.family == KernelFamily::embedding_backward)
-    return false;
+  if (op.host_checked) return false;
   if (n.outputs.size() != 1) return false;
   for (int v : n.outputs)
     for (const SymDim& d : g.values[v].sym)
@@ -512,9 +482,7 @@ bool lowerable(const Graph& g, const GraphNode& n) {
   for (int v : n.inputs)
     for (const SymDim& d : g.values[v].sym)
       if (g.shape_env->canonical(d).opaque) return false;
-  if (is_pointwise(n) || op.schedule_class == ScheduleClass::view || op.family == KernelFamily::matmul) return true;
-  if (op.schedule_class == ScheduleClass::creation)
-    return op.name == "full" || op.name == "arange" || op.name == "linspace";
+  if (is_pointwise(n) || op.schedule_class == ScheduleClass::view || op.gemm) return true;
   return bool(op.define);
 }
 

@@ -105,7 +105,7 @@ int reducing_value(const ScheduleRoot& root) {
 
 CatChunks cat_chunks(const Graph& g, int value) {
   int p = g.values[size_t(value)].producer;
-  if (p < 0 || g.nodes[size_t(p)].op->family != KernelFamily::cat) return {};
+  if (p < 0 || g.nodes[size_t(p)].op->name != "cat") return {};
   const GraphNode& n = g.nodes[size_t(p)];
   const SymShape& out = g.values[size_t(value)].sym;
   int rank = int(out.size());

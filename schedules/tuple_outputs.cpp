@@ -39,7 +39,7 @@ bool stored_pointwise(const Graph& g, const LoweredRegion& l, size_t k) {
 // for the next product), fused into b's Func (lower_region's fused_row_ops); -1 when none.
 int cast_row_op(const Graph& g, const LoweredRegion& l, int b) {
   const GraphNode& n = g.nodes[size_t(g.values[size_t(b)].producer)];
-  if (n.op->family != KernelFamily::cast || n.inputs.size() != 1) return -1;
+  if (n.op->name != "cast" || n.inputs.size() != 1) return -1;
   int u = n.inputs[0];
   int p = g.values[size_t(u)].producer;
   if (p < 0 || g.nodes[size_t(p)].op->schedule_class != ScheduleClass::normalization || !l.values.count(u) ||

@@ -29,7 +29,7 @@ Tensor pack_panels(const Tensor& b) {
 }  // namespace
 
 bool packs_weight(const Graph& g, const GraphNode& n) {
-  if (n.op->family != KernelFamily::matmul || n.inputs.size() != 2 || g.trains) return false;
+  if (!n.op->gemm || n.inputs.size() != 2 || g.trains) return false;
   const Value& b = g.values[size_t(n.inputs[1])];
   if (!b.meta.device.is_cpu()) return false;  // cuBLAS reads transposed weights as they are
   if (is_contiguous(b.meta.shape, b.strides) || b.meta.shape.size() != 2) return false;

@@ -7,6 +7,7 @@
 #include "dsl/eager/kernel_call.h"
 #include "dsl/eager/runners.h"
 #include "dsl/kernel_table.h"
+#include "dsl/ops/ranges.h"
 #include "dsl/error.h"
 #include "dsl/random.h"
 
@@ -69,19 +70,10 @@ Tensor create_on_cuda(const OpDef& def, const TensorMeta& m, const TensorList& i
     if (KernelFn fn = find_kernel("kiln_arange_" + std::string(name(m.dtype)))) {
       Tensor t = Tensor::empty(m.shape, {m.dtype, m.device});
       if (t.numel() == 0) return t;
-      double start = 0, step = 0, last = 0;
-      if (def.name == "arange") {
-        start = a.get<double>("start"), step = a.get<double>("step");
-        last = start + double(t.numel() - 1) * step;
-      } else {
-        start = a.get<double>("start"), last = a.get<double>("end");
-        int64_t steps = a.get<int64_t>("steps");
-        step = steps > 1 ? (last - start) / double(steps - 1) : 0;
-        if (steps == 1) last = start;
-      }
+      RangeParams r = range_params(def.name, a, t.numel());
       KernelBuffer out(t, {t.numel()}, {1});
       int32_t count = int32_t(t.numel());
-      call_kernel(fn, {&start, &step, &last, &count, &out.buf}, def.name);
+      call_kernel(fn, {&r.start, &r.step, &r.last, &count, &out.buf}, def.name);
       return t;
     }
   }
@@ -107,14 +99,9 @@ TensorList run_creation(const OpDef& def, const TensorList& inputs, const Attrs&
     double v = a.get<double>("value");
     if (v == 0) std::memset(t.data_ptr(), 0, size_t(t.numel()) * itemsize(t.dtype()));
     else fill(t, [&](int64_t) { return v; });
-  } else if (def.name == "arange") {
-    double start = a.get<double>("start"), step = a.get<double>("step");
-    fill(t, [&](int64_t i) { return start + double(i) * step; });
-  } else if (def.name == "linspace") {
-    double start = a.get<double>("start"), end = a.get<double>("end");
-    int64_t steps = a.get<int64_t>("steps");
-    double step = steps > 1 ? (end - start) / double(steps - 1) : 0;
-    fill(t, [&](int64_t i) { return i == steps - 1 && steps > 1 ? end : start + double(i) * step; });
+  } else if (def.name == "arange" || def.name == "linspace") {
+    RangeParams r = range_params(def.name, a, t.numel());
+    fill(t, [&](int64_t i) { return range_element(r, i, t.numel()); });
   } else {
     throw_error("eager: no creation runner for op ", def.name);
   }

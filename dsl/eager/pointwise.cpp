@@ -66,7 +66,7 @@ TensorList run_pointwise(const OpDef& def, const TensorList& in, const Attrs& a)
 
   TensorList args;
   for (size_t i = 0; i < in.size(); ++i) {
-    bool cond = def.family == KernelFamily::where && i == 0;
+    bool cond = int(i) == def.condition_input;
     args.push_back(broadcast_to_view(cond ? in[i] : convert(in[i], kt), om.shape));
   }
   Tensor out = Tensor::empty(om.shape, {kout, om.device});

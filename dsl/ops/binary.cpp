@@ -58,6 +58,7 @@ void add_binary_ops(std::vector<OpDef>& defs) {
   w.name = "where";
   w.schedule_class = ScheduleClass::pointwise;
   w.family = KernelFamily::where;
+  w.condition_input = 0;
   w.num_inputs = 3;
   w.compute_dtype = [](const std::vector<TensorMeta>& in) {
     return result_type({in[1], in[2]});

@@ -80,6 +80,7 @@ void add_embedding_ops(std::vector<OpDef>& defs) {
   b.name = "embedding_backward";
   b.schedule_class = ScheduleClass::gather;
   b.family = KernelFamily::embedding_backward;
+  b.host_checked = true;
   b.num_inputs = 2;
   b.infer = infer_embedding_backward;
   b.define = define_embedding_backward;
@@ -90,6 +91,7 @@ void add_embedding_ops(std::vector<OpDef>& defs) {
   d.name = "embedding";
   d.schedule_class = ScheduleClass::gather;
   d.family = KernelFamily::embedding;
+  d.host_checked = true;
   d.num_inputs = 2;
   d.infer = infer_embedding;
   d.define = define_embedding;

@@ -200,6 +200,7 @@ void add_matmul_ops(std::vector<OpDef>& defs) {
   d.name = "matmul";
   d.schedule_class = ScheduleClass::matmul;
   d.family = KernelFamily::matmul;
+  d.gemm = true;
   d.num_inputs = 2;
   d.infer = infer_matmul;
   d.define = define_matmul;

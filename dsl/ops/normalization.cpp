@@ -283,6 +283,7 @@ void add_normalization_ops(std::vector<OpDef>& defs) {
   ce.name = "cross_entropy";
   ce.schedule_class = ScheduleClass::normalization;
   ce.family = KernelFamily::cross_entropy;
+  ce.host_checked = true;
   ce.num_inputs = 2;
   ce.infer = infer_cross_entropy;
   ce.define = define_cross_entropy;
@@ -293,6 +294,7 @@ void add_normalization_ops(std::vector<OpDef>& defs) {
   ceb.name = "cross_entropy_backward";
   ceb.schedule_class = ScheduleClass::normalization;
   ceb.family = KernelFamily::cross_entropy;
+  ceb.host_checked = true;
   ceb.num_inputs = 4;
   ceb.differentiable = false;
   ceb.infer = infer_cross_entropy_backward;
