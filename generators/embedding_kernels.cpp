@@ -5,6 +5,7 @@
 // the VARIANT is the index dtype.
 #include "dsl/halide_def.h"
 #include "dsl/ops/runtime_attrs.h"
+#include "dsl/parallel_grain.h"
 #include "generators/kernel_params.h"
 
 namespace kiln {
@@ -12,7 +13,6 @@ namespace {
 
 using namespace Halide;
 
-constexpr int kParallelMinElements = 1 << 15;
 constexpr int kGpuLanes = 4;     // consecutive elements per CUDA thread
 constexpr int kGpuThreads = 64;  // threads along a row
 constexpr int kGpuRows = 4;      // rows per block

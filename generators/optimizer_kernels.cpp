@@ -5,6 +5,7 @@
 #include <Halide.h>
 
 #include "dsl/ops/math_functions.h"
+#include "dsl/parallel_grain.h"
 #include "dsl/optim/adamw_math.h"
 
 namespace kiln {
@@ -12,7 +13,6 @@ namespace {
 
 using namespace Halide;
 
-constexpr int kParallelMinElements = 1 << 15;
 
 // A hyperparameter read at run time as a double: arithmetic between hyperparameters stays in
 // double (1 - beta2, 1 - lr * weight_decay) and meets a tensor's values in their type, as the

@@ -4,6 +4,7 @@
 // specialized vectorized and parallel loops.
 #include "dsl/halide_def.h"
 #include "dsl/ops/math_functions.h"
+#include "dsl/parallel_grain.h"
 #include "generators/kernel_params.h"
 
 namespace kiln {
@@ -12,7 +13,6 @@ namespace {
 using namespace Halide;
 
 constexpr int kRank = 4;
-constexpr int kParallelMinElements = 1 << 15;
 
 class PointwiseKernel : public Generator<PointwiseKernel> {
  public:

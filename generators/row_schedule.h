@@ -19,12 +19,11 @@
 #include <vector>
 
 #include "dsl/halide_def.h"
+#include "dsl/parallel_grain.h"
 #include "schedules/gpu_warp_rows.h"
 
 namespace kiln {
 
-inline constexpr int kParallelMinElements = 1 << 16;
-inline constexpr int kElementsPerTask = 1 << 16;  // Halide's thread pool costs µs per task
 inline constexpr int kFullChunk = 1 << 15;
 inline constexpr int kMaxColumns = 1 << 14;
 

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "dsl/error.h"
+#include "dsl/parallel_grain.h"
 #include "schedules/jit_target.h"
 #include "schedules/schedule_roots.h"
 #include "schedules/weight_packing.h"
@@ -15,8 +16,6 @@ using namespace Halide;
 
 namespace {
 
-constexpr int64_t kParallelMinElements = 1 << 15;
-constexpr int64_t kElementsPerTask = 1 << 16;  // a task of Halide's thread pool costs microseconds
 // Transposing Funcs: tiles of up to 128 x 128, blocks of 8 x 8. Measured on x.permute(2, 0,
 // 1).contiguous() of [4, 256, 2048] f32: 64-wide tiles 0.46 ms, 128 0.33, 256 0.33 (longer runs
 // of stores per output row), 32 0.91.
