@@ -3,6 +3,7 @@
 // function would have run them eagerly (autograd records them too); it stays as the reference
 // for bisecting a faster backend. A backend registers itself with register_backend().
 #pragma once
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -28,6 +29,8 @@ class CompiledGraph {
 struct BackendOptions {
   std::string scheduler = "kiln";  // the halide backend: "kiln", or one of Halide's autoschedulers
   std::string label = "graph";     // names the graph's files in the debug dump
+  // What the backend's own graph rewrites (Backend::graph_rewrites) changed, for its report.
+  std::vector<std::string> rewrites;
 };
 
 class Backend {
@@ -43,6 +46,14 @@ class Backend {
   virtual bool supports_autograd() const { return false; }
   // The composite ops this backend wants decomposed into primitives before compile().
   virtual std::set<std::string> decompositions() const { return {}; }
+  // Rewrites of each graph this backend compiles (each half of a joint graph, after partition),
+  // run by compile_graph as logged steps of its list, in order: a name and a pass that returns how
+  // many places it changed. The halide backend makes CPU GEMM operands dense there.
+  struct GraphRewrite {
+    const char* name;
+    std::function<int(Graph&)> pass;
+  };
+  virtual std::vector<GraphRewrite> graph_rewrites() const { return {}; }
   // Whether compile() fuses ops into kernels: rewrites that trade one op for several smaller ones
   // (split_long_reductions) pay off only then.
   virtual bool fuses_ops() const { return false; }

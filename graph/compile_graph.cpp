@@ -21,23 +21,29 @@ std::string file_name(const std::string& label) {
 
 // One graph pass as a step of the list: its time a profiler phase, its effect a graph log line.
 template <class Pass>
-void step(const std::string& label, const char* name, const Graph& g, Pass&& pass) {
+int step(const std::string& label, const char* name, const Graph& g, Pass&& pass) {
   int changed = 0;
   {
     CompilePhase phase(name, "\"graph\": " + json_quote(label));
     changed = pass();
   }
-  if (!log_enabled(LogChannel::graph)) return;
-  log_line(LogChannel::graph, label + ": " + name + ": " + std::to_string(changed) + " changed, " +
-                                  std::to_string(g.op_count()) + " ops");
+  if (log_enabled(LogChannel::graph))
+    log_line(LogChannel::graph, label + ": " + name + ": " + std::to_string(changed) + " changed, " +
+                                    std::to_string(g.op_count()) + " ops");
+  return changed;
 }
 
-// A graph without ops (a backward that only passes tangents on) needs no pipeline.
+// The backend's own rewrites as steps of the list, then its compile. A graph without ops (a
+// backward that only passes tangents on) needs no pipeline.
 std::shared_ptr<CompiledGraph> compile_half(std::shared_ptr<Graph> g, Backend& backend, const BackendOptions& options,
                                             const std::string& label) {
   BackendOptions labelled = options;
   labelled.label = file_name(label);
-  return (g->nodes.empty() ? kiln::backend("eager") : backend).compile(std::move(g), labelled);
+  if (g->nodes.empty()) return kiln::backend("eager").compile(std::move(g), labelled);
+  for (const Backend::GraphRewrite& r : backend.graph_rewrites())
+    if (int changed = step(label, r.name, *g, [&] { return r.pass(*g); }))
+      labelled.rewrites.push_back(std::string(r.name) + ": " + std::to_string(changed) + " changed");
+  return backend.compile(std::move(g), labelled);
 }
 
 }  // namespace

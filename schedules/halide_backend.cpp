@@ -98,14 +98,6 @@ std::shared_ptr<CompiledGraph> executor(std::shared_ptr<const Graph> g, const st
   return make_graph_executor(std::move(plan));
 }
 
-// The graph with its CPU GEMM steps' transposed operands made dense (gemm_layout.h); `n` counts
-// them.
-std::shared_ptr<const Graph> with_dense_gemm_operands(std::shared_ptr<const Graph> g, int& n) {
-  auto rewritten = std::make_shared<Graph>(*g);
-  n = dense_gemm_operands(*rewritten);
-  return n == 0 ? g : rewritten;
-}
-
 // Runs a compiled pipeline once on zero-filled buffers of the traced sizes. Halide's
 // autoschedulers can split an output by more than its extent, which fails only at run time.
 void trial_run(const Graph& g, Step& s) {
@@ -354,6 +346,8 @@ class HalideBackend final : public Backend {
  public:
   std::string_view name() const override { return "halide"; }
   bool fuses_ops() const override { return true; }
+  // CPU GEMM steps' transposed operands copied dense where they are made (gemm_layout.h).
+  std::vector<GraphRewrite> graph_rewrites() const override { return {{"dense GEMM operands", dense_gemm_operands}}; }
 
   void check(const BackendOptions& options) const override {
     auto names = halide_autoscheduler_names();
@@ -362,8 +356,6 @@ class HalideBackend final : public Backend {
   }
 
   std::shared_ptr<CompiledGraph> compile(std::shared_ptr<const Graph> g, const BackendOptions& options) override {
-    int dense_operands = 0;
-    g = with_dense_gemm_operands(std::move(g), dense_operands);
     std::vector<Step> steps;
     std::vector<PlannedStep> plan;
     {
@@ -376,7 +368,7 @@ class HalideBackend final : public Backend {
       for (int v : p.region.outputs)
         if (in_place.count(v) || over.count(v)) p.region.in_place.push_back(v);
     std::string fusion = fusion_text(*g, plan);
-    if (dense_operands > 0) fusion += std::to_string(dense_operands) + " GEMM operands copied dense where they are made\n";
+    for (const std::string& r : options.rewrites) fusion += r + "\n";
     if (!in_place.empty()) fusion += std::to_string(in_place.size()) + " written outputs computed in place\n";
     for (const auto& [v, x] : over)
       fusion += "%" + std::to_string(v) + " is computed over %" + std::to_string(x) + " (its last read)\n";
