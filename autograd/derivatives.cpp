@@ -10,6 +10,7 @@
 #include "dsl/dispatch.h"
 #include "dsl/error.h"
 #include "dsl/functions.h"
+#include "dsl/ops/unary_ops.h"
 
 namespace kiln {
 
@@ -144,25 +145,19 @@ struct Entry {
   []([[maybe_unused]] const TensorList& in, [[maybe_unused]] const TensorList& out,            \
      [[maybe_unused]] const TensorList& g, [[maybe_unused]] const Attrs& a,                    \
      [[maybe_unused]] const std::vector<bool>& need) -> TensorList
+// The unary ops of dsl/ops/unary_ops.h: their derivative column, as Tensor code of x, y and g.
+#define KILN_UNARY_RULE(name, result, cheap, definition, derivative)                                       \
+  {#name, [](const TensorList& in, const TensorList& out, const TensorList& grads, const Attrs&,             \
+             const std::vector<bool>&) -> TensorList {                                                     \
+     [[maybe_unused]] const Tensor &x = in[0], &y = out[0];                                                \
+     const Tensor& g = grads[0];                                                                           \
+     return {derivative};                                                                                  \
+   }},
+
 std::vector<Entry> rules() {
   return {
-      {"neg", RULE { return {neg(g[0])}; }},
-      {"abs", RULE { return {g[0] * (mask(gt(in[0], 0.0), in[0]) - mask(lt(in[0], 0.0), in[0]))}; }},
-      {"square", RULE { return {g[0] * in[0] * 2.0}; }},
-      {"relu", RULE { return {where(gt(in[0], 0.0), g[0], 0.0)}; }},
-      {"exp", RULE { return {g[0] * out[0]}; }},
-      {"log", RULE { return {g[0] / in[0]}; }},
-      {"sqrt", RULE { return {g[0] * 0.5 / out[0]}; }},
-      {"rsqrt", RULE { return {g[0] * -0.5 * out[0] * out[0] * out[0]}; }},
-      {"sin", RULE { return {g[0] * cos(in[0])}; }},
-      {"cos", RULE { return {-g[0] * sin(in[0])}; }},
-      {"tanh", RULE { return {g[0] * (1.0 - square(out[0]))}; }},
-      {"sigmoid", RULE { return {g[0] * out[0] * (1.0 - out[0])}; }},
-      {"silu", RULE {
-         Tensor s = sigmoid(in[0]);
-         return {g[0] * s * (1.0 + in[0] * (1.0 - s))};
-       }},
-      {"reciprocal", RULE { return {-g[0] * square(out[0])}; }},
+      KILN_UNARY_OPS(KILN_UNARY_RULE)
+#undef KILN_UNARY_RULE
       {"gelu", RULE { return {gelu_backward(g[0], in[0], a.get_or<std::string>("approximate", "none"))}; }},
       {"add", RULE { return to_inputs(in, need[0] ? g[0] : Tensor(), need[1] ? g[0] : Tensor()); }},
       {"sub", RULE { return to_inputs(in, need[0] ? g[0] : Tensor(), need[1] ? neg(g[0]) : Tensor()); }},

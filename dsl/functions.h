@@ -9,28 +9,19 @@
 #include <string>
 #include <vector>
 
+#include "dsl/ops/unary_ops.h"
 #include "dsl/tensor.h"
 
 namespace kiln {
 
-// Unary (integer inputs of float ops compute in f32).
-Tensor neg(const Tensor& x);
-Tensor abs(const Tensor& x);
-Tensor exp(const Tensor& x);
-Tensor log(const Tensor& x);
-Tensor sqrt(const Tensor& x);
-Tensor rsqrt(const Tensor& x);
-Tensor sin(const Tensor& x);
-Tensor cos(const Tensor& x);
-Tensor tanh(const Tensor& x);
-Tensor sigmoid(const Tensor& x);
-Tensor relu(const Tensor& x);
+// Unary: `Tensor name(const Tensor& x)` for each op of dsl/ops/unary_ops.h's list (neg, abs, exp,
+// sin, ...; integer inputs of float ops compute in f32).
+#define KILN_DECLARE_UNARY(name, result, cheap, definition, derivative) Tensor name(const Tensor& x);
+KILN_UNARY_OPS(KILN_DECLARE_UNARY)
+#undef KILN_DECLARE_UNARY
 Tensor gelu(const Tensor& x, const std::string& approximate = "none");  // or "tanh"
 // grad * d/dx gelu(x), in one kernel: gelu's backward.
 Tensor gelu_backward(const Tensor& grad, const Tensor& x, const std::string& approximate = "none");
-Tensor silu(const Tensor& x);
-Tensor reciprocal(const Tensor& x);
-Tensor square(const Tensor& x);
 // True where x is neither infinite nor NaN (bool; all true for integers).
 Tensor isfinite(const Tensor& x);
 

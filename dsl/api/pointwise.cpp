@@ -12,24 +12,11 @@ Tensor call1(std::string_view op, const Tensor& x, const Attrs& a = {}) {
 
 }  // namespace
 
-#define KILN_UNARY(fn) \
+#define KILN_DEFINE_UNARY(fn, result, cheap, definition, derivative) \
   Tensor fn(const Tensor& x) { static const OpDef& d = op_def(#fn); return dispatch(d, {x})[0]; }
-KILN_UNARY(neg)
-KILN_UNARY(abs)
-KILN_UNARY(exp)
-KILN_UNARY(log)
-KILN_UNARY(sqrt)
-KILN_UNARY(rsqrt)
-KILN_UNARY(sin)
-KILN_UNARY(cos)
-KILN_UNARY(tanh)
-KILN_UNARY(sigmoid)
-KILN_UNARY(relu)
-KILN_UNARY(silu)
-KILN_UNARY(reciprocal)
-KILN_UNARY(square)
-KILN_UNARY(isfinite)
-#undef KILN_UNARY
+KILN_UNARY_OPS(KILN_DEFINE_UNARY)
+KILN_DEFINE_UNARY(isfinite, , , , )
+#undef KILN_DEFINE_UNARY
 
 Tensor gelu(const Tensor& x, const std::string& approximate) {
   return call1("gelu", x, {{"approximate", approximate}});

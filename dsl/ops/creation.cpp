@@ -56,9 +56,7 @@ void define_by_index(OpDef& d, std::function<Halide::Expr(const Halide::Expr& i,
 }
 
 Halide::Expr range_value(const Halide::Expr& i, std::string_view op, const Attrs& a, int64_t count) {
-  RangeParams r = range_params(op, a, count);
-  return range_element(Halide::Expr(r.start), Halide::Expr(r.step), Halide::Expr(r.last), i,
-                       Halide::Expr(int32_t(count)));
+  return range_element(range_params(op, a, count), i, count);
 }
 
 }  // namespace
@@ -74,12 +72,18 @@ RangeParams range_params(std::string_view op, const Attrs& a, int64_t count) {
     int64_t steps = a.get<int64_t>("steps");
     r.step = steps > 1 ? (a.get<double>("end") - r.start) / double(steps - 1) : 0;
     r.last = steps > 1 ? a.get<double>("end") : r.start;
+    r.exact_last = steps > 1;
   }
   return r;
 }
 
 double range_element(const RangeParams& r, int64_t i, int64_t count) {
-  return i == count - 1 ? r.last : r.start + double(i) * r.step;
+  return r.exact_last && i == count - 1 ? r.last : r.start + double(i) * r.step;
+}
+
+Halide::Expr range_element(const RangeParams& r, const Halide::Expr& i, int64_t count) {
+  Halide::Expr value = Halide::Expr(r.start) + Halide::cast<double>(i) * Halide::Expr(r.step);
+  return r.exact_last ? Halide::select(i == int32_t(count - 1), Halide::Expr(r.last), value) : value;
 }
 
 Halide::Expr range_element(const Halide::Expr& start, const Halide::Expr& step, const Halide::Expr& last,

@@ -1,8 +1,9 @@
-// Unary pointwise ops: one table entry each (name, Halide expression, dtype rule); also gelu's
-// derivative (gelu_backward, two inputs). GELU's math is in math_functions.h.
+// Unary pointwise ops: those of dsl/ops/unary_ops.h's list, gelu (an attribute picks its form;
+// its math is in math_functions.h) with its derivative gelu_backward (two inputs), and isfinite.
 #include "dsl/halide_def.h"
 #include "dsl/ops/math_functions.h"
 #include "dsl/ops/op_tables.h"
+#include "dsl/ops/unary_ops.h"
 
 namespace kiln {
 
@@ -84,20 +85,11 @@ OpDef& unary(std::vector<OpDef>& defs, std::string name, bool float_only, std::f
 
 void add_unary_ops(std::vector<OpDef>& defs) {
   using A = const Attrs&;
-  unary(defs, "neg", false, [](Expr x, A) { return -x; }).cheap = true;
-  unary(defs, "abs", false, [](Expr x, A) { return Halide::cast(x.type(), Halide::abs(x)); }).cheap = true;
-  unary(defs, "square", false, [](Expr x, A) { return x * x; });
-  unary(defs, "relu", false, [](Expr x, A) { return Halide::max(x, Halide::Internal::make_zero(x.type())); });
-  unary(defs, "exp", true, [](Expr x, A) { return Halide::exp(x); });
-  unary(defs, "log", true, [](Expr x, A) { return Halide::log(x); });
-  unary(defs, "sqrt", true, [](Expr x, A) { return Halide::sqrt(x); });
-  unary(defs, "rsqrt", true, [](Expr x, A) { return one(x) / Halide::sqrt(x); });
-  unary(defs, "sin", true, [](Expr x, A) { return sin_expr(x); });
-  unary(defs, "cos", true, [](Expr x, A) { return cos_expr(x); });
-  unary(defs, "tanh", true, [](Expr x, A) { return tanh_expr(x); });
-  unary(defs, "sigmoid", true, [](Expr x, A) { return sigmoid_expr(x); });
-  unary(defs, "silu", true, [](Expr x, A) { return x * sigmoid_expr(x); });
-  unary(defs, "reciprocal", true, [](Expr x, A) { return one(x) / x; });
+  constexpr bool same = false, floating = true;  // unary_ops.h's result column: float only?
+#define KILN_DEFINE_UNARY(name, result, is_cheap, definition, derivative) \
+  unary(defs, #name, result, [](Expr x, A) { return definition; }).cheap = is_cheap;
+  KILN_UNARY_OPS(KILN_DEFINE_UNARY)
+#undef KILN_DEFINE_UNARY
   unary(defs, "gelu", true, [](Expr x, A a) {
     return gelu_expr(x, a.get_or<std::string>("approximate", "none"));
   });

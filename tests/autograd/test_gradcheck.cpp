@@ -3,6 +3,7 @@
 #include <set>
 
 #include "autograd/derivatives.h"
+#include "support/op_db.h"
 #include "support/reference.h"
 
 using namespace kiln;
@@ -39,33 +40,14 @@ using Fn1 = Tensor (*)(const Tensor&);
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(unary_ops) {
-  struct Case { const char* op; std::function<Tensor(const Tensor&)> f; double lo, hi; };
-  std::vector<Case> cases = {
-      {"neg", [](const Tensor& x) { return neg(x); }, -2, 2},
-      {"abs", [](const Tensor& x) { return abs(x); }, 0.1, 2},
-      {"square", [](const Tensor& x) { return square(x); }, -2, 2},
-      {"relu", [](const Tensor& x) { return relu(x); }, 0.1, 2},
-      {"exp", [](const Tensor& x) { return exp(x); }, -2, 2},
-      {"log", [](const Tensor& x) { return log(x); }, 0.2, 3},
-      {"sqrt", [](const Tensor& x) { return sqrt(x); }, 0.2, 3},
-      {"rsqrt", [](const Tensor& x) { return rsqrt(x); }, 0.2, 3},
-      {"sin", [](const Tensor& x) { return sin(x); }, -3, 3},
-      {"cos", [](const Tensor& x) { return cos(x); }, -3, 3},
-      {"tanh", [](const Tensor& x) { return tanh(x); }, -2, 2},
-      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }, -3, 3},
-      {"silu", [](const Tensor& x) { return silu(x); }, -3, 3},
-      {"reciprocal", [](const Tensor& x) { return reciprocal(x); }, 0.3, 3},
-      {"gelu", [](const Tensor& x) { return gelu(x); }, -3, 3},
-      {"gelu", [](const Tensor& x) { return gelu(x, "tanh"); }, -3, 3},
-  };
   uint64_t seed = 1;
-  for (const Case& c : cases) {
+  for (const UnaryOpEntry& c : unary_op_db()) {
     for (const Shape& s : std::vector<Shape>{{}, {5}, {3, 4}}) {
-      Tensor x = leaf(s, seed++, c.lo, c.hi);
-      check(c.op, [&](const TensorList& in) { return c.f(in[0]); }, {x}, to_string(s));
+      Tensor x = leaf(s, seed++, c.grad_lo, c.grad_hi);
+      check(c.op, [&](const TensorList& in) { return c.call(in[0]); }, {x}, c.label + " " + to_string(s));
     }
-    Tensor xt = transposed_leaf({4, 3}, seed++, c.lo, c.hi);
-    check(c.op, [&](const TensorList& in) { return c.f(in[0]); }, {xt}, "transposed");
+    Tensor xt = transposed_leaf({4, 3}, seed++, c.grad_lo, c.grad_hi);
+    check(c.op, [&](const TensorList& in) { return c.call(in[0]); }, {xt}, c.label + " transposed");
   }
   // abs and relu on both sides of the kink
   Tensor x = leaf({6}, 99);

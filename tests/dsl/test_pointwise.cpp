@@ -2,6 +2,7 @@
 // several shapes, broadcasting, non-contiguous views, size-1 dims and empty tensors.
 #include <cmath>
 
+#include "support/op_db.h"
 #include "support/reference.h"
 
 using namespace kiln;
@@ -9,37 +10,8 @@ using namespace kiln::test;
 
 namespace {
 
-struct UnaryCase {
-  const char* name;
-  std::function<Tensor(const Tensor&)> op;
-  std::function<double(double)> ref;
-  double lo, hi;
-  bool integers;  // also defined on i32/i64
-};
-
 double gelu_ref(double x) { return gelu_reference(x, "none"); }
 double gelu_tanh_ref(double x) { return gelu_reference(x, "tanh"); }
-
-std::vector<UnaryCase> unary_cases() {
-  return {
-      {"neg", [](const Tensor& x) { return neg(x); }, [](double x) { return -x; }, -3, 3, true},
-      {"abs", [](const Tensor& x) { return abs(x); }, [](double x) { return std::abs(x); }, -3, 3, true},
-      {"square", [](const Tensor& x) { return square(x); }, [](double x) { return x * x; }, -3, 3, true},
-      {"relu", [](const Tensor& x) { return relu(x); }, [](double x) { return x > 0 ? x : 0; }, -3, 3, true},
-      {"exp", [](const Tensor& x) { return exp(x); }, [](double x) { return std::exp(x); }, -4, 4, false},
-      {"log", [](const Tensor& x) { return log(x); }, [](double x) { return std::log(x); }, 0.01, 5, false},
-      {"sqrt", [](const Tensor& x) { return sqrt(x); }, [](double x) { return std::sqrt(x); }, 0, 5, false},
-      {"rsqrt", [](const Tensor& x) { return rsqrt(x); }, [](double x) { return 1 / std::sqrt(x); }, 0.05, 5, false},
-      {"sin", [](const Tensor& x) { return sin(x); }, [](double x) { return std::sin(x); }, -6, 6, false},
-      {"cos", [](const Tensor& x) { return cos(x); }, [](double x) { return std::cos(x); }, -6, 6, false},
-      {"tanh", [](const Tensor& x) { return tanh(x); }, [](double x) { return std::tanh(x); }, -4, 4, false},
-      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }, [](double x) { return 1 / (1 + std::exp(-x)); }, -8, 8, false},
-      {"silu", [](const Tensor& x) { return silu(x); }, [](double x) { return x / (1 + std::exp(-x)); }, -8, 8, false},
-      {"reciprocal", [](const Tensor& x) { return reciprocal(x); }, [](double x) { return 1 / x; }, 0.1, 4, false},
-      {"gelu", [](const Tensor& x) { return gelu(x); }, gelu_ref, -5, 5, false},
-      {"gelu_tanh", [](const Tensor& x) { return gelu(x, "tanh"); }, gelu_tanh_ref, -5, 5, false},
-  };
-}
 
 const std::vector<Shape> kShapes = {{}, {1}, {7}, {3, 5}, {2, 3, 33}, {4, 1, 6}, {0, 3}, {130, 70}};
 
@@ -47,18 +19,18 @@ const std::vector<Shape> kShapes = {{}, {1}, {7}, {3, 5}, {2, 3, 33}, {4, 1, 6},
 
 BOOST_AUTO_TEST_CASE(unary_ops_match_double_reference) {
   uint64_t seed = 1;
-  for (const UnaryCase& c : unary_cases()) {
+  for (const UnaryOpEntry& c : unary_op_db()) {
     for (DType t : {f32, f64, f16, bf16, i32, i64}) {
       if (is_integral(t) && !c.integers) continue;
       for (const Shape& s : kShapes) {
         Tensor x = random_tensor(s, t, seed++, c.lo, c.hi);
         std::vector<double> in = host_values(x), want;
-        for (double v : in) want.push_back(c.ref(v));
-        Tensor y = c.op(x);
+        for (double v : in) want.push_back(c.reference(v));
+        Tensor y = c.call(x);
         BOOST_TEST(y.dtype() == t);
         Tolerance tol = tolerance(t);
-        if (t == DType::f32 && std::string(c.name) == "gelu") tol.atol = 1e-6;
-        check_close(y, want, s, tol, std::string(c.name) + " " + std::string(name(t)) + " " + to_string(s));
+        if (t == DType::f32 && c.f32_atol > 0) tol.atol = c.f32_atol;
+        check_close(y, want, s, tol, c.label + " " + std::string(name(t)) + " " + to_string(s));
       }
     }
   }

@@ -89,6 +89,26 @@ BOOST_AUTO_TEST_CASE(eager_steps_between_regions) {
   check_same(got, fn(x), "matmul and rand_like between regions");
 }
 
+// Ranges made inside regions, against eager: an arange, a linspace (its last element exactly
+// `end`), a fill, and an arange of indices in a region of its own. (An arange with a select on its
+// last index broke Halide 14's loop partitioning in AVX2 code, 8 lanes over 96 elements split by
+// 64: the installed package's AOT training step catches that, tests/install/.)
+BOOST_AUTO_TEST_CASE(ranges_inside_vectorized_regions) {
+  auto fn = [](const Tensor& x) {
+    Tensor positions = arange(0, 96, 1, {.dtype = DType::i64});  // a region of its own (embedding indices)
+    return std::make_tuple(x * 2.0 + arange(96.0) * 0.5, x - linspace(-1.0, 3.0, 96), full({3, 96}, 0.25) * x,
+                           embedding(x.t(), positions));
+  };
+  auto f = compile(fn, halide());
+  Tensor x = random_tensor({3, 96}, f32, 4);
+  auto [a, b, c, d] = f(x);
+  auto [ea, eb, ec, ed] = fn(x);
+  check_same(a, ea, "arange");
+  check_same(b, eb, "linspace");
+  check_same(c, ec, "full");
+  check_same(d, ed, "arange as indices");
+}
+
 BOOST_AUTO_TEST_CASE(packed_weights_follow_in_place_updates) {
   NoGradGuard no_grad;
   Tensor w = random_tensor({48, 40}, f32, 1);  // read as w.t(): packed once per version
