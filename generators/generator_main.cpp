@@ -6,7 +6,7 @@
 #include <iostream>
 #include <string>
 
-#include "generators/kernel_fingerprint.h"
+#include "generators/kernel_stamps.h"
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "--kiln-fingerprints") {
@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
       std::cerr << "usage: " << argv[0] << " --kiln-fingerprints KERNEL_LIST STAMP_DIR\n";
       return 2;
     }
-    return kiln::write_kernel_fingerprints(argv[2], argv[3]);
+    return kiln::update_kernel_stamps(argv[2], argv[3]);
   }
   return Halide::Internal::generate_filter_main(argc, argv, std::cerr);
 }

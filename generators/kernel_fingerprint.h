@@ -17,11 +17,4 @@ namespace kiln {
 
 std::string pipeline_fingerprint(const Halide::Pipeline& pipeline);
 
-// The fingerprint step of the build: `GENERATOR_PROGRAM --kiln-fingerprints LIST STAMP_DIR`.
-// LIST has one kernel a line: `name generator target1,target2 param=value ...`. For each kernel
-// it builds the pipeline for each target (in a forked process) and rewrites STAMP_DIR/name.stamp
-// only when the fingerprint differs, printing why; the kernel's generator command depends on
-// that file. Returns the process exit code.
-int write_kernel_fingerprints(const std::string& list_file, const std::string& stamp_dir);
-
 }  // namespace kiln

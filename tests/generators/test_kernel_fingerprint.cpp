@@ -1,4 +1,4 @@
-// The eager kernels' fingerprints (generators/kernel_fingerprint.h), which decide what the build
+// The eager kernels' fingerprints (generators/kernel_fingerprint.h, kernel_stamps.h), which decide what the build
 // regenerates: equal for the same pipeline built again, different for any change to a constant's
 // bits, a schedule directive, a specialization or an input's constraint; and the build step
 // rewrites a kernel's stamp only when its fingerprint changed.
@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "generators/kernel_fingerprint.h"
+#include "generators/kernel_stamps.h"
 #include "support/reference.h"
 
 using namespace kiln;
@@ -118,14 +119,14 @@ BOOST_AUTO_TEST_CASE(the_build_step_rewrites_only_the_stamps_that_changed) {
     list << "k_two kiln_test_scaled_copy host scale=" << second_scale << "\n";
   };
   write_list("3");
-  BOOST_TEST(write_kernel_fingerprints((dir / "test.kernels").string(), dir.string()) == 0);
+  BOOST_TEST(update_kernel_stamps((dir / "test.kernels").string(), dir.string()) == 0);
   const std::string one = read(dir / "k_one.stamp"), two = read(dir / "k_two.stamp");
   BOOST_TEST(!one.empty());
   BOOST_TEST(one != two);
   const auto one_time = fs::last_write_time(dir / "k_one.stamp");
 
   write_list("4");
-  BOOST_TEST(write_kernel_fingerprints((dir / "test.kernels").string(), dir.string()) == 0);
+  BOOST_TEST(update_kernel_stamps((dir / "test.kernels").string(), dir.string()) == 0);
   BOOST_TEST(read(dir / "k_one.stamp") == one);
   BOOST_TEST((fs::last_write_time(dir / "k_one.stamp") == one_time));  // untouched: not regenerated
   BOOST_TEST(read(dir / "k_two.stamp") != two);
@@ -136,6 +137,6 @@ BOOST_AUTO_TEST_CASE(the_build_step_rewrites_only_the_stamps_that_changed) {
     std::ofstream list(dir / "bad.kernels");
     list << "k_bad no_such_generator host\n";
   }
-  BOOST_TEST(write_kernel_fingerprints((dir / "bad.kernels").string(), dir.string()) != 0);
+  BOOST_TEST(update_kernel_stamps((dir / "bad.kernels").string(), dir.string()) != 0);
   fs::remove_all(dir);
 }
