@@ -82,8 +82,9 @@ double range_element(const RangeParams& r, int64_t i, int64_t count) {
 }
 
 Halide::Expr range_element(const RangeParams& r, const Halide::Expr& i, int64_t count) {
-  Halide::Expr value = Halide::Expr(r.start) + Halide::cast<double>(i) * Halide::Expr(r.step);
-  return r.exact_last ? Halide::select(i == int32_t(count - 1), Halide::Expr(r.last), value) : value;
+  if (r.exact_last)
+    return range_element(Halide::Expr(r.start), Halide::Expr(r.step), Halide::Expr(r.last), i, Halide::Expr(int32_t(count)));
+  return Halide::Expr(r.start) + Halide::cast<double>(i) * Halide::Expr(r.step);
 }
 
 Halide::Expr range_element(const Halide::Expr& start, const Halide::Expr& step, const Halide::Expr& last,

@@ -6,7 +6,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "support/reference.h"
 
@@ -15,13 +14,6 @@ using namespace kiln::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
 
 void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);
@@ -73,7 +65,7 @@ BOOST_AUTO_TEST_CASE(round_trips_every_dtype_and_shape) {
       std::string path = dir.file("x.npy");
       save_npy(path, x);
       check_same(load_npy(path), x, std::string(name(t)) + " " + to_string(s));
-      BOOST_TEST(read_bytes(path).size() % 64 == size_t(x.numel()) * itemsize(t) % 64);
+      BOOST_TEST(file_bytes(path).size() % 64 == size_t(x.numel()) * itemsize(t) % 64);
     }
   }
 }
@@ -103,7 +95,7 @@ BOOST_AUTO_TEST_CASE(file_bytes_match_numpy_exactly) {
   std::string want = std::string("\x93NUMPY\x01\x00\x76\x00", 10) +
                      "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }" + std::string(58, ' ') +
                      "\n" + le_bytes<float>({1, 2, 3, 4, 5, 6});
-  BOOST_TEST(read_bytes(path) == want);
+  BOOST_TEST(file_bytes(path) == want);
   BOOST_TEST(npy_header({2, 3}, f32) == want.substr(0, 128));
 
   std::string h0 = npy_header({}, f64);  // 0-d: no growth space
@@ -126,7 +118,7 @@ BOOST_AUTO_TEST_CASE(huge_headers_use_version_2) {
   Tensor x = random_tensor(s, f32, 200);
   std::string path = dir.file("wide.npy");
   save_npy(path, x);
-  std::string bytes = read_bytes(path);
+  std::string bytes = file_bytes(path);
   BOOST_TEST(int(bytes[6]) == 2);
   BOOST_TEST((bytes.size() - 4) % 64 == 0u);
   check_same(load_npy(path), x, "version 2.0 round trip");

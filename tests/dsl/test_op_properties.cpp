@@ -4,15 +4,14 @@
 // op names standing for a property (`name == "a" || name == "b"`, `{"eq", "ne", ...}`). A
 // pattern that matches one specific op (transpose_matmul's matmul) is fine.
 #include <filesystem>
-#include <fstream>
 #include <regex>
 #include <set>
-#include <sstream>
 
 #include "dsl/op_def.h"
 #include "support/reference.h"
 
 using namespace kiln;
+using namespace kiln::test;
 
 namespace {
 
@@ -30,13 +29,6 @@ std::vector<std::filesystem::path> compiled_path_sources() {
     for (const auto& e : std::filesystem::directory_iterator(root / dir))
       if (e.path().extension() == ".cpp" || e.path().extension() == ".h") files.push_back(e.path());
   return files;
-}
-
-std::string read(const std::filesystem::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
 }
 
 }  // namespace
@@ -72,7 +64,7 @@ BOOST_AUTO_TEST_CASE(the_compiled_path_decides_by_properties_not_names) {
   BOOST_TEST(files.size() > 20u);
   for (const auto& file : files) {
     // Code only: comments may show examples with op names.
-    std::string text = std::regex_replace(read(file), std::regex("//[^\n]*"), "");
+    std::string text = std::regex_replace(file_bytes(file.string()), std::regex("//[^\n]*"), "");
     BOOST_TEST_CONTEXT(file.filename().string()) {
       BOOST_TEST(text.find("KernelFamily") == std::string::npos,
                  "an eager kernel family decides something in the compiled path; use an OpDef property");

@@ -15,6 +15,7 @@
 #include "support/reference.h"
 
 using namespace kiln;
+using namespace kiln::test;
 using namespace Halide;
 
 namespace {
@@ -79,13 +80,6 @@ class ScaledCopy : public Generator<ScaledCopy> {
   }
 };
 
-std::string read(const std::filesystem::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 }  // namespace
 
 HALIDE_REGISTER_GENERATOR(ScaledCopy, kiln_test_scaled_copy)
@@ -120,16 +114,16 @@ BOOST_AUTO_TEST_CASE(the_build_step_rewrites_only_the_stamps_that_changed) {
   };
   write_list("3");
   BOOST_TEST(update_kernel_stamps((dir / "test.kernels").string(), dir.string()) == 0);
-  const std::string one = read(dir / "k_one.stamp"), two = read(dir / "k_two.stamp");
+  const std::string one = file_bytes((dir / "k_one.stamp").string()), two = file_bytes((dir / "k_two.stamp").string());
   BOOST_TEST(!one.empty());
   BOOST_TEST(one != two);
   const auto one_time = fs::last_write_time(dir / "k_one.stamp");
 
   write_list("4");
   BOOST_TEST(update_kernel_stamps((dir / "test.kernels").string(), dir.string()) == 0);
-  BOOST_TEST(read(dir / "k_one.stamp") == one);
+  BOOST_TEST(file_bytes((dir / "k_one.stamp").string()) == one);
   BOOST_TEST((fs::last_write_time(dir / "k_one.stamp") == one_time));  // untouched: not regenerated
-  BOOST_TEST(read(dir / "k_two.stamp") != two);
+  BOOST_TEST(file_bytes((dir / "k_two.stamp").string()) != two);
   BOOST_TEST(!fs::exists(dir / "k_two.stamp.new"));
 
   // A generator that fails fails the step, naming the kernel.

@@ -9,12 +9,11 @@
 
 #include <filesystem>
 #include <iostream>
-#include <fstream>
-#include <sstream>
 #include <unistd.h>
 
 #include "bench/zoo.h"
 #include "support/fuzz_program.h"
+#include "support/reference.h"
 #include "dsl/ops/math_functions.h"
 #include "graph/backend.h"
 #include "graph/graph.h"
@@ -46,13 +45,6 @@ struct Builder {
   }
 };
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 // Lowers, schedules and compiles every region of g for CUDA; returns the regions' statements.
 // A graph of eager steps only (a fuzz program that is one matmul) has none to return.
 enum class Regions { expected, optional };
@@ -83,7 +75,7 @@ std::vector<std::string> compile_for_cuda(Graph& g, const std::string& what, Reg
     } catch (const std::exception& e) {
       BOOST_FAIL(what << ": compiling for CUDA failed: " << e.what());
     }
-    stmts.push_back(slurp(base + ".stmt"));
+    stmts.push_back(test::file_bytes(base + ".stmt"));
   }
   std::filesystem::remove_all(dir);
   if (regions == Regions::expected) BOOST_TEST_CONTEXT(what) { BOOST_TEST(!stmts.empty()); }
@@ -258,7 +250,7 @@ std::pair<std::vector<GpuLaunch>, std::string> launches_of(Graph& g) {
   auto launches = record_gpu_launches(p, region_sizes(g, plan[0].region, lowered));
   auto path = std::filesystem::temp_directory_path() / ("kiln-gpu-launches-" + std::to_string(::getpid()) + ".stmt");
   p.compile_to_lowered_stmt(path.string(), pipeline_arguments(plan[0].region, lowered), Halide::Text, aot_target(true));
-  std::string stmt = slurp(path.string());
+  std::string stmt = test::file_bytes(path.string());
   if (std::getenv("KILN_DEBUG_GPU_TEST")) std::cerr << stmt;
   std::filesystem::remove(path);
   return {*launches, stmt};

@@ -150,14 +150,18 @@ void check_error(const std::function<void()>& fn, const std::vector<std::string>
   BOOST_ERROR("expected kiln::Error containing '" << (parts.empty() ? "" : parts[0]) << "'");
 }
 
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
 std::string dumped(const std::string& dir, const std::string& suffix) {
   std::string found;
   int count = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     std::string name = e.path().filename().string();
     if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      std::ifstream in(e.path());
-      found.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      found = file_bytes(e.path().string());
       ++count;
     }
   }

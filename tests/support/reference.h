@@ -75,6 +75,9 @@ struct AttentionReference {
 AttentionReference attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& dout,
                                        bool causal, double scale);
 
+// A file's bytes; empty when it cannot be read.
+std::string file_bytes(const std::string& path);
+
 // The text of the one file in `dir` whose name ends with `suffix` (a debug dump's file); a
 // failed check when there is none or more than one.
 std::string dumped(const std::string& dir, const std::string& suffix);
