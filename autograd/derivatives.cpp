@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <numeric>
+#include <unordered_map>
 #include <algorithm>
 
 #include "dsl/creation.h"
@@ -276,8 +277,32 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
   return s.reshape(shape);
 }
 
-void install_derivatives() {
-  for (Entry& e : rules()) mutable_op_def(e.op).derivative = std::move(e.rule);
+namespace {
+
+// The table, checked against the registry when it is built.
+const std::unordered_map<const OpDef*, Rule>& rule_table() {
+  static const std::unordered_map<const OpDef*, Rule> table = [] {
+    std::unordered_map<const OpDef*, Rule> t;
+    for (Entry& e : rules()) {
+      const OpDef& def = op_def(e.op);
+      KILN_CHECK(is_differentiable(def), "derivative rules: op '", e.op,
+                 "' has a rule but its OpDef says it is not differentiable");
+      KILN_CHECK(t.emplace(&def, std::move(e.rule)).second, "derivative rules: op '", e.op, "' has two rules");
+    }
+    for (const OpDef* def : all_op_defs())
+      KILN_CHECK(!is_differentiable(*def) || t.count(def), "derivative rules: op '", def->name,
+                 "' is differentiable (OpDef::differentiable) but has no rule in autograd/derivatives.cpp");
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
+
+const DerivativeRule& derivative_rule(const OpDef& def) {
+  auto it = rule_table().find(&def);
+  KILN_CHECK(it != rule_table().end(), "backward: op ", def.name, " has no derivative rule (it is not differentiable)");
+  return it->second;
 }
 
 bool is_differentiable(const OpDef& def) {
@@ -286,7 +311,8 @@ bool is_differentiable(const OpDef& def) {
 
 std::vector<std::string> ops_with_derivatives() {
   std::vector<std::string> names;
-  for (const Entry& e : rules()) names.push_back(e.op);
+  for (const auto& [def, rule] : rule_table()) names.push_back(def->name);
+  std::sort(names.begin(), names.end());
   return names;
 }
 

@@ -1,14 +1,27 @@
 // The derivative rules: one per differentiable op, written with Tensor ops, in one table
-// (derivatives.cpp). The same rules run on the eager tape and (later) get traced into backward
-// graphs. Ties: maximum/minimum split the gradient evenly between equal inputs.
+// (derivatives.cpp; a unary op's rule is written on its line of dsl/ops/unary_ops.h). The table
+// is built once, on first use, checked against the op registry (every differentiable op has a
+// rule, every rule names a differentiable op), and never changed afterwards. The same rules run
+// on the eager tape and get traced into the backward graphs of compiled training steps. Ties:
+// maximum/minimum split the gradient evenly between equal inputs.
 #pragma once
+#include <functional>
+
 #include "dsl/op_def.h"
 #include "dsl/tensor.h"
 
 namespace kiln {
 
-// Fills OpDef::derivative of every op in the table.
-void install_derivatives();
+// grads of the outputs -> grads of the inputs (an undefined Tensor where none flows). `needed[i]`
+// says whether input i wants a gradient: a rule may skip the others (PyTorch's
+// needs_input_grad; the gradient of a 0-d constant such as attention's scale is a full
+// reduction of the scores).
+using DerivativeRule = std::function<TensorList(const TensorList& inputs, const TensorList& outputs,
+                                                const TensorList& grad_outputs, const Attrs&,
+                                                const std::vector<bool>& needed)>;
+
+// The rule of a differentiable op; kiln::Error naming the op for one without a rule.
+const DerivativeRule& derivative_rule(const OpDef& def);
 // False for ops whose outputs carry no gradient (comparisons, argmax, integer results).
 bool is_differentiable(const OpDef& def);
 // The names of all ops with a derivative rule.

@@ -1,5 +1,6 @@
 #include "autograd/node.h"
 
+#include "autograd/derivatives.h"
 #include "dsl/error.h"
 
 namespace kiln {
@@ -33,10 +34,9 @@ TensorList Node::apply(const TensorList& grad_outputs) const {
   for (const SavedTensor& s : inputs) in.push_back(s.value);
   for (const SavedTensor& s : outputs) out.push_back(s.value);
   if (custom) return custom(in, grad_outputs);
-  KILN_CHECK(bool(op->derivative), "backward: op ", op->name, " has no derivative rule yet");
   std::vector<bool> needed(in.size());
   for (size_t i = 0; i < in.size(); ++i) needed[i] = i < next.size() && next[i].defined();
-  TensorList grads = op->derivative(in, out, grad_outputs, attrs, needed);
+  TensorList grads = derivative_rule(*op)(in, out, grad_outputs, attrs, needed);
   grads.resize(in.size());
   for (size_t i = 0; i < grads.size(); ++i) {
     if (!grads[i].defined() || !next[i].defined()) continue;

@@ -47,10 +47,7 @@ void record(const OpDef& def, const TensorList& inputs, TensorList& outputs, con
 
 void install_autograd() {
   static std::once_flag once;
-  std::call_once(once, [] {
-    install_derivatives();
-    set_autograd_hook(&record);
-  });
+  std::call_once(once, [] { set_autograd_hook(&record); });
 }
 
 }  // namespace kiln

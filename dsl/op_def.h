@@ -6,7 +6,9 @@
 //     view's metadata, used eagerly and while tracing, and the rule that maps each element of the
 //     view to the input element it reads, used inside compiled pipelines,
 //   - its schedule class, which picks the schedule template,
-//   - a slot for its derivative rule, written with Tensor ops (filled by autograd/).
+//   - whether it is differentiable; its derivative rule, written with Tensor ops, is autograd/'s
+//     (derivative_rule(def), a table built once and never changed; a unary op's rule is written
+//     on its line of dsl/ops/unary_ops.h).
 // Ops are looked up by name: `const OpDef& d = op_def("exp");`.
 #pragma once
 #include <functional>
@@ -25,7 +27,6 @@ class Expr;
 
 namespace kiln {
 
-class Tensor;
 struct HalideTensor;     // dsl/halide_def.h
 struct ViewIndexShapes;  // dsl/halide_def.h
 
@@ -84,14 +85,6 @@ struct ViewDef {
   bool reshape = false;
   explicit operator bool() const { return bool(layout); }
 };
-// grads of the outputs -> grads of the inputs (an undefined Tensor where none flows). `needed[i]`
-// says whether input i wants a gradient: a rule may skip the others (PyTorch's
-// needs_input_grad; the gradient of a 0-d constant such as attention's scale is a full
-// reduction of the scores).
-using DerivativeRule = std::function<std::vector<Tensor>(
-    const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
-    const std::vector<Tensor>& grad_outputs, const Attrs&, const std::vector<bool>& needed)>;
-
 struct OpDef {
   std::string name;
   ScheduleClass schedule_class = ScheduleClass::pointwise;
@@ -101,7 +94,6 @@ struct OpDef {
   PointwiseDef pointwise;  // pointwise ops
   HalideDef define;        // other ops with kernels
   ViewDef view;            // views
-  DerivativeRule derivative;
   // Draws from the random generator: never merged, folded or dropped by graph passes, and a
   // compiled function draws fresh numbers on every call.
   bool random = false;
@@ -134,7 +126,6 @@ struct OpDef {
 
 // The registry of all ops; built on first use from the op tables in dsl/ops/.
 const OpDef& op_def(std::string_view name);
-OpDef& mutable_op_def(std::string_view name);  // for autograd/ to fill derivative slots
 std::vector<const OpDef*> all_op_defs();
 
 }  // namespace kiln

@@ -58,14 +58,12 @@ std::string_view name(ScheduleClass c) {
   return "?";
 }
 
-OpDef& mutable_op_def(std::string_view name) {
-  Registry& r = registry();
+const OpDef& op_def(std::string_view name) {
+  const Registry& r = registry();
   auto it = r.index.find(name);
   KILN_CHECK(it != r.index.end(), "op registry: no op named '", name, "'");
   return r.defs[it->second];
 }
-
-const OpDef& op_def(std::string_view name) { return mutable_op_def(name); }
 
 std::vector<const OpDef*> all_op_defs() {
   std::vector<const OpDef*> out;

@@ -42,13 +42,12 @@ TensorList record_gradients(Tracer& tracer, const std::vector<int>& roots, const
     bool wanted = false;
     for (int v : node.inputs) wanted = wanted || carries[size_t(v)];
     if (!reached || !wanted) continue;
-    KILN_CHECK(bool(node.op->derivative), "backward: op ", node.op->name, " has no derivative rule yet");
     TensorList in, out;
     for (int v : node.inputs) in.push_back(tracer.symbolic(v));
     for (int v : node.outputs) out.push_back(tracer.symbolic(v));
     std::vector<bool> needed;
     for (int v : node.inputs) needed.push_back(carries[size_t(v)]);
-    TensorList grads = node.op->derivative(in, out, grad_outputs, node.attrs, needed);
+    TensorList grads = derivative_rule(*node.op)(in, out, grad_outputs, node.attrs, needed);
     for (size_t i = 0; i < grads.size() && i < node.inputs.size(); ++i)
       if (grads[i].defined() && carries[size_t(node.inputs[i])]) accumulate(node.inputs[i], grads[i]);
     for (int v : node.outputs) grad.erase(v);

@@ -2,6 +2,7 @@
 // graphs, version counters, leaves and names, and an MLP that learns a known function.
 #include <cmath>
 
+#include "autograd/derivatives.h"
 #include "support/reference.h"
 
 using namespace kiln;
@@ -135,9 +136,9 @@ BOOST_AUTO_TEST_CASE(rules_skip_inputs_that_need_no_gradient) {
     const OpDef& def = op_def(name);
     Tensor x = name == std::string("pow") ? abs(a) + 0.5 : a;
     Tensor out = dispatch(def, {x, c}, {})[0];
-    TensorList both = def.derivative({x, c}, {out}, {g}, {}, {true, true});
-    TensorList first = def.derivative({x, c}, {out}, {g}, {}, {true, false});
-    TensorList second = def.derivative({x, c}, {out}, {g}, {}, {false, true});
+    TensorList both = derivative_rule(def)({x, c}, {out}, {g}, {}, {true, true});
+    TensorList first = derivative_rule(def)({x, c}, {out}, {g}, {}, {true, false});
+    TensorList second = derivative_rule(def)({x, c}, {out}, {g}, {}, {false, true});
     BOOST_TEST_CONTEXT(name) {
       BOOST_TEST(both[1].defined());
       BOOST_TEST(!first[1].defined());
@@ -148,15 +149,15 @@ BOOST_AUTO_TEST_CASE(rules_skip_inputs_that_need_no_gradient) {
   }
   Tensor mask = gt(a, 0.0), fill = full({}, -1e9, {.dtype = f64});
   Tensor w = where(mask, a, fill);
-  TensorList grads = op_def("where").derivative({mask, a, fill}, {w}, {g}, {}, {false, true, false});
+  TensorList grads = derivative_rule(op_def("where"))({mask, a, fill}, {w}, {g}, {}, {false, true, false});
   BOOST_TEST(!grads[2].defined());
   std::vector<double> gv = host_values(g), mv = host_values(mask.to(f64)), want;
   for (size_t i = 0; i < gv.size(); ++i) want.push_back(mv[i] != 0 ? gv[i] : 0.0);
   check_close(grads[1], want, {4, 3}, "where d/da");
   Tensor x = random_tensor({5, 4}, f64, 14), wt = random_tensor({4, 3}, f64, 15);
   Tensor gy = random_tensor({5, 3}, f64, 17);
-  TensorList mm = op_def("matmul").derivative({x, wt}, {matmul(x, wt)}, {gy}, {}, {false, true});
-  TensorList mm_both = op_def("matmul").derivative({x, wt}, {matmul(x, wt)}, {gy}, {}, {true, true});
+  TensorList mm = derivative_rule(op_def("matmul"))({x, wt}, {matmul(x, wt)}, {gy}, {}, {false, true});
+  TensorList mm_both = derivative_rule(op_def("matmul"))({x, wt}, {matmul(x, wt)}, {gy}, {}, {true, true});
   BOOST_TEST(!mm[0].defined());
   check_close(mm[1], host_values(mm_both[1]), {4, 3}, "matmul d/dw alone");
   // Through the engine: a constant operand gets no gradient, the other the right one.

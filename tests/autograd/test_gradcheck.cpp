@@ -183,12 +183,14 @@ BOOST_AUTO_TEST_CASE(every_rule_has_a_gradcheck_case) {
     BOOST_TEST(covered().count(op) == 1u, "op " << op << " has a derivative rule but no gradcheck case");
 }
 
+// The table checks itself against the registry when it is built (derivatives.cpp); this is
+// where that check runs in the suite, and where a missing rule shows by name.
 BOOST_AUTO_TEST_CASE(every_differentiable_op_has_a_rule) {
-  Tensor x = random_tensor({2}, f32, 1).requires_grad_();  // installs the rules
   std::vector<std::string> rules = ops_with_derivatives();
   for (const OpDef* d : all_op_defs()) {
     bool has = std::find(rules.begin(), rules.end(), d->name) != rules.end();
-    BOOST_TEST((has || !is_differentiable(*d)), "op " << d->name << " has no derivative rule");
-    BOOST_TEST(has == bool(d->derivative), "op " << d->name << ": rule table and OpDef disagree");
+    BOOST_TEST(has == is_differentiable(*d), "op " << d->name << ": differentiable " << is_differentiable(*d)
+                                                      << " but a rule " << (has ? "exists" : "is missing"));
   }
+  BOOST_CHECK_THROW(derivative_rule(op_def("argmax")), Error);
 }
