@@ -1,6 +1,8 @@
-// The op database (tests/support/op_db.h) covers every op of the kinds it holds, and drives the
-// compiled path's test: each unary op compiled (halide backend) against eager, forward and
-// backward. The eager, gradcheck and CUDA suites iterate over the same entries.
+// The op database (tests/support/op_db.h) covers every registered op, by an entry or by naming
+// the dedicated suite that tests it, and drives the compiled path's test: each unary and binary
+// op compiled (halide backend) against eager, forward and backward. The eager, gradcheck and CUDA
+// suites iterate over the same entries.
+#include <filesystem>
 #include <set>
 
 #include "support/op_db.h"
@@ -9,17 +11,29 @@
 using namespace kiln;
 using namespace kiln::test;
 
-BOOST_AUTO_TEST_CASE(every_differentiable_unary_op_has_an_entry) {
+BOOST_AUTO_TEST_CASE(every_registered_op_has_an_entry_or_a_dedicated_suite) {
   std::set<std::string> listed;
   for (const UnaryOpEntry& e : unary_op_db()) {
     listed.insert(e.op);
     BOOST_TEST((e.lo < e.hi && e.grad_lo < e.grad_hi), e.label);
+    BOOST_TEST((op_def(e.op).pointwise && op_def(e.op).num_inputs == 1), e.label << " is not a unary pointwise op");
   }
-  for (const OpDef* d : all_op_defs()) {
-    bool unary = d->pointwise && d->num_inputs == 1 && d->schedule_class == ScheduleClass::pointwise && d->name != "cast";
-    if (unary && d->differentiable)
-      BOOST_TEST(listed.count(d->name) == 1u, d->name << " has no entry in tests/support/op_db.cpp");
+  for (const BinaryOpEntry& e : binary_op_db()) {
+    listed.insert(e.op);
+    BOOST_TEST((e.lhs_lo < e.lhs_hi && e.rhs_lo < e.rhs_hi), e.op);
+    BOOST_TEST((op_def(e.op).pointwise && op_def(e.op).num_inputs == 2), e.op << " is not a binary pointwise op");
   }
+  std::filesystem::path tests = std::filesystem::path(__FILE__).parent_path() / "..";
+  for (const DedicatedSuite& d : dedicated_op_suites()) {
+    BOOST_TEST(listed.insert(d.op).second, d.op << " is both in the database and among the dedicated suites");
+    BOOST_TEST_REQUIRE(std::filesystem::exists(tests / d.test_file), d.op << ": no test file " << d.test_file);
+    BOOST_TEST(file_bytes((tests / d.test_file).string()).find(d.evidence) != std::string::npos,
+               d.op << ": " << d.test_file << " no longer contains " << d.evidence);
+    (void)op_def(d.op);  // a registered op
+  }
+  for (const OpDef* d : all_op_defs())
+    BOOST_TEST(listed.count(d->name) == 1u, d->name << " has no entry in tests/support/op_db.cpp (a unary or binary "
+                                                     "entry, or the dedicated suite that tests it)");
 }
 
 BOOST_AUTO_TEST_CASE(compiled_unary_ops_match_eager_forward_and_backward) {
@@ -39,6 +53,30 @@ BOOST_AUTO_TEST_CASE(compiled_unary_ops_match_eager_forward_and_backward) {
       fn(xe).backward();
       f(xc).backward();
       check_close(xc.grad(), host_values(xe.grad()), x.shape(), tol, what + " backward");
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(compiled_binary_ops_match_eager_forward_and_backward) {
+  uint64_t seed = 100;
+  for (const BinaryOpEntry& c : binary_op_db()) {
+    const OpDef& def = op_def(c.op);
+    for (DType t : {DType::f32, DType::f64}) {
+      Tensor a = random_tensor({3, 37}, t, seed++, c.lhs_lo, c.lhs_hi), b = random_tensor({37}, t, seed++, c.rhs_lo, c.rhs_hi);
+      // Broadcast, between other work: a comparison's mask becomes numbers to sum.
+      auto fn = [&c, t](const Tensor& x, const Tensor& y) { return sum(c.call(x, y).to(t) * 3.0); };
+      auto f = compile(fn, {.backend = "halide", .name = "op db " + c.op});
+      Tolerance tol = t == DType::f64 ? Tolerance{1e-10, 1e-10} : Tolerance{1e-5, 1e-5};
+      std::string what = c.op + " " + std::string(name(t));
+      Tensor want = fn(a, b);
+      check_close(f(a, b), host_values(want), want.shape(), tol, what + " forward");
+      if (!def.differentiable) continue;
+      Tensor ae = a.detach().requires_grad_(), be = b.detach().requires_grad_();
+      Tensor ac = a.detach().requires_grad_(), bc = b.detach().requires_grad_();
+      fn(ae, be).backward();
+      f(ac, bc).backward();
+      check_close(ac.grad(), host_values(ae.grad()), a.shape(), tol, what + " backward lhs");
+      check_close(bc.grad(), host_values(be.grad()), b.shape(), tol, what + " backward rhs");
     }
   }
 }

@@ -39,4 +39,79 @@ const std::vector<UnaryOpEntry>& unary_op_db() {
   return db;
 }
 
+const std::vector<BinaryOpEntry>& binary_op_db() {
+  using T = const Tensor&;
+  using D = double;
+  static const std::vector<BinaryOpEntry> db = {
+      {"add", [](T a, T b) { return a + b; }, [](D a, D b) { return a + b; }, -3, 3, -3, 3},
+      {"sub", [](T a, T b) { return a - b; }, [](D a, D b) { return a - b; }, -3, 3, -3, 3},
+      {"mul", [](T a, T b) { return a * b; }, [](D a, D b) { return a * b; }, -3, 3, -3, 3},
+      {"div", [](T a, T b) { return a / b; }, [](D a, D b) { return a / b; }, -3, 3, 0.5, 3, false},
+      {"pow", [](T a, T b) { return pow(a, b); }, [](D a, D b) { return std::pow(a, b); }, 0.5, 3, -2, 2, false, 1e-5, 5e-3},
+      {"maximum", [](T a, T b) { return maximum(a, b); }, [](D a, D b) { return std::max(a, b); }, -3, 3, -3, 3},
+      {"minimum", [](T a, T b) { return minimum(a, b); }, [](D a, D b) { return std::min(a, b); }, -3, 3, -3, 3},
+      {"eq", [](T a, T b) { return eq(a, b); }, [](D a, D b) { return D(a == b); }, -3, 3, -3, 3},
+      {"ne", [](T a, T b) { return ne(a, b); }, [](D a, D b) { return D(a != b); }, -3, 3, -3, 3},
+      {"lt", [](T a, T b) { return lt(a, b); }, [](D a, D b) { return D(a < b); }, -3, 3, -3, 3},
+      {"le", [](T a, T b) { return le(a, b); }, [](D a, D b) { return D(a <= b); }, -3, 3, -3, 3},
+      {"gt", [](T a, T b) { return gt(a, b); }, [](D a, D b) { return D(a > b); }, -3, 3, -3, 3},
+      {"ge", [](T a, T b) { return ge(a, b); }, [](D a, D b) { return D(a >= b); }, -3, 3, -3, 3},
+  };
+  return db;
+}
+
+// Each with a call its test file must contain: the evidence that the suite exercises the op.
+const std::vector<DedicatedSuite>& dedicated_op_suites() {
+  static const std::vector<DedicatedSuite> suites = {
+      {"isfinite", "dsl/test_pointwise.cpp", "isfinite("},
+      {"gelu_backward", "dsl/test_pointwise.cpp", "gelu_backward("},
+      {"where", "dsl/test_pointwise.cpp", "where("},
+      {"cast", "dsl/test_pointwise.cpp", ".to("},
+      {"view", "dsl/test_views.cpp", ".view("},
+      {"detach", "autograd/test_engine.cpp", ".detach()"},
+      {"flatten", "dsl/test_views.cpp", ".flatten("},
+      {"unflatten", "autograd/test_gradcheck.cpp", ".unflatten("},
+      {"permute", "dsl/test_views.cpp", ".permute("},
+      {"transpose", "dsl/test_views.cpp", ".transpose("},
+      {"expand", "dsl/test_views.cpp", ".expand("},
+      {"squeeze", "dsl/test_views.cpp", ".squeeze("},
+      {"unsqueeze", "dsl/test_views.cpp", ".unsqueeze("},
+      {"slice", "dsl/test_views.cpp", ".slice("},
+      {"contiguous", "dsl/test_views.cpp", ".contiguous()"},
+      {"sum", "dsl/test_reductions.cpp", "sum("},
+      {"mean", "dsl/test_reductions.cpp", "mean("},
+      {"max", "dsl/test_reductions.cpp", "max("},
+      {"min", "dsl/test_reductions.cpp", "min("},
+      {"argmax", "dsl/test_reductions.cpp", "argmax("},
+      {"var", "dsl/test_reductions.cpp", "var("},
+      {"logsumexp", "dsl/test_reductions.cpp", "logsumexp("},
+      {"softmax", "dsl/test_normalization.cpp", "softmax("},
+      {"log_softmax", "dsl/test_normalization.cpp", "log_softmax("},
+      {"softmax_backward", "dsl/test_normalization_backward.cpp", "softmax_backward"},
+      {"log_softmax_backward", "dsl/test_normalization_backward.cpp", "log_softmax_backward"},
+      {"layer_norm", "dsl/test_normalization.cpp", "layer_norm("},
+      {"layer_norm_backward", "dsl/test_normalization_backward.cpp", "layer_norm_backward"},
+      {"cross_entropy", "dsl/test_normalization.cpp", "cross_entropy("},
+      {"cross_entropy_backward", "dsl/test_normalization_backward.cpp", "cross_entropy_backward"},
+      {"matmul", "dsl/test_matmul.cpp", "matmul("},
+      {"matmul_bias", "dsl/test_matmul.cpp", "linear(x, w, bias)"},
+      {"matmul_bias_gelu", "dsl/test_matmul.cpp", "matmul_bias_gelu"},
+      {"matmul_gelu_backward", "dsl/test_matmul.cpp", "matmul_gelu_backward"},
+      {"matmul_bias_grad", "dsl/test_matmul.cpp", "matmul_bias_grad"},
+      {"embedding", "dsl/test_embedding.cpp", "embedding("},
+      {"embedding_backward", "dsl/test_embedding.cpp", "embedding(weight, idx).backward(g)"},
+      {"cat", "dsl/test_cat.cpp", "cat("},
+      {"full", "dsl/test_creation.cpp", "full("},
+      {"arange", "dsl/test_creation.cpp", "arange("},
+      {"linspace", "dsl/test_creation.cpp", "linspace("},
+      {"rand", "dsl/test_creation.cpp", "rand("},
+      {"randn", "dsl/test_creation.cpp", "randn("},
+      {"randint", "dsl/test_creation.cpp", "randint("},
+      {"rand_like", "graph/test_compile.cpp", "rand_like(x)"},
+      {"attention", "dsl/test_attention.cpp", "scaled_dot_product_attention("},
+      {"attention_backward", "dsl/test_attention.cpp", ".backward()"},
+  };
+  return suites;
+}
+
 }  // namespace kiln::test

@@ -1,8 +1,9 @@
 // The op database: for each op, how to call it, an independent reference in double, the input
 // domain where it is defined and smooth, and the dtypes it takes, so that every test suite (eager
 // against the reference, gradcheck, CUDA against the CPU, compiled against eager) iterates over
-// the same entries. tests/dsl/test_op_db.cpp fails when a registered op of a covered kind has no
-// entry. Covered so far: the differentiable unary pointwise ops (dsl/ops/unary_ops.h and gelu).
+// the same entries. tests/dsl/test_op_db.cpp fails when a registered op has no entry here and is
+// not listed among the ops that dedicated suites cover (dedicated_op_suites). Held so far: the
+// unary pointwise ops (dsl/ops/unary_ops.h and gelu) and the binary pointwise ops.
 #pragma once
 #include <functional>
 #include <string>
@@ -24,5 +25,30 @@ struct UnaryOpEntry {
 };
 
 const std::vector<UnaryOpEntry>& unary_op_db();
+
+// A binary pointwise op; it broadcasts. Whether its result is a bool mask and whether it is
+// differentiable are its OpDef's (comparison, differentiable).
+struct BinaryOpEntry {
+  std::string op;
+  std::function<Tensor(const Tensor&, const Tensor&)> call;
+  std::function<double(double, double)> reference;
+  double lhs_lo, lhs_hi, rhs_lo, rhs_hi;  // operands drawn from these ranges (also gradcheck's)
+  bool integers = true;                   // also defined on i32 and i64
+  double f32_tol = 0;                     // looser tolerances than tolerance(f32) and tolerance(f16),
+  double f16_tol = 0;                     // where needed (pow: libm's and CUDA's differ in the last bits)
+};
+
+const std::vector<BinaryOpEntry>& binary_op_db();
+
+// The registered ops the databases do not hold yet, each with the test file (under tests/) whose
+// cases cover it; test_op_db checks that the file exists and still contains `evidence` (the call
+// that exercises the op).
+struct DedicatedSuite {
+  std::string op;
+  std::string test_file;
+  std::string evidence;
+};
+
+const std::vector<DedicatedSuite>& dedicated_op_suites();
 
 }  // namespace kiln::test
