@@ -9,6 +9,7 @@
 #include <functional>
 #include <random>
 
+#include "support/op_db.h"
 #include "support/reference.h"
 
 namespace kiln::test {
@@ -104,15 +105,31 @@ DType scalar_dtype(double v, DType like) {
   return DType::f32;
 }
 
-// The largest input magnitude an op takes: sin and cos pass an input's absolute error through
-// (relative to a small output), softmax and logsumexp exponentiate differences, var cancels.
+// The largest input magnitude an op takes: softmax and logsumexp exponentiate differences, var
+// cancels. (Unary ops other than the integer ones see their operand mapped into their domain.)
 double input_cap(FuzzOp op) {
   switch (op) {
-    case FuzzOp::sin: case FuzzOp::cos: case FuzzOp::softmax: case FuzzOp::log_softmax: case FuzzOp::logsumexp:
+    case FuzzOp::softmax: case FuzzOp::log_softmax: case FuzzOp::logsumexp:
       return 50;
     case FuzzOp::var: return 100;
     default: return kMaxMagnitude;
   }
+}
+
+// The index of the unary database's entry `label`.
+int unary_entry(const std::string& label) {
+  const std::vector<UnaryOpEntry>& db = unary_op_db();
+  for (size_t i = 0; i < db.size(); ++i)
+    if (db[i].label == label) return int(i);
+  throw Error("fuzz program: no unary op entry " + label);
+}
+
+// An upper bound of |op(x)| for x in [lo, hi]: the reference's largest magnitude on a fine grid,
+// with a margin.
+double largest_result(const UnaryOpEntry& e, double lo, double hi) {
+  double m = 0;
+  for (int i = 0; i <= 1000; ++i) m = std::max(m, std::abs(e.reference(lo + (hi - lo) * i / 1000)));
+  return m * 1.01 + 1e-6;
 }
 
 struct Value {
@@ -155,14 +172,13 @@ class Generator {
     int n = int(uniform(cfg_.min_steps, cfg_.max_steps));
     std::vector<double> weights(kNumFuzzOps, 0);
     auto w = [&](FuzzOp op, double x) { weights[size_t(op)] = x; };
-    for (FuzzOp op : {FuzzOp::neg, FuzzOp::abs, FuzzOp::log, FuzzOp::sqrt, FuzzOp::tanh, FuzzOp::sigmoid,
-                      FuzzOp::relu, FuzzOp::gelu, FuzzOp::silu, FuzzOp::square, FuzzOp::sin, FuzzOp::cos,
-                      FuzzOp::maximum, FuzzOp::minimum, FuzzOp::mean, FuzzOp::max, FuzzOp::min, FuzzOp::var,
+    w(FuzzOp::unary, 2.0 * double(unary_op_db().size()));  // each entry as often as another op
+    for (FuzzOp op : {FuzzOp::maximum, FuzzOp::minimum, FuzzOp::mean, FuzzOp::max, FuzzOp::min, FuzzOp::var,
                       FuzzOp::logsumexp, FuzzOp::softmax, FuzzOp::log_softmax, FuzzOp::permute,
                       FuzzOp::unsqueeze, FuzzOp::squeeze, FuzzOp::narrow, FuzzOp::expand, FuzzOp::view,
                       FuzzOp::flatten, FuzzOp::unflatten, FuzzOp::contiguous})
       w(op, 2);
-    for (FuzzOp op : {FuzzOp::exp, FuzzOp::sub, FuzzOp::div, FuzzOp::sum, FuzzOp::layer_norm, FuzzOp::transpose,
+    for (FuzzOp op : {FuzzOp::sub, FuzzOp::div, FuzzOp::sum, FuzzOp::layer_norm, FuzzOp::transpose,
                       FuzzOp::slice, FuzzOp::reshape, FuzzOp::cat})
       w(op, 3);
     for (FuzzOp op : {FuzzOp::add, FuzzOp::mul, FuzzOp::where, FuzzOp::cast}) w(op, 4);
@@ -173,7 +189,7 @@ class Generator {
     while (int(p_.steps.size()) < n) {
       bool done = false;
       for (int attempt = 0; attempt < 40 && !done; ++attempt) done = step(FuzzOp(pick_op(rng_)));
-      if (!done) step(FuzzOp::tanh);  // always fits: same shape, magnitude 1
+      if (!done) unary(unary_entry("tanh"));  // always fits: same shape, magnitude 1
     }
     choose_outputs();
     return p_;
@@ -284,29 +300,25 @@ class Generator {
       case FuzzOp::cat: return cat();
       case FuzzOp::cast: return cast();
       case FuzzOp::rand_like: return rand_like();
-      default: return unary(op);
+      case FuzzOp::unary: return unary(int(uniform(0, int64_t(unary_op_db().size()) - 1)));
     }
+    return false;
   }
 
-  bool unary(FuzzOp op) {
-    int a = pick([&](const Value& x) { return x.numeric() && x.mag <= input_cap(op); });
+  // Op `entry` of the unary database. The integer ops (neg, abs, ...) take any value; the others
+  // take tanh(x) mapped onto the range where they are smooth (UnaryOpEntry::grad_lo..grad_hi).
+  bool unary(int entry) {
+    const UnaryOpEntry& e = unary_op_db()[size_t(entry)];
+    int a = pick([&](const Value& x) { return x.numeric(); });
     if (a < 0) return false;
     const Value& x = val(a);
-    bool keeps_ints = op == FuzzOp::neg || op == FuzzOp::abs || op == FuzzOp::square || op == FuzzOp::relu;
     Value v = derived({a});
     v.shape = x.shape;
-    v.dtype = keeps_ints ? x.dtype : to_floating(x.dtype);
-    v.exact = keeps_ints && x.exact;
-    FuzzStep s = step_of(op, {a});
-    switch (op) {
-      case FuzzOp::square: v.mag = x.mag * x.mag; break;
-      case FuzzOp::exp: v.mag = std::exp(3.0); break;
-      case FuzzOp::log: v.mag = std::log(x.mag + 1); break;
-      case FuzzOp::sqrt: v.mag = std::sqrt(x.mag + 0.1); break;
-      case FuzzOp::tanh: case FuzzOp::sigmoid: case FuzzOp::sin: case FuzzOp::cos: v.mag = 1; break;
-      case FuzzOp::gelu: s.variant = uniform(0, 1); v.mag = x.mag; break;
-      default: v.mag = x.mag;
-    }
+    v.dtype = e.integers ? x.dtype : to_floating(x.dtype);
+    v.exact = e.integers && x.exact;
+    v.mag = e.integers ? largest_result(e, -x.mag, x.mag) : largest_result(e, e.grad_lo, e.grad_hi);
+    FuzzStep s = step_of(FuzzOp::unary, {a});
+    s.variant = entry;
     return emit(s, v);
   }
 
@@ -798,12 +810,23 @@ class Generator {
 
 std::string_view fuzz_op_name(FuzzOp op) {
   static const char* names[kNumFuzzOps] = {
-      "neg", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "relu", "gelu", "silu", "square", "sin", "cos",
-      "add", "sub", "mul", "div", "maximum", "minimum", "where", "scalar", "sum", "mean", "max", "min", "var",
+      "unary", "add", "sub", "mul", "div", "maximum", "minimum", "where", "scalar", "sum", "mean", "max", "min", "var",
       "logsumexp", "softmax", "log_softmax", "layer_norm", "matmul", "transpose", "permute", "unsqueeze",
       "squeeze", "slice", "narrow", "expand", "reshape", "view", "flatten", "unflatten", "contiguous", "cat",
       "cast", "rand_like"};
   return names[int(op)];
+}
+
+std::string fuzz_step_name(const FuzzStep& s) {
+  return s.op == FuzzOp::unary ? unary_op_db().at(size_t(s.variant)).label : std::string(fuzz_op_name(s.op));
+}
+
+std::vector<std::string> fuzz_step_names() {
+  std::vector<std::string> names;
+  for (const UnaryOpEntry& e : unary_op_db()) names.push_back(e.label);
+  for (int i = 0; i < kNumFuzzOps; ++i)
+    if (FuzzOp(i) != FuzzOp::unary) names.emplace_back(fuzz_op_name(FuzzOp(i)));
+  return names;
 }
 
 FuzzProgram generate_program(uint64_t seed, const FuzzConfig& config) { return Generator(seed, config).generate(); }

@@ -26,7 +26,7 @@ namespace kiln::test {
 // What one step computes. Several are small compositions that keep values well conditioned; the
 // exact expression of each is in run_program (and what program_to_cpp prints).
 enum class FuzzOp : uint8_t {
-  neg, abs, exp, log, sqrt, tanh, sigmoid, relu, gelu, silu, square, sin, cos,  // unary
+  unary,  // an op of the unary op database (support/op_db.h); FuzzStep::variant is its index
   add, sub, mul, div, maximum, minimum, where,                                  // binary, broadcasting
   scalar,                                                                       // x * 2.5, x + s, s - x, x / s
   sum, mean, max, min, var, logsumexp,                                          // reductions
@@ -45,7 +45,7 @@ struct FuzzDim {
 };
 
 struct FuzzStep {
-  FuzzOp op = FuzzOp::neg;
+  FuzzOp op = FuzzOp::unary;
   std::vector<int> args;        // value ids: inputs first, then one value per earlier step
   std::vector<int64_t> ints;    // dims, sizes, slice bounds, ... (per op: see run_program)
   std::vector<int64_t> shape;   // the shape of a constant operand (matmul, layer_norm's weight)
@@ -53,6 +53,11 @@ struct FuzzStep {
   double scalar = 0;
   DType dtype = DType::f32;     // cast's target
 };
+
+// What a step computes, by name: its op's, or for a unary step its database entry's label.
+std::string fuzz_step_name(const FuzzStep& s);
+// Every name fuzz_step_name can give.
+std::vector<std::string> fuzz_step_names();
 
 struct FuzzInput {
   Shape shape;  // at the program's batch size (dim 0 in dynamic programs)

@@ -12,32 +12,36 @@ double sigmoid_ref(double x) { return 1 / (1 + std::exp(-x)); }
 
 }  // namespace
 
+// An entry from the call's expression in x: its code (what printed fuzz programs show) is the
+// same text.
+#define KILN_UNARY_ENTRY(op, label, expr, ...) \
+  UnaryOpEntry { op, label, [](const Tensor& x) { return expr; }, #expr, __VA_ARGS__ }
+
 const std::vector<UnaryOpEntry>& unary_op_db() {
-  using T = const Tensor&;
+  using D = double;
   static const std::vector<UnaryOpEntry> db = {
-      {"neg", "neg", [](T x) { return neg(x); }, [](double x) { return -x; }, -3, 3, -2, 2, true},
-      {"abs", "abs", [](T x) { return abs(x); }, [](double x) { return std::abs(x); }, -3, 3, 0.1, 2, true},
-      {"square", "square", [](T x) { return square(x); }, [](double x) { return x * x; }, -3, 3, -2, 2, true},
-      {"relu", "relu", [](T x) { return relu(x); }, [](double x) { return x > 0 ? x : 0; }, -3, 3, 0.1, 2, true},
-      {"exp", "exp", [](T x) { return exp(x); }, [](double x) { return std::exp(x); }, -4, 4, -2, 2},
-      {"log", "log", [](T x) { return log(x); }, [](double x) { return std::log(x); }, 0.01, 5, 0.2, 3},
-      {"sqrt", "sqrt", [](T x) { return sqrt(x); }, [](double x) { return std::sqrt(x); }, 0, 5, 0.2, 3},
-      {"rsqrt", "rsqrt", [](T x) { return rsqrt(x); }, [](double x) { return 1 / std::sqrt(x); }, 0.05, 5, 0.2, 3},
-      {"sin", "sin", [](T x) { return sin(x); }, [](double x) { return std::sin(x); }, -6, 6, -3, 3},
-      {"cos", "cos", [](T x) { return cos(x); }, [](double x) { return std::cos(x); }, -6, 6, -3, 3},
-      {"tanh", "tanh", [](T x) { return tanh(x); }, [](double x) { return std::tanh(x); }, -4, 4, -2, 2},
-      {"sigmoid", "sigmoid", [](T x) { return sigmoid(x); }, sigmoid_ref, -8, 8, -3, 3},
-      {"silu", "silu", [](T x) { return silu(x); }, [](double x) { return x * sigmoid_ref(x); }, -8, 8, -3, 3},
-      {"reciprocal", "reciprocal", [](T x) { return reciprocal(x); }, [](double x) { return 1 / x; }, 0.1, 4, 0.3, 3},
-      {"softplus", "softplus", [](T x) { return softplus(x); }, [](double x) { return std::log1p(std::exp(x)); }, -30, 30,
-       -3, 3},
-      {"gelu", "gelu", [](T x) { return gelu(x); }, [](double x) { return gelu_reference(x, "none"); }, -5, 5, -3, 3,
-       false, 1e-6},
-      {"gelu", "gelu_tanh", [](T x) { return gelu(x, "tanh"); }, [](double x) { return gelu_reference(x, "tanh"); }, -5,
-       5, -3, 3},
+      KILN_UNARY_ENTRY("neg", "neg", neg(x), [](D x) { return -x; }, -3, 3, -2, 2, true),
+      KILN_UNARY_ENTRY("abs", "abs", abs(x), [](D x) { return std::abs(x); }, -3, 3, 0.1, 2, true),
+      KILN_UNARY_ENTRY("square", "square", square(x), [](D x) { return x * x; }, -3, 3, -2, 2, true),
+      KILN_UNARY_ENTRY("relu", "relu", relu(x), [](D x) { return x > 0 ? x : 0; }, -3, 3, 0.1, 2, true),
+      KILN_UNARY_ENTRY("exp", "exp", exp(x), [](D x) { return std::exp(x); }, -4, 4, -2, 2),
+      KILN_UNARY_ENTRY("log", "log", log(x), [](D x) { return std::log(x); }, 0.01, 5, 0.2, 3),
+      KILN_UNARY_ENTRY("sqrt", "sqrt", sqrt(x), [](D x) { return std::sqrt(x); }, 0, 5, 0.2, 3),
+      KILN_UNARY_ENTRY("rsqrt", "rsqrt", rsqrt(x), [](D x) { return 1 / std::sqrt(x); }, 0.05, 5, 0.2, 3),
+      KILN_UNARY_ENTRY("sin", "sin", sin(x), [](D x) { return std::sin(x); }, -6, 6, -3, 3),
+      KILN_UNARY_ENTRY("cos", "cos", cos(x), [](D x) { return std::cos(x); }, -6, 6, -3, 3),
+      KILN_UNARY_ENTRY("tanh", "tanh", tanh(x), [](D x) { return std::tanh(x); }, -4, 4, -2, 2),
+      KILN_UNARY_ENTRY("sigmoid", "sigmoid", sigmoid(x), sigmoid_ref, -8, 8, -3, 3),
+      KILN_UNARY_ENTRY("silu", "silu", silu(x), [](D x) { return x * sigmoid_ref(x); }, -8, 8, -3, 3),
+      KILN_UNARY_ENTRY("reciprocal", "reciprocal", reciprocal(x), [](D x) { return 1 / x; }, 0.1, 4, 0.3, 3),
+      KILN_UNARY_ENTRY("softplus", "softplus", softplus(x), [](D x) { return std::log1p(std::exp(x)); }, -30, 30, -3, 3),
+      KILN_UNARY_ENTRY("gelu", "gelu", gelu(x), [](D x) { return gelu_reference(x, "none"); }, -5, 5, -3, 3, false, 1e-6),
+      KILN_UNARY_ENTRY("gelu", "gelu_tanh", gelu(x, "tanh"), [](D x) { return gelu_reference(x, "tanh"); }, -5, 5, -3, 3),
   };
   return db;
 }
+
+#undef KILN_UNARY_ENTRY
 
 const std::vector<BinaryOpEntry>& binary_op_db() {
   using T = const Tensor&;

@@ -17,10 +17,12 @@ struct UnaryOpEntry {
   std::string op;     // the registered op
   std::string label;  // the op and its variant ("gelu_tanh")
   std::function<Tensor(const Tensor&)> call;
+  std::string code;  // the call as C++ in `x` ("gelu(x, \"tanh\")"), for printed fuzz programs
   std::function<double(double)> reference;
   double lo, hi;            // inputs drawn from [lo, hi]: the op's domain
-  double grad_lo, grad_hi;  // where it is smooth (gradcheck's finite differences)
-  bool integers = false;    // also defined on i32 and i64 (results stay integers)
+  double grad_lo, grad_hi;  // where it is smooth (gradcheck's finite differences; the fuzzer
+                            // maps its operands into this range)
+  bool integers = false;    // defined on every number, also i32 and i64 (results stay integers)
   double f32_atol = 0;      // a looser absolute tolerance in f32 than tolerance(f32), where needed
 };
 
