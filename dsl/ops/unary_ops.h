@@ -29,6 +29,7 @@
   X(sigmoid, floating, false, sigmoid_expr(x), g * y * (1.0 - y))                                      \
   X(silu, floating, false, x * sigmoid_expr(x), g * sigmoid(x) * (1.0 + x * (1.0 - sigmoid(x))))      \
   X(reciprocal, floating, false, one(x) / x, -g * square(y))                                           \
+  X(erf, floating, false, erf_expr(x), g * 1.1283791670955126 * exp(-square(x))) /* 2 / sqrt(pi) */    \
   /* log(1 + e^x), written so that large |x| neither overflows nor loses x */                         \
   X(softplus, floating, false,                                                                         \
     Halide::max(x, Halide::Internal::make_zero(x.type())) + Halide::log(one(x) + Halide::exp(-Halide::abs(x))), \

@@ -34,6 +34,7 @@ const std::vector<UnaryOpEntry>& unary_op_db() {
       KILN_UNARY_ENTRY("sigmoid", "sigmoid", sigmoid(x), sigmoid_ref, -8, 8, -3, 3),
       KILN_UNARY_ENTRY("silu", "silu", silu(x), [](D x) { return x * sigmoid_ref(x); }, -8, 8, -3, 3),
       KILN_UNARY_ENTRY("reciprocal", "reciprocal", reciprocal(x), [](D x) { return 1 / x; }, 0.1, 4, 0.3, 3),
+      KILN_UNARY_ENTRY("erf", "erf", erf(x), [](D x) { return std::erf(x); }, -4, 4, -2, 2),
       KILN_UNARY_ENTRY("softplus", "softplus", softplus(x), [](D x) { return std::log1p(std::exp(x)); }, -30, 30, -3, 3),
       KILN_UNARY_ENTRY("gelu", "gelu", gelu(x), [](D x) { return gelu_reference(x, "none"); }, -5, 5, -3, 3, false, 1e-6),
       KILN_UNARY_ENTRY("gelu", "gelu_tanh", gelu(x, "tanh"), [](D x) { return gelu_reference(x, "tanh"); }, -5, 5, -3, 3),
