@@ -65,7 +65,8 @@ int layer_norm_rule(Emitter& e, const GraphNode& n, const std::vector<int>& ins)
   return y;
 }
 
-// kiln has no erf op, so only the tanh form decomposes; gelu(approximate="none") stays one op.
+// Only the tanh form decomposes; gelu(approximate="none") stays one op (its erf is one
+// expression either way).
 int gelu_rule(Emitter& e, const GraphNode& n, const std::vector<int>& ins) {
   if (n.attrs.get_or<std::string>("approximate", "none") != "tanh") return -1;
   int x = e.cast(ins[0], e.compute);
