@@ -8,8 +8,9 @@
 //   TensorList compiled = f(xs);               // compare with eager, output by output
 //   std::cout << program_to_cpp(p);            // a lambda to paste into a test
 //
-// Every step keeps its values in ranges where every op is well conditioned (exp of tanh(x)*3,
-// log of abs+1, safe denominators, magnitudes bounded), tensors stay small (input dims <= 8, at
+// Every step keeps its values in ranges where every op is well conditioned (a unary op of the op
+// database on its operand mapped into the entry's smooth range, safe denominators, magnitudes
+// bounded), tensors stay small (input dims <= 8, at
 // most 4096 elements), and structure comes from a local std::mt19937_64, never from kiln's
 // generator. Programs with `rand_like` steps draw from kiln's generator: seed it (manual_seed)
 // before each run that is compared.
