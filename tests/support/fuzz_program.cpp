@@ -306,7 +306,8 @@ class Generator {
   }
 
   // Op `entry` of the unary database. The integer ops (neg, abs, ...) take any value; the others
-  // take tanh(x) mapped onto the range where they are smooth (UnaryOpEntry::grad_lo..grad_hi).
+  // take x / (|x| + 1) mapped onto the range where they are smooth (UnaryOpEntry::grad_lo..grad_hi;
+  // fuzz_run.cpp's unary_op).
   bool unary(int entry) {
     const UnaryOpEntry& e = unary_op_db()[size_t(entry)];
     int a = pick([&](const Value& x) { return x.numeric(); });
