@@ -101,7 +101,6 @@ BOOST_AUTO_TEST_CASE(binary_ops_broadcast_and_match_reference) {
         Tensor y = c.call(a, b);
         BOOST_TEST(y.dtype() == (compare ? bool_ : t));
         Tolerance tol = tolerance(t);
-        if (t == f32 && c.f32_tol > 0) tol = {c.f32_tol, c.f32_tol};
         if (t == f16 && c.f16_tol > 0) tol = {c.f16_tol, c.f16_tol};
         check_close(y, binary_ref(a, b, out, c.reference), out, tol,
                     c.op + " " + std::string(name(t)) + " " + to_string(sa) + " " + to_string(sb));

@@ -36,8 +36,9 @@ struct BinaryOpEntry {
   std::function<double(double, double)> reference;
   double lhs_lo, lhs_hi, rhs_lo, rhs_hi;  // operands drawn from these ranges (also gradcheck's)
   bool integers = true;                   // also defined on i32 and i64
-  double f32_tol = 0;                     // looser tolerances than tolerance(f32) and tolerance(f16),
-  double f16_tol = 0;                     // where needed (pow: libm's and CUDA's differ in the last bits)
+  double f32_tol = 0;  // CUDA against the CPU in f32, where looser than the default (pow: libm's and
+                       // CUDA's differ in the last bits)
+  double f16_tol = 0;  // against the double reference in f16, where looser than tolerance(f16)
 };
 
 const std::vector<BinaryOpEntry>& binary_op_db();
