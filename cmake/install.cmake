@@ -12,6 +12,7 @@ install(TARGETS kiln kiln_defs kiln_eager_kernels EXPORT kilnTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS kiln_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/kiln.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln)
+install(FILES ${PROJECT_BINARY_DIR}/include/dsl/unary_functions.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln/dsl)
 foreach (layer dsl autograd graph schedules aot)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${layer} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln
           FILES_MATCHING PATTERN "*.h")

@@ -9,16 +9,14 @@
 #include <string>
 #include <vector>
 
-#include "dsl/ops/unary_ops.h"
 #include "dsl/tensor.h"
+#include "dsl/unary_functions.h"  // generated: the unary ops' declarations (cmake/unary_functions.cmake)
 
 namespace kiln {
 
 // Unary: `Tensor name(const Tensor& x)` for each op of dsl/ops/unary_ops.h's list (neg, abs, exp,
-// sin, ...; integer inputs of float ops compute in f32).
-#define KILN_DECLARE_UNARY(name, result, cheap, definition, derivative) Tensor name(const Tensor& x);
-KILN_UNARY_OPS(KILN_DECLARE_UNARY)
-#undef KILN_DECLARE_UNARY
+// sin, ...; integer inputs of float ops compute in f32), declared in the generated
+// dsl/unary_functions.h, which changes only when an op is added or removed.
 Tensor gelu(const Tensor& x, const std::string& approximate = "none");  // or "tanh"
 // grad * d/dx gelu(x), in one kernel: gelu's backward.
 Tensor gelu_backward(const Tensor& grad, const Tensor& x, const std::string& approximate = "none");

@@ -1,6 +1,7 @@
 // The pointwise op functions.
 #include "dsl/dispatch.h"
 #include "dsl/functions.h"
+#include "dsl/ops/unary_ops.h"
 
 namespace kiln {
 

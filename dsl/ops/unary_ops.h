@@ -7,11 +7,13 @@
 //     derivative  the input's gradient as Tensor code of `x` (the input), `y` (the output) and
 //                 `g` (the output's gradient)
 //
-// The list is expanded by dsl/ops/unary.cpp (the op's definition), dsl/functions.h and
-// dsl/api/pointwise.cpp (the function `Tensor name(const Tensor& x)`) and autograd/derivatives.cpp
-// (its derivative rule). Adding such an op takes this line, its kernel line in
-// generators/kernels/pointwise.cmake and its entry in tests/support/op_db.cpp, which gives it
-// eager, gradcheck, CUDA and compile tests. Ops with attributes (gelu) have their own entries.
+// The list is expanded by dsl/ops/unary.cpp (the op's definition), dsl/api/pointwise.cpp (the
+// function `Tensor name(const Tensor& x)`) and autograd/derivatives.cpp (its derivative rule); the
+// build declares the functions from the names alone (cmake/unary_functions.cmake), so a change to
+// one line recompiles those three files and regenerates that op's kernels only. Adding such an op
+// takes this line, its kernel line in generators/kernels/pointwise.cmake and its entry in
+// tests/support/op_db.cpp, which gives it eager, gradcheck, CUDA and compile tests. Ops with
+// attributes (gelu) have their own entries.
 #pragma once
 
 #define KILN_UNARY_OPS(X)                                                                              \
