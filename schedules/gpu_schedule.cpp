@@ -423,16 +423,19 @@ int stage_warp_row_in_registers(const Graph& g, const ScheduleRoot& root, const 
   return staged ? steps : 0;
 }
 
-// A row-wise op or a row reduction with a warp per row and kWarpRows rows per block
-// (schedules/gpu_warp_rows.h): a row reduction's value is written by lane 0.
-void warp_rows(const Graph& g, const Region& r, const ScheduleRoot& root, const LoweredRegion& lowered,
-               const std::set<std::string>& shared, std::vector<Var> v, bool row_wise, int64_t length) {
-  Func f = root.func;
-  std::vector<Var> rows(v.begin() + (row_wise ? 1 : 0), v.end());
-  // Blocks of kWarpRows along the innermost row dim that is not always 1 (a row sum kept as
-  // [8, 1024, 1] walks its rows in the middle dim), by the other row dims fused (within a block
-  // they are one point: fused with the innermost, bounds inference would widen g's rows to the
-  // whole dim and launch a block of thousands of threads).
+// How a warp-row op's rows map onto blocks and lanes.
+struct WarpRowLayout {
+  size_t first = 0;   // the row var the blocks split (rows[first]; the ones before are always 1)
+  int per_block = 1;  // rows a block (block_rows)
+  int width = kWarp;  // lanes a row (row_width)
+};
+
+// Blocks of kWarpRows along the innermost row dim that is not always 1 (a row sum kept as
+// [8, 1024, 1] walks its rows in the middle dim), by the other row dims fused (within a block
+// they are one point: fused with the innermost, bounds inference would widen g's rows to the
+// whole dim and launch a block of thousands of threads). `row_vars`: the root's pure vars that
+// are not the row (all of them for a row reduction), innermost first.
+WarpRowLayout warp_row_layout(const Graph& g, const ScheduleRoot& root, size_t row_vars, bool row_wise, int64_t length) {
   const SymShape& sym = g.values[size_t(root.value)].sym;
   auto dim_of = [&](size_t k) {  // rows[k]'s dim of the shape (outermost first); -1 past the shape
     return int64_t(sym.size()) - 1 - int64_t(k + (row_wise ? 1 : 0));
@@ -441,14 +444,27 @@ void warp_rows(const Graph& g, const Region& r, const ScheduleRoot& root, const 
     int64_t d = dim_of(k);
     return d >= 0 && g.shape_env->canonical(sym[size_t(d)]) == SymDim::constant(1);
   };
-  size_t first = 0;
-  while (first + 1 < rows.size() && always_one(first)) ++first;
-  Var rb("rb"), ry("ry");
-  const int64_t d = dim_of(first);
+  WarpRowLayout l;
+  while (l.first + 1 < row_vars && always_one(l.first)) ++l.first;
+  const int64_t d = dim_of(l.first);
   const int64_t extent = d >= 0 && g.shape_env->canonical(sym[size_t(d)]).is_static()
                              ? g.values[size_t(root.value)].meta.shape[size_t(d)]
                              : 0;  // not static: block_rows keeps a row a block
-  const int per_block = block_rows(length, extent), width = row_width(length, per_block);
+  l.per_block = block_rows(length, extent);
+  l.width = row_width(length, l.per_block);
+  return l;
+}
+
+// A row-wise op or a row reduction with a warp per row and kWarpRows rows per block
+// (schedules/gpu_warp_rows.h): a row reduction's value is written by lane 0.
+void warp_rows(const Graph& g, const Region& r, const ScheduleRoot& root, const LoweredRegion& lowered,
+               const std::set<std::string>& shared, std::vector<Var> v, bool row_wise, int64_t length) {
+  Func f = root.func;
+  std::vector<Var> rows(v.begin() + (row_wise ? 1 : 0), v.end());
+  const WarpRowLayout layout = warp_row_layout(g, root, rows.size(), row_wise, length);
+  const size_t first = layout.first;
+  const int per_block = layout.per_block, width = layout.width;
+  Var rb("rb"), ry("ry");
   f.split(rows[first], rb, ry, per_block, kGuard);
   std::vector<Var> outer(rows.begin() + long(first) + 1, rows.end());  // the size-1 dims inside stay loops of one
   // The row in registers (every step of a lane unrolled: a register has a constant index), else
@@ -473,7 +489,12 @@ void warp_rows(const Graph& g, const Region& r, const ScheduleRoot& root, const 
 }
 
 // Whether a row op runs a warp per row (rows of at most kWarpRowMax, or many long rows) rather than a block.
-bool warp_per_row(const Graph& g, const Region& r, const ScheduleRoot& root, int64_t rows, int64_t length) {
+// A row shorter than the lanes it would get is not (rows of one element alone in their block: Halide
+// 14 guards the lanes past the row's end around the warp shuffles, which then wait for lanes that
+// never arrive, and the kernel never finishes: CUDA fuzz seeds 1001 and 1002).
+bool warp_per_row(const Graph& g, const Region& r, const ScheduleRoot& root, int64_t rows, int64_t length,
+                  size_t row_vars, bool row_wise) {
+  if (length < warp_row_layout(g, root, row_vars, row_wise, length).width) return false;
   for (const Func& inner : root.inner)  // Halide 14 has no 64-bit warp shuffles
     for (const Type& t : inner.output_types())
       if (t.bits() > 32) return false;
@@ -560,7 +581,7 @@ void schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, co
     rows = {block};
   }
   bool per_row = std::all_of(root.inner.begin(), root.inner.end(), [](const Func& g) { return g.dimensions() > 0; });
-  if (per_row && warp_per_row(g, r, root, numel(shape) / (row_wise ? length : 1), length)) {
+  if (per_row && warp_per_row(g, r, root, numel(shape) / (row_wise ? length : 1), length, rows.size(), row_wise)) {
     warp_rows(g, r, root, lowered, shared, v, row_wise, length);
     return;
   }
