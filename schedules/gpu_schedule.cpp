@@ -456,12 +456,13 @@ WarpRowLayout warp_row_layout(const Graph& g, const ScheduleRoot& root, size_t r
 }
 
 // A row-wise op or a row reduction with a warp per row and kWarpRows rows per block
-// (schedules/gpu_warp_rows.h): a row reduction's value is written by lane 0.
+// (schedules/gpu_warp_rows.h), laid out by `layout` (warp_row_layout): a row reduction's value is
+// written by lane 0.
 void warp_rows(const Graph& g, const Region& r, const ScheduleRoot& root, const LoweredRegion& lowered,
-               const std::set<std::string>& shared, std::vector<Var> v, bool row_wise, int64_t length) {
+               const std::set<std::string>& shared, std::vector<Var> v, bool row_wise, int64_t length,
+               const WarpRowLayout& layout) {
   Func f = root.func;
   std::vector<Var> rows(v.begin() + (row_wise ? 1 : 0), v.end());
-  const WarpRowLayout layout = warp_row_layout(g, root, rows.size(), row_wise, length);
   const size_t first = layout.first;
   const int per_block = layout.per_block, width = layout.width;
   Var rb("rb"), ry("ry");
@@ -489,12 +490,12 @@ void warp_rows(const Graph& g, const Region& r, const ScheduleRoot& root, const 
 }
 
 // Whether a row op runs a warp per row (rows of at most kWarpRowMax, or many long rows) rather than a block.
-// A row shorter than the lanes it would get is not (rows of one element alone in their block: Halide
-// 14 guards the lanes past the row's end around the warp shuffles, which then wait for lanes that
-// never arrive, and the kernel never finishes: CUDA fuzz seeds 1001 and 1002).
+// A row shorter than the lanes `layout` gives it is not (a row of one element alone in its block:
+// Halide 14 guards the lanes past the row's end around the warp shuffles, which then wait for
+// lanes that never arrive, and the kernel never finishes: CUDA fuzz seed 1001).
 bool warp_per_row(const Graph& g, const Region& r, const ScheduleRoot& root, int64_t rows, int64_t length,
-                  size_t row_vars, bool row_wise) {
-  if (length < warp_row_layout(g, root, row_vars, row_wise, length).width) return false;
+                  const WarpRowLayout& layout) {
+  if (length < layout.width) return false;
   for (const Func& inner : root.inner)  // Halide 14 has no 64-bit warp shuffles
     for (const Type& t : inner.output_types())
       if (t.bits() > 32) return false;
@@ -581,8 +582,9 @@ void schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, co
     rows = {block};
   }
   bool per_row = std::all_of(root.inner.begin(), root.inner.end(), [](const Func& g) { return g.dimensions() > 0; });
-  if (per_row && warp_per_row(g, r, root, numel(shape) / (row_wise ? length : 1), length, rows.size(), row_wise)) {
-    warp_rows(g, r, root, lowered, shared, v, row_wise, length);
+  const WarpRowLayout layout = warp_row_layout(g, root, rows.size(), row_wise, length);
+  if (per_row && warp_per_row(g, r, root, numel(shape) / (row_wise ? length : 1), length, layout)) {
+    warp_rows(g, r, root, lowered, shared, v, row_wise, length, layout);
     return;
   }
   if (length <= kThreadPerRowMax) {

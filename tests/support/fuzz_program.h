@@ -10,10 +10,9 @@
 //
 // Every step keeps its values in ranges where every op is well conditioned (a unary op of the op
 // database on its operand mapped into the entry's smooth range, safe denominators, magnitudes
-// bounded), tensors stay small (input dims <= 8, at
-// most 4096 elements), and structure comes from a local std::mt19937_64, never from kiln's
-// generator. Programs with `rand_like` steps draw from kiln's generator: seed it (manual_seed)
-// before each run that is compared.
+// bounded), tensors stay small (input dims <= 8, at most 4096 elements), and structure comes from
+// a local std::mt19937_64, never from kiln's generator. Programs with `rand_like` steps draw from
+// kiln's generator: seed it (manual_seed) before each run that is compared.
 #pragma once
 #include <cstdint>
 #include <string>
