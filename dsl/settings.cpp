@@ -33,6 +33,8 @@ const std::vector<SettingInfo>& settings() {
       {"KILN_GPU_ROW_THREADS", "256", "GPU row schedule: threads per block (32-1024)"},
       {"KILN_GPU_ROW_STAGE", "0", "GPU row schedule: 1 stages the rows a block reads several times in shared memory"},
       {"KILN_GPU_ROW_REGISTERS", "1", "GPU row schedule: 0 stages no warp row in registers"},
+      {"KILN_GPU_ROW_HOST", "1",
+       "GPU row schedule: 0 computes per-row values that one row op reads (a recomputed mean and 1/std) in kernels of their own"},
       {"KILN_GPU_ROW_VECTOR", "0", "GPU row schedule: 1 gives each thread 4 consecutive elements"},
       {"KILN_GPU_ROW_WARP", "-1", "GPU row schedule: 1 a warp per row always, 0 never, -1 by the rows' count and length"},
       {"KILN_GPU_ROW_UNROLL", "8", "GPU row schedule: a row reduction's serial steps unrolled (1-16)"},

@@ -60,6 +60,7 @@ struct RowTuning {
   int threads = kThreads;
   bool stage = false;  // stage a block's row in shared memory
   bool registers = true;  // stage a warp's row of static length in its registers
+  bool host = true;  // compute per-row values that one row op reads in its rows (hosted_rows)
   bool vector = false;
   int warp = -1;  // 1: a warp per row always, 0: never, -1: by the rows' count and length
   int unroll = kRowUnroll;  // a row reduction's serial steps unrolled by this: loads of several steps in flight
@@ -74,6 +75,7 @@ const RowTuning& row_tuning() {
     r.threads = int(int_setting("KILN_GPU_ROW_THREADS", kThreads, kWarp, 1024));
     r.stage = flag_setting("KILN_GPU_ROW_STAGE", false);
     r.registers = flag_setting("KILN_GPU_ROW_REGISTERS", true);
+    r.host = flag_setting("KILN_GPU_ROW_HOST", true);
     r.vector = flag_setting("KILN_GPU_ROW_VECTOR", false);
     r.warp = int(int_setting("KILN_GPU_ROW_WARP", -1, -1, 1));
     r.unroll = int(int_setting("KILN_GPU_ROW_UNROLL", kRowUnroll, 1, 16));
@@ -94,23 +96,26 @@ int warp_rows_per_block(int64_t length) {
   return length <= kShortWarpRow ? kShortWarpRows : kWarpRows;
 }
 
-// Rows per block of a warp-row op whose blocks split a row dim of `extent` rows (0: not static):
-// the most, up to warp_rows_per_block, that divide it. The reductions are computed once per block
-// for all of its rows, so a last block past the end (GuardWithIf guards the output only) would
-// read rows that do not exist: softmax of [1000, 64] with 16 rows a block asked for 1008 rows.
-int block_rows(int64_t length, int64_t extent) {
-  int n = warp_rows_per_block(length);
-  if (extent <= 0) return 1;
-  while (n > 1 && extent % n != 0) --n;
-  return n;
-}
-
 // Lanes of each row of a warp-row op whose rows have `length` elements, `per_block` rows a block
 // (block_rows): a warp's 32, or fewer for short rows, which then share a warp (32 / width rows a
 // warp). A row alone in its block keeps the warp: a block of 8 threads would hide no latency.
 int row_width(int64_t length, int per_block) {
   if (length > kShortWarpRow || per_block == 1) return kWarp;
   return row_tuning().row_width > 0 ? row_tuning().row_width : kShortRowWidth;
+}
+
+// Rows per block of a warp-row op whose blocks split a row dim of `extent` rows (0: not static):
+// the most, up to warp_rows_per_block, that divide it and fill whole warps. The reductions are
+// computed once per block for all of its rows, so a last block past the end (GuardWithIf guards
+// the output only) would read rows that do not exist: softmax of [1000, 64] with 16 rows a block
+// asked for 1008 rows. Halide's shuffles name the whole warp (shfl.sync with mask -1), which PTX
+// leaves undefined where the mask names threads that do not exist, so a block's threads are whole
+// warps (6 rows of 8 lanes made a block of 48 threads, its second warp half empty).
+int block_rows(int64_t length, int64_t extent) {
+  int n = warp_rows_per_block(length);
+  if (extent <= 0) return 1;
+  while (n > 1 && (extent % n != 0 || n * row_width(length, n) % kWarp != 0)) --n;
+  return n;
 }
 
 using warp_rows::fuse_all;
@@ -423,6 +428,9 @@ int stage_warp_row_in_registers(const Graph& g, const ScheduleRoot& root, const 
   return staged ? steps : 0;
 }
 
+// Stored per-row roots that a row op computes in its own rows (hosted_rows), in order.
+using Hosted = std::vector<const ScheduleRoot*>;
+
 // How a warp-row op's rows map onto blocks and lanes.
 struct WarpRowLayout {
   size_t first = 0;   // the row var the blocks split (rows[first]; the ones before are always 1)
@@ -460,7 +468,7 @@ WarpRowLayout warp_row_layout(const Graph& g, const ScheduleRoot& root, size_t r
 // written by lane 0.
 void warp_rows(const Graph& g, const Region& r, const ScheduleRoot& root, const LoweredRegion& lowered,
                const std::set<std::string>& shared, std::vector<Var> v, bool row_wise, int64_t length,
-               const WarpRowLayout& layout) {
+               const WarpRowLayout& layout, const Hosted& hosted) {
   Func f = root.func;
   std::vector<Var> rows(v.begin() + (row_wise ? 1 : 0), v.end());
   const size_t first = layout.first;
@@ -487,15 +495,23 @@ void warp_rows(const Graph& g, const Region& r, const ScheduleRoot& root, const 
   const int reduce_lanes = warp_reduction_lanes(g, root.value, row_wise, length, width, lanes);
   for (Func inner : root.inner)
     warp_rows::warp_reduction(inner, f, rb, reduce_lanes, unroll, row_tuning().combine, width);
+  for (const ScheduleRoot* h : hosted) {
+    Func(h->func).compute_at(f, rb);
+    const int h_lanes = warp_reduction_lanes(g, reducing_value(*h), false, length, width, lanes);
+    for (Func inner : h->inner) warp_rows::warp_reduction(inner, f, rb, h_lanes, unroll, row_tuning().combine, width);
+  }
 }
 
 // Whether a row op runs a warp per row (rows of at most kWarpRowMax, or many long rows) rather than a block.
-// A row shorter than the lanes `layout` gives it is not (a row of one element alone in its block:
-// Halide 14 guards the lanes past the row's end around the warp shuffles, which then wait for
-// lanes that never arrive, and the kernel never finishes: CUDA fuzz seed 1001).
+// A row shorter than the lanes `layout` gives it is not, nor one whose last step along the row
+// falls to one lane (33 elements on 32 lanes, 9 on 8): Halide 14 drops the lane loop of that step
+// (its extent is 1) and issues the warp shuffles that read the lanes' partials in lane 0 alone,
+// under a guard, so they wait for lanes that never arrive and the kernel never finishes (CUDA
+// fuzz seed 1001: a mean over [1, 1]; softmax of [6, 33] on an H100). A last step of several
+// lanes keeps its loop ([997, 48] passes).
 bool warp_per_row(const Graph& g, const Region& r, const ScheduleRoot& root, int64_t rows, int64_t length,
                   const WarpRowLayout& layout) {
-  if (length < layout.width) return false;
+  if (length < layout.width || length % layout.width == 1) return false;
   for (const Func& inner : root.inner)  // Halide 14 has no 64-bit warp shuffles
     for (const Type& t : inner.output_types())
       if (t.bits() > 32) return false;
@@ -521,9 +537,11 @@ int64_t row_length(const Graph& g, int value) {
   return s.empty() ? 1 : s.back();
 }
 
-// `shared`: the Funcs that several roots compute (shared_funcs).
-void schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, const LoweredRegion& lowered,
-                   const std::set<std::string>& shared) {
+// `shared`: the Funcs that several roots compute (shared_funcs); `hosted`: the per-row roots to
+// compute in root's rows (hosted_rows). Returns whether it placed them there: only a row-wise op a
+// warp or a block per row does.
+bool schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, const LoweredRegion& lowered,
+                   const std::set<std::string>& shared, const Hosted& hosted = {}) {
   Func f = root.func;
   f.compute_root();
   const Shape& shape = g.values[size_t(root.value)].meta.shape;
@@ -536,11 +554,11 @@ void schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, co
     std::optional<AcrossRead> read = across_read(g, r, lowered, root);
     if (read && !shared.count(read->reader.name())) {
       transposed_tiles(root, *read);
-      return;
+      return false;
     }
     pointwise(f, vector_lanes(g, r, root.value), cat_chunks(g, root.value));
     for (Func inner : root.inner) on_one_thread(inner);  // no such op lowers on CUDA; kept off the host
-    return;
+    return false;
   }
   if (kind == Reduces::columns) {
     pointwise(f, 1);
@@ -554,14 +572,14 @@ void schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, co
     bool in_threads = stores_sums && root.inner.size() == 1;
     for (Func inner : root.inner)
       column_reduction(inner, numel(shape), reduction_length(g, reducing), in_threads ? f : Func());
-    return;
+    return false;
   }
   if (v.empty()) {  // everything reduced
     bool full = std::all_of(root.inner.begin(), root.inner.end(), [](const Func& g) { return g.dimensions() == 0; });
     if (full && reduction_length(g, reducing) <= kBlockFullMax) {  // one block, as a row
       f.gpu_blocks(Var::outermost());
       for (Func inner : root.inner) block_reduction(inner, f, Var::outermost());
-      return;
+      return false;
     }
     // Partial sums over the grid; per-row reductions inside (cross_entropy): a thread per row.
     f.gpu_single_thread();
@@ -569,7 +587,7 @@ void schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, co
       if (inner.dimensions() == 0) full_reduction(inner, reduction_length(g, reducing));
       else column_reduction(inner, kFewColumns, 0);  // kept as is: no split
     }
-    return;
+    return false;
   }
   int64_t work = root.fused_row_op >= 0 ? 1 : reduction_length(g, reducing);
   bool row_wise = work == 1;  // the output keeps the row (softmax, layer_norm): the row is v[0]
@@ -584,8 +602,8 @@ void schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, co
   bool per_row = std::all_of(root.inner.begin(), root.inner.end(), [](const Func& g) { return g.dimensions() > 0; });
   const WarpRowLayout layout = warp_row_layout(g, root, rows.size(), row_wise, length);
   if (per_row && warp_per_row(g, r, root, numel(shape) / (row_wise ? length : 1), length, layout)) {
-    warp_rows(g, r, root, lowered, shared, v, row_wise, length, layout);
-    return;
+    warp_rows(g, r, root, lowered, shared, v, row_wise, length, layout, row_wise ? hosted : Hosted{});
+    return row_wise;
   }
   if (length <= kThreadPerRowMax) {
     // One thread per row; a row-wise output's row loop runs inside the thread.
@@ -593,7 +611,7 @@ void schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, co
     f.gpu_tile(fuse_all(f, rows), bx, tx, kThreads, kGuard);
     if (row_wise) f.reorder(v[0], tx, bx);
     for (Func inner : root.inner) inner.compute_at(f, tx);
-    return;
+    return false;
   }
   Var row = fuse_all(f, rows);
   if (row_wise) {  // each thread writes 4 consecutive elements per step when the row allows
@@ -609,6 +627,66 @@ void schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, co
   f.gpu_blocks(row);
   for (Func inner : root.inner) block_reduction(inner, f, row);
   if (row_wise) stage_block_row(root, lowered.inputs, shared, row, length);
+  if (!row_wise) return false;
+  for (const ScheduleRoot* h : hosted) {
+    Func(h->func).compute_at(f, row);
+    for (Func inner : h->inner) block_reduction(inner, f, row);
+  }
+  return true;
+}
+
+// The dims of `value`'s shape that are not always 1, without its last `drop` dims.
+std::vector<SymDim> kept_dims(const Graph& g, int value, size_t drop) {
+  const SymShape& sym = g.values[size_t(value)].sym;
+  std::vector<SymDim> kept;
+  for (size_t d = 0; d + drop < sym.size(); ++d)
+    if (SymDim c = g.shape_env->canonical(sym[d]); !(c == SymDim::constant(1))) kept.push_back(c);
+  return kept;
+}
+
+// The stored roots that another root computes in its rows, for each root. A layer norm's backward
+// that recomputes its row statistics reads the mean and 1/std at every element of its rows;
+// stored at the root, each was a kernel that read the rows from memory again ([8192, 4096]: 3
+// kernels, 5 passes over the rows where the gradient needs 3). Root h is hosted by root o when it
+// is no output of the region, o reads it, and no root other than o and the roots o hosts does; h
+// reduces rows as long as o's into one value per row of o (its dims not always 1 are o's, the
+// row aside); and the region computes nothing over its inputs' memory (in_place.h). Only a
+// row-wise op run a warp or a block per row places them (schedule_root); others leave them at the
+// root.
+std::vector<Hosted> hosted_rows(const Graph& g, const Region& r, const std::vector<ScheduleRoot>& roots) {
+  std::vector<Hosted> hosted(roots.size());
+  if (!row_tuning().host || !r.in_place.empty()) return hosted;
+  std::vector<std::vector<int>> readers(roots.size());
+  for (size_t k = 0; k < roots.size(); ++k)
+    for (int h : roots[k].reads) readers[size_t(h)].push_back(int(k));
+  std::vector<int> host(roots.size(), -1);
+  auto candidate = [&](size_t h, size_t o) {
+    const ScheduleRoot &rh = roots[h], &ro = roots[o];
+    const int reducing = reducing_value(rh);
+    if (std::count(r.outputs.begin(), r.outputs.end(), rh.value) || rh.inner.empty() || rh.fused_row_op >= 0 ||
+        reduction_kind(g, reducing) != Reduces::rows || g.values[size_t(ro.value)].sym.empty())
+      return false;
+    for (const Func& inner : rh.inner)
+      if (inner.dimensions() == 0) return false;
+    return reduction_length(g, reducing) == row_length(g, ro.value) && kept_dims(g, rh.value, 0) == kept_dims(g, ro.value, 1);
+  };
+  for (bool changed = true; changed;) {  // a root read by o and by a root o hosts (the mean, read by 1/std's variance)
+    changed = false;
+    for (size_t h = 0; h < roots.size(); ++h) {
+      if (host[h] >= 0 || readers[h].empty() || std::count(host.begin(), host.end(), int(h))) continue;
+      for (int o : readers[h]) {
+        bool only_o = std::all_of(readers[h].begin(), readers[h].end(), [&](int k) { return k == o || host[size_t(k)] == o; });
+        if (host[size_t(o)] < 0 && only_o && candidate(h, size_t(o))) {
+          host[h] = o;
+          changed = true;
+          break;
+        }
+      }
+    }
+  }
+  for (size_t h = 0; h < roots.size(); ++h)
+    if (host[h] >= 0) hosted[size_t(host[h])].push_back(&roots[h]);
+  return hosted;
 }
 
 }  // namespace
@@ -618,7 +696,7 @@ std::string gpu_schedule_tuning() {
   return "row_threads=" + std::to_string(t.threads) + ",row_stage=" + std::to_string(t.stage) +
          ",row_vector=" + std::to_string(t.vector) + ",row_warp=" + std::to_string(t.warp) +
          ",row_unroll=" + std::to_string(t.unroll) + ",warp_rows=" + std::to_string(t.warp_rows) + ",row_width=" + std::to_string(t.row_width) +
-         ",row_registers=" + std::to_string(t.registers) +
+         ",row_registers=" + std::to_string(t.registers) + ",row_host=" + std::to_string(t.host) +
          ",warp_combine=" + (t.combine == warp_rows::LaneCombine::vector ? "vector" : "serial");
 }
 
@@ -626,7 +704,14 @@ void schedule_gpu(const Graph& g, const Region& r, LoweredRegion& lowered) {
   KILN_CHECK(lowered.gemms.empty(), "kiln GPU schedule: a GEMM was lowered into a CUDA pipeline");
   std::vector<ScheduleRoot> roots = schedule_roots(lowered);
   std::set<std::string> shared = shared_funcs(roots);
-  for (const ScheduleRoot& root : roots) schedule_root(g, r, root, lowered, shared);
+  std::vector<Hosted> hosted = hosted_rows(g, r, roots);
+  std::set<const ScheduleRoot*> guests;
+  for (const Hosted& h : hosted) guests.insert(h.begin(), h.end());
+  for (size_t k = 0; k < roots.size(); ++k) {
+    if (guests.count(&roots[k])) continue;
+    if (schedule_root(g, r, roots[k], lowered, shared, hosted[k])) continue;
+    for (const ScheduleRoot* h : hosted[k]) schedule_root(g, r, *h, lowered, shared);  // not placed in k's rows
+  }
 }
 
 }  // namespace kiln

@@ -1,5 +1,6 @@
 #include "schedules/schedule_roots.h"
 
+#include <map>
 #include <numeric>
 #include <set>
 #include <string>
@@ -143,6 +144,18 @@ std::vector<ScheduleRoot> schedule_roots(const LoweredRegion& lowered) {
       auto fused = lowered.fused_row_ops.find(c.name());
       if (fused != lowered.fused_row_ops.end()) root.fused_row_op = fused->second;
     }
+  std::map<std::string, int> index;
+  for (size_t k = 0; k < roots.size(); ++k) index.emplace(roots[k].func.name(), int(k));
+  for (ScheduleRoot& root : roots) {
+    std::vector<Func> own{root.func};
+    own.insert(own.end(), root.inner.begin(), root.inner.end());
+    own.insert(own.end(), root.inlined.begin(), root.inlined.end());
+    std::set<int> reads;
+    for (const Func& f : own)
+      for (const auto& [name, callee] : Internal::find_direct_calls(f.function()))
+        if (auto k = index.find(name); k != index.end() && k->first != root.func.name()) reads.insert(k->second);
+    root.reads.assign(reads.begin(), reads.end());
+  }
   for (ScheduleRoot& root : roots) {
     auto epilogue = lowered.reduction_epilogues.find(root.value);
     if (epilogue != lowered.reduction_epilogues.end()) root.reduction = epilogue->second;

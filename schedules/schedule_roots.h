@@ -25,6 +25,9 @@ struct ScheduleRoot {
   // A reduction whose result this Func stores through pointwise ops and views of the reduced
   // shape (LoweredRegion::reduction_epilogues), or -1. The Func then has the reduced shape.
   int reduction = -1;
+  // The other roots this one reads (their Funcs called by its Func, its reductions or the Funcs
+  // inlined into them): indices into schedule_roots' result.
+  std::vector<int> reads;
 };
 
 std::vector<ScheduleRoot> schedule_roots(const LoweredRegion& lowered);

@@ -165,6 +165,7 @@ BOOST_AUTO_TEST_CASE(row_ops_over_any_row_count_match_the_cpu, *needs_cuda()) {
   };
   for (Shape s : {Shape{1000, 64}, Shape{997, 48}, Shape{1001, 1024}, Shape{13, 3000}, Shape{6, 33}}) {
     BOOST_TEST_CONTEXT(to_string(s)) {
+      BOOST_TEST_MESSAGE("rows: " << to_string(s));  // a kernel that never finishes shows where
       manual_seed(uint64_t(s[0]));
       TensorList xs = {randn(s), randn({s[1]}), randn({s[1]})};
       TensorList want = ops(xs);
@@ -174,6 +175,40 @@ BOOST_AUTO_TEST_CASE(row_ops_over_any_row_count_match_the_cpu, *needs_cuda()) {
       for (size_t i = 0; i < want.size(); ++i)
         check_close(got[i].to(Device::cpu()), host_values(want[i]), want[i].shape(), {1e-4, 1e-5},
                     "output " + std::to_string(i));
+    }
+  }
+}
+
+// A layer norm's backward that recomputes its row statistics, as the bench's layernorm_bwd_rows
+// and torch.compile's twin write it: the mean and 1/std are computed in the gradient's rows
+// (gpu_schedule.cpp, hosted_rows), a warp or a block per row; beside a weight gradient (a column
+// sum of x-hat) they stay stored. Against the CPU, over short, odd and long rows.
+BOOST_AUTO_TEST_CASE(layer_norm_backward_with_its_statistics_in_its_rows_matches_the_cpu, *needs_cuda()) {
+  auto backward = [](bool weight_gradient) {
+    return [weight_gradient](std::vector<Tensor> v) {
+      const Tensor &x = v[0], &w = v[1], &dy = v[2];
+      Tensor xc = x - mean(x, {-1}, true);
+      Tensor rstd = rsqrt(mean(xc * xc, {-1}, true) + 1e-5);
+      Tensor xhat = xc * rstd, g = dy * w;
+      Tensor dx = rstd * (g - mean(g, {-1}, true) - xhat * mean(g * xhat, {-1}, true));
+      if (!weight_gradient) return TensorList{dx};
+      return TensorList{dx, sum(dy * xhat, {0})};
+    };
+  };
+  for (Shape s : {Shape{1000, 64}, Shape{6, 33}, Shape{997, 768}, Shape{64, 4096}, Shape{13, 3000}}) {
+    for (bool weight_gradient : {false, true}) {
+      BOOST_TEST_CONTEXT(to_string(s) << (weight_gradient ? " with a weight gradient" : "")) {
+        BOOST_TEST_MESSAGE("layer norm backward: " << to_string(s) << (weight_gradient ? " with a weight gradient" : ""));
+        manual_seed(uint64_t(s[0] + s[1]));
+        TensorList xs = {randn(s), randn({s[1]}), randn(s)};
+        TensorList want = backward(weight_gradient)(xs);
+        auto f = compile(backward(weight_gradient), {.backend = "halide", .name = "cuda_ln_backward_" + std::to_string(s[0]) + (weight_gradient ? "_w" : "")});
+        TensorList got = f(to_cuda(xs));
+        BOOST_TEST_REQUIRE(got.size() == want.size());
+        for (size_t i = 0; i < want.size(); ++i)
+          check_close(got[i].to(Device::cpu()), host_values(want[i]), want[i].shape(), {1e-4, 1e-4},
+                      "output " + std::to_string(i));
+      }
     }
   }
 }

@@ -382,6 +382,39 @@ BOOST_AUTO_TEST_CASE(layer_norm_backward_computes_its_row_sums_in_the_gradients_
   BOOST_TEST(narrow_gpu_launches(launches).empty());
 }
 
+// A layer norm's backward that recomputes its row statistics (the bench's layernorm_bwd_rows, and
+// torch.compile's twin) reads the mean and 1/std at every element of its rows; they are computed
+// in the gradient's rows (hosted_rows in gpu_schedule.cpp): one kernel, a block per row of 4096, a
+// warp per row of 768. Stored at the root, each was a kernel that read the rows again (3 kernels;
+// 2160 GB/s counting 3 passes on one H200, 0.53 of the copy). With a column sum of x-hat beside
+// it (a weight gradient), the statistics are read by two kernels and stay stored.
+BOOST_AUTO_TEST_CASE(row_statistics_read_by_one_row_op_are_computed_in_its_rows) {
+  for (int64_t C : {int64_t(4096), int64_t(768)}) {
+    for (bool weight_gradient : {false, true}) {
+      Builder b;
+      const int64_t T = 8192;
+      int x = b.input({T, C}), w = b.input({C}), g = b.input({T, C});
+      std::vector<int64_t> last{-1};
+      auto mean = [&](int v) { return b.op("mean", {v}, {{"dims", last}, {"keepdim", true}}); };
+      int centered = b.op("sub", {x, mean(x)});
+      int rstd = b.op("rsqrt", {b.op("add", {mean(b.op("mul", {centered, centered})), b.scalar(1e-5)})});
+      int xhat = b.op("mul", {centered, rstd});
+      int gw = b.op("mul", {g, w});
+      int inner = b.op("sub", {b.op("sub", {gw, mean(gw)}), b.op("mul", {xhat, mean(b.op("mul", {gw, xhat}))})});
+      b.g.outputs = {b.op("mul", {rstd, inner})};
+      if (weight_gradient)
+        b.g.outputs.push_back(b.op("sum", {b.op("mul", {g, xhat})}, {{"dims", std::vector<int64_t>{0}}, {"keepdim", false}}));
+      auto [launches, stmt] = launches_of(b.g);
+      BOOST_TEST_CONTEXT("C = " << C << (weight_gradient ? ", with a weight gradient" : "")) {
+        int row_kernels = 0;
+        for (const GpuLaunch& k : launches) row_kernels += k.blocks == T;
+        BOOST_TEST(row_kernels == (weight_gradient ? 3 : 1));
+        BOOST_TEST(narrow_gpu_launches(launches).empty());
+      }
+    }
+  }
+}
+
 // Reductions stored through their epilogues, and the cases that must not be: a softmax over
 // columns reads its column sums at every element (computed once, not by every thread); two
 // reductions added into one value each keep their own schedule (a row sum a warp per row, a
@@ -600,30 +633,37 @@ BOOST_AUTO_TEST_CASE(rows_of_64_share_a_warp_eight_lanes_a_row) {
 
 // A block's rows share its reductions, computed for all of them: the rows per block divide the
 // row count, or the last block would read rows past the end. Softmax of [1000, 64] with 16 rows a
-// block asked its input for 1008 rows (Halide's bounds error at run time); 1000 rows take 10 a
-// block, 1001 (7 x 11 x 13) take 13, and a prime count a warp per row, one row a block.
-BOOST_AUTO_TEST_CASE(short_rows_per_block_divide_the_rows) {
-  for (auto [rows, per_block, width] : {std::tuple<int64_t, int64_t, int64_t>{1000, 10, 8}, {1001, 13, 8}, {997, 1, 32}}) {
+// block asked its input for 1008 rows (Halide's bounds error at run time). The rows of a block
+// also fill whole warps, as Halide's shuffles name all 32 lanes (PTX leaves that undefined for
+// threads that do not exist). 1000 rows take 8 a block of 8 lanes each (10 would leave a warp half
+// empty), 1001 (7 x 11 x 13), 6 and a prime count a warp per row, one row a block.
+BOOST_AUTO_TEST_CASE(short_rows_per_block_divide_the_rows_and_fill_whole_warps) {
+  for (auto [rows, length, per_block, width] :
+       {std::tuple<int64_t, int64_t, int64_t, int64_t>{1000, 64, 8, 8}, {1001, 64, 1, 32}, {997, 64, 1, 32}, {6, 34, 1, 32},
+        {1024, 64, 16, 8}}) {
     Builder b;
-    b.g.outputs = {b.op("softmax", {b.input({rows, 64})}, {{"dim", int64_t(-1)}})};
+    b.g.outputs = {b.op("softmax", {b.input({rows, length})}, {{"dim", int64_t(-1)}})};
     auto [launches, stmt] = launches_of(b.g);
-    BOOST_TEST_CONTEXT(rows << " rows") {
+    BOOST_TEST_CONTEXT(rows << " rows of " << length) {
       BOOST_TEST_REQUIRE(launches.size() == 1u);
       BOOST_TEST(launches[0].blocks == rows / per_block);
       BOOST_TEST(launches[0].threads == per_block * width);
+      BOOST_TEST(launches[0].threads % 32 == 0);
       // The input's required rows end at the last row.
       BOOST_TEST(count(stmt, "(\"Input buffer in_0\", 1, 0, " + std::to_string(rows - 1) + ",") == 1);
     }
   }
 }
 
-// A row shorter than the lanes a warp row would give it runs a thread per row: Halide 14 guards
-// the lanes past the row's end around the warp shuffles, which wait for lanes that never arrive
-// (CUDA fuzz seed 1001: a mean over [1, 1] rows never finished on the H100). Rows that fill their
-// lanes keep the warp.
-BOOST_AUTO_TEST_CASE(rows_shorter_than_their_lanes_run_without_warp_shuffles) {
+// A row shorter than the lanes a warp row would give it, or whose last step falls to one lane,
+// runs a thread per row: Halide 14 issues the shuffles of that step in lane 0 alone, and they wait
+// for lanes that never arrive (CUDA fuzz seed 1001: a mean over [1, 1] rows, and softmax of
+// [6, 33], never finished on an H100). Rows that fill their lanes, or end in a step of several
+// lanes ([997, 48] passed there), keep the warp.
+BOOST_AUTO_TEST_CASE(rows_shorter_than_their_lanes_or_ending_in_one_lane_run_without_warp_shuffles) {
   for (auto [shape, warp] : {std::pair<Shape, bool>{{1, 1}, false}, {{1, 20}, false}, {{1000, 4}, false},
-                             {{1, 32}, true}, {{1000, 64}, true}}) {
+                             {{6, 33}, false}, {{1000, 9}, false}, {{1, 32}, true}, {{1000, 64}, true},
+                             {{997, 48}, true}, {{1000, 10}, true}}) {
     Builder b;
     b.g.outputs = {b.op("mean", {b.input(shape)}, {{"dims", std::vector<int64_t>{-1}}, {"keepdim", true}})};
     auto [launches, stmt] = launches_of(b.g);
