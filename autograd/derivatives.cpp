@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <algorithm>
 
+#include "dsl/composite_math.h"
 #include "dsl/creation.h"
 #include "dsl/dispatch.h"
 #include "dsl/error.h"
@@ -98,9 +99,7 @@ TensorList layer_norm_backward(const TensorList& in, const Tensor& g, const Attr
     return {gx, sum_to(g * xhat, in[1].shape()), sum_to(g, in[2].shape())};
   }
   std::vector<int64_t> dims = last_dims(x, a.get<std::vector<int64_t>>("normalized_shape").size());
-  Tensor centered = x - mean(x, dims, true);
-  Tensor rstd = rsqrt(mean(square(centered), dims, true) + a.get<double>("eps"));
-  Tensor xhat = centered * rstd;
+  auto [centered, rstd, xhat] = normalize_rows(x, dims, a.get<double>("eps"));
   Tensor gxhat = in.size() == 3 ? g * in[1] : g;
   Tensor gx = rstd * (gxhat - mean(gxhat, dims, true) - xhat * mean(gxhat * xhat, dims, true));
   if (in.size() == 1) return {gx};

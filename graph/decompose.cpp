@@ -1,6 +1,7 @@
 #include <functional>
 #include <map>
 
+#include "dsl/composite_math.h"
 #include "dsl/error.h"
 #include "graph/emitter.h"
 #include "graph/passes.h"
@@ -52,17 +53,14 @@ int log_softmax_rule(Emitter& e, const GraphNode& n, const std::vector<int>& ins
 }
 
 int layer_norm_rule(Emitter& e, const GraphNode& n, const std::vector<int>& ins) {
-  int x = e.cast(ins[0], e.compute);
-  int64_t rank = rank_of(e, x);
+  Emitted x{&e, e.cast(ins[0], e.compute)};
+  int64_t rank = rank_of(e, x.v);
   int64_t k = int64_t(n.attrs.get<std::vector<int64_t>>("normalized_shape").size());
   std::vector<int64_t> dims;
   for (int64_t d = rank - k; d < rank; ++d) dims.push_back(d);
-  int xc = e.op("sub", {x, e.reduce("mean", x, dims)});
-  int var = e.reduce("mean", e.op("square", {xc}), dims);
-  int rstd = e.op("rsqrt", {e.op("add", {var, e.constant(n.attrs.get<double>("eps"))})});
-  int y = e.op("mul", {xc, rstd});
-  if (ins.size() == 3) y = e.op("add", {e.op("mul", {y, ins[1]}), ins[2]});
-  return y;
+  Emitted y = normalize_rows(x, dims, n.attrs.get<double>("eps")).xhat;
+  if (ins.size() == 3) y = y * Emitted{&e, ins[1]} + Emitted{&e, ins[2]};
+  return y.v;
 }
 
 // Only the tanh form decomposes; gelu(approximate="none") stays one op (its erf is one
@@ -71,8 +69,8 @@ int gelu_rule(Emitter& e, const GraphNode& n, const std::vector<int>& ins) {
   if (n.attrs.get_or<std::string>("approximate", "none") != "tanh") return -1;
   int x = e.cast(ins[0], e.compute);
   int cube = e.op("mul", {e.op("square", {x}), x});
-  int inner = e.op("add", {x, e.op("mul", {e.constant(0.044715), cube})});
-  int t = e.op("tanh", {e.op("mul", {e.constant(0.7978845608028654), inner})});  // sqrt(2/pi)
+  int inner = e.op("add", {x, e.op("mul", {e.constant(kGeluCubic), cube})});
+  int t = e.op("tanh", {e.op("mul", {e.constant(kGeluScale), inner})});
   int half_x = e.op("mul", {e.constant(0.5), x});
   return e.op("mul", {half_x, e.op("add", {e.constant(1.0), t})});
 }

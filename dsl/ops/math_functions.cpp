@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "dsl/composite_math.h"
+
 namespace kiln {
 
 using namespace Halide;
@@ -95,7 +97,6 @@ Expr tanh_expr(Expr x) {
   return select(is_nan(x), x, v);
 }
 
-constexpr double kGeluK = 0.7978845608028654, kGeluC = 0.044715;  // sqrt(2 / pi), the cubic term
 
 namespace {
 
@@ -104,8 +105,9 @@ Expr one(const Expr& x) { return Internal::make_one(x.type()); }
 // gelu(x) = x (1 + s(x)) / 2 with s(x) = erf(x / sqrt 2), or in the tanh form
 // s(x) = tanh(u), u = sqrt(2 / pi) (x + 0.044715 x^3).
 Expr gelu_s(const Expr& x, const std::string& approximate) {
-  if (approximate == "tanh") return tanh_expr(constant(x.type(), kGeluK) * (x + constant(x.type(), kGeluC) * x * x * x));
-  return erf_expr(x * constant(x.type(), 0.7071067811865476));
+  Type t = x.type();
+  if (approximate == "tanh") return tanh_expr(constant(t, kGeluScale) * (x + constant(t, kGeluCubic) * x * x * x));
+  return erf_expr(x * constant(t, 0.7071067811865476));
 }
 
 }  // namespace
@@ -115,12 +117,13 @@ Expr gelu_expr(Expr x, const std::string& approximate) {
 }
 
 // d/dx gelu(x) = (1 + s) / 2 + x s'(x) / 2: s' = 2 phi(x) for erf (phi the normal density), and
-// (1 - s^2) k (1 + 3 c x^2) for the tanh form (k = kGeluK, c = kGeluC).
+// (1 - s^2) k (1 + 3 c x^2) for the tanh form (k = kGeluScale, c = kGeluCubic).
 Expr gelu_grad_expr(Expr x, const std::string& approximate) {
   Type t = x.type();
   Expr half = constant(t, 0.5), s = gelu_s(x, approximate);
   if (approximate == "tanh")
-    return half * (one(x) + s) + half * x * (one(x) - s * s) * constant(t, kGeluK) * (one(x) + constant(t, 3 * kGeluC) * x * x);
+    return half * (one(x) + s) +
+           half * x * (one(x) - s * s) * constant(t, kGeluScale) * (one(x) + constant(t, 3 * kGeluCubic) * x * x);
   Expr pdf = exp(constant(t, -0.5) * x * x) * constant(t, 0.3989422804014327);  // 1 / sqrt(2 pi)
   return half * (one(x) + s) + x * pdf;
 }
