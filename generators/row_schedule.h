@@ -20,6 +20,7 @@
 
 #include "dsl/halide_def.h"
 #include "dsl/parallel_grain.h"
+#include "schedules/gpu_row_constants.h"
 #include "schedules/gpu_warp_rows.h"
 
 namespace kiln {
@@ -137,9 +138,9 @@ inline void schedule_rows(Halide::Func out, const RowLayout& L) {
 // are read where they are used. Rows laid out
 // across memory (column reductions) are correct but read uncoalesced: the compiled path, which
 // knows the layout, schedules those as thread-per-row.
-inline constexpr int kGpuThreads = 256;
-inline constexpr int kGpuWarp = 32;
-inline constexpr int kGpuUnroll = 8;  // a thread's steps along a row unrolled: loads in flight together
+inline constexpr int kGpuThreads = gpu_rows::kThreads;
+inline constexpr int kGpuWarp = warp_rows::kWarp;
+inline constexpr int kGpuUnroll = gpu_rows::kRowUnroll;
 
 inline void schedule_rows_gpu(Halide::Func out, const RowLayout& L) {
   using namespace Halide;
@@ -181,8 +182,8 @@ inline void schedule_rows_gpu(Halide::Func out, const RowLayout& L) {
 // neighbouring threads read neighbouring elements, with about kGpuColumnThreads threads in all;
 // then a thread per result adds up its chunks. The block-per-row schedule read such rows one
 // element per 32-byte sector.
-inline constexpr int kGpuColumnThreads = 1 << 17;
-inline constexpr int kGpuColumnChunkMin = 32;
+inline constexpr int kGpuColumnThreads = int(gpu_rows::kColumnThreads);
+inline constexpr int kGpuColumnChunkMin = int(gpu_rows::kColumnChunkMin);
 
 inline void schedule_columns_gpu(Halide::Func out, const RowLayout& L) {
   using namespace Halide;
@@ -206,7 +207,7 @@ inline void schedule_columns_gpu(Halide::Func out, const RowLayout& L) {
 // of 256 threads per row idles most of its threads on short rows (a [98304, 1024] softmax: 1276
 // GB/s against the compiled warp rows' 2472 on one H200). Lanes read one element at a time: the
 // kernel does not know whether rows start 16-byte aligned. Pure per-row values are inlined.
-inline constexpr int kGpuWarpRows = 1;  // as the compiled schedule (schedules/gpu_schedule.cpp)
+inline constexpr int kGpuWarpRows = gpu_rows::kWarpRows;
 
 // A 2-D input as the warp kernels read it: rows clamped to the last one. A block's reductions are
 // computed for all kGpuWarpRows rows of the block, also past the last row of a partial block.

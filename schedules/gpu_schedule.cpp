@@ -8,6 +8,7 @@
 
 #include "dsl/error.h"
 #include "dsl/shape.h"
+#include "schedules/gpu_row_constants.h"
 #include "schedules/gpu_row_staging.h"
 #include "schedules/gpu_transpose.h"
 #include "schedules/gpu_warp_rows.h"
@@ -20,7 +21,7 @@ using namespace Halide;
 
 namespace {
 
-constexpr int kThreads = 256;
+using gpu_rows::kColumnChunkMin, gpu_rows::kColumnThreads, gpu_rows::kRowUnroll, gpu_rows::kThreads, gpu_rows::kWarpRows;
 constexpr int kWarp = warp_rows::kWarp;
 constexpr int64_t kThreadPerRowMax = 64;     // rows this short: one thread per row
 constexpr int64_t kFullPartials = 1 << 16;   // threads of a full reduction's first pass
@@ -28,16 +29,10 @@ constexpr int64_t kFullPartials = 1 << 16;   // threads of a full reduction's fi
 // chunks' results of a large one: 8192 for 2^26 elements); longer ones over the grid in passes.
 constexpr int64_t kBlockFullMax = 1 << 14;
 constexpr int64_t kFewColumns = 1 << 17;     // column reductions with fewer outputs get split
-constexpr int64_t kColumnChunkMin = 32, kColumnChunkMax = 256;  // rows per chunk of a split column reduction
-constexpr int64_t kColumnThreads = 1 << 17;  // chunks of a split column reduction: about this many threads
+constexpr int64_t kColumnChunkMax = 256;     // rows per chunk of a split column reduction, at most
 constexpr int kColumnUnroll = 8;             // a thread's serial sum, unrolled: loads in flight together
-constexpr int kRowUnroll = 8;                // a thread's steps along a row, unrolled: loads in flight together
 constexpr int64_t kRowCacheMax = 6144;       // rows this long (24 KiB of f32) are staged in shared memory
 constexpr int64_t kRegisterRowMax = 1024;    // warp rows this long are staged in registers (32 a lane)
-// Rows per block when a warp reduces each row. One H200, 2026-12-02, GB/s with 8 / 4 / 2 / 1:
-// softmax [65536, 1024] 2461 / 2501 / 2532 / 2528, layer_norm [65536, 768] 2176 / 2212 / 2202 / 2525
-// (2026-12-03, rows in registers: layer_norm 3834 with 8, 3839 with 1).
-constexpr int kWarpRows = 1;
 // Rows of at most kShortWarpRow elements: kShortRowWidth lanes a row (32 / kShortRowWidth rows
 // share a warp, each lane holding 8 of a row's 64 elements), kShortWarpRows rows a block. A warp
 // per row left each lane 2 elements and combined 32 lanes per reduction, 64 shuffles for 64
