@@ -44,7 +44,7 @@ BOOST_AUTO_TEST_CASE(compiled_unary_ops_match_eager_forward_and_backward) {
       // The op between other work, as a model has it: the region fuses it with its neighbours.
       auto fn = [&c](const Tensor& a) { return sum(c.call(a * 0.5 + 0.25) * 3.0); };
       auto f = compile(fn, {.backend = "halide", .name = "op db " + c.label});
-      Tolerance tol = t == DType::f64 ? Tolerance{1e-10, 1e-10} : Tolerance{1e-5, 1e-5};
+      Tolerance tol = compiled_against_eager(t);
       std::string what = c.label + " " + std::string(name(t));
       Tensor want = fn(x);
       check_close(f(x), host_values(want), want.shape(), tol, what + " forward");
@@ -66,7 +66,7 @@ BOOST_AUTO_TEST_CASE(compiled_binary_ops_match_eager_forward_and_backward) {
       // Broadcast, between other work: a comparison's mask becomes numbers to sum.
       auto fn = [&c, t](const Tensor& x, const Tensor& y) { return sum(c.call(x, y).to(t) * 3.0); };
       auto f = compile(fn, {.backend = "halide", .name = "op db " + c.op});
-      Tolerance tol = t == DType::f64 ? Tolerance{1e-10, 1e-10} : Tolerance{1e-5, 1e-5};
+      Tolerance tol = compiled_against_eager(t);
       std::string what = c.op + " " + std::string(name(t));
       Tensor want = fn(a, b);
       check_close(f(a, b), host_values(want), want.shape(), tol, what + " forward");

@@ -29,9 +29,7 @@ BOOST_AUTO_TEST_CASE(unary_ops_match_double_reference) {
         for (double v : in) want.push_back(c.reference(v));
         Tensor y = c.call(x);
         BOOST_TEST(y.dtype() == t);
-        Tolerance tol = tolerance(t);
-        if (t == DType::f32 && c.f32_atol > 0) tol.atol = c.f32_atol;
-        check_close(y, want, s, tol, c.label + " " + std::string(name(t)) + " " + to_string(s));
+        check_close(y, want, s, c.against_reference(t), c.label + " " + std::string(name(t)) + " " + to_string(s));
       }
     }
   }
@@ -100,9 +98,7 @@ BOOST_AUTO_TEST_CASE(binary_ops_broadcast_and_match_reference) {
         Shape out = broadcast_shapes("test", sa, sb);
         Tensor y = c.call(a, b);
         BOOST_TEST(y.dtype() == (compare ? bool_ : t));
-        Tolerance tol = tolerance(t);
-        if (t == f16 && c.f16_tol > 0) tol = {c.f16_tol, c.f16_tol};
-        check_close(y, binary_ref(a, b, out, c.reference), out, tol,
+        check_close(y, binary_ref(a, b, out, c.reference), out, c.against_reference(t),
                     c.op + " " + std::string(name(t)) + " " + to_string(sa) + " " + to_string(sb));
       }
     }

@@ -10,7 +10,30 @@ namespace {
 
 double sigmoid_ref(double x) { return 1 / (1 + std::exp(-x)); }
 
+// Single-precision results on CUDA against the CPU's: a few ulp apart (libdevice's math).
+const Tolerance kCudaF32{1e-5, 1e-5};
+
 }  // namespace
+
+Tolerance UnaryOpEntry::against_reference(DType t) const {
+  Tolerance tol = tolerance(t);
+  if (t == DType::f32 && f32_atol > 0) tol.atol = f32_atol;
+  return tol;
+}
+
+Tolerance UnaryOpEntry::cuda_against_cpu() const { return kCudaF32; }
+
+Tolerance BinaryOpEntry::against_reference(DType t) const {
+  if (t == DType::f16 && f16_tol > 0) return {f16_tol, f16_tol};
+  return tolerance(t);
+}
+
+Tolerance BinaryOpEntry::cuda_against_cpu() const {
+  if (op_def(op).comparison) return {0, 0};
+  return f32_tol > 0 ? Tolerance{f32_tol, f32_tol} : kCudaF32;
+}
+
+Tolerance compiled_against_eager(DType t) { return t == DType::f64 ? Tolerance{1e-10, 1e-10} : Tolerance{1e-5, 1e-5}; }
 
 // An entry from the call's expression in x: its code (what printed fuzz programs show) is the
 // same text.

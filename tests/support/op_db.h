@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kiln.h"
+#include "support/reference.h"
 
 namespace kiln::test {
 
@@ -24,6 +25,11 @@ struct UnaryOpEntry {
                             // maps its operands into this range)
   bool integers = false;    // defined on every number, also i32 and i64 (results stay integers)
   double f32_atol = 0;      // a looser absolute tolerance in f32 than tolerance(f32), where needed
+
+  // Against the double reference, in dtype t: tolerance(t), loosened where the entry says.
+  Tolerance against_reference(DType t) const;
+  // On CUDA against the CPU, in f32.
+  Tolerance cuda_against_cpu() const;
 };
 
 const std::vector<UnaryOpEntry>& unary_op_db();
@@ -39,7 +45,14 @@ struct BinaryOpEntry {
   double f32_tol = 0;  // CUDA against the CPU in f32, where looser than the default (pow: libm's and
                        // CUDA's differ in the last bits)
   double f16_tol = 0;  // against the double reference in f16, where looser than tolerance(f16)
+
+  Tolerance against_reference(DType t) const;  // as UnaryOpEntry's
+  Tolerance cuda_against_cpu() const;          // exact for a comparison
 };
+
+// A compiled op against the same op run eagerly, in dtype t (f32 or f64): the same math, fused
+// and reordered.
+Tolerance compiled_against_eager(DType t);
 
 const std::vector<BinaryOpEntry>& binary_op_db();
 
