@@ -345,7 +345,7 @@ class Lowering {
   // itself is mm + b, recomputed from the GEMM's output, see fusion.cpp).
   bool recomputed(const GraphNode& node, int depth = 0) const {
     int v = node.outputs[0];
-    if (!is_cheap_pointwise(node) || is_output(v))
+    if (!is_cheap_pointwise(node) || is_output(v) || compared_with_its_reduction(v))
       return false;
     return std::all_of(node.inputs.begin(), node.inputs.end(), [&](int u) {
       bool made_here = std::find(r_.inputs.begin(), r_.inputs.end(), u) == r_.inputs.end();
@@ -353,6 +353,24 @@ class Lowering {
       int p = g_.values[size_t(u)].producer;
       return depth == 0 && p >= 0 && recomputed(g_.nodes[size_t(p)], depth + 1);
     });
+  }
+
+  // Whether floating value v is read here both by a comparison and by a reduction (max's
+  // derivative: eq(x, max(x)) marks the maxima). v is then computed once, so that the comparison
+  // sees the bits the reduction read: inlined into each, x * 0.5 + 0.25 == max became
+  // x * 0.5 == max - 0.25 in Halide's simplifier (and an FMA may round one copy differently), no
+  // element of a row matched its max, and the gradient was 0 / 0.
+  bool compared_with_its_reduction(int v) const {
+    if (!is_floating(g_.values[size_t(v)].meta.dtype)) return false;
+    bool compared = false, reduced = false;
+    for (int n : r_.nodes) {
+      const GraphNode& node = g_.nodes[size_t(n)];
+      if (std::find(node.inputs.begin(), node.inputs.end(), v) == node.inputs.end()) continue;
+      compared = compared || node.op->comparison;
+      reduced = reduced || node.op->schedule_class == ScheduleClass::reduction ||
+                node.op->schedule_class == ScheduleClass::normalization;
+    }
+    return compared && reduced;
   }
 
   // Whether a row op (softmax, a sum over the last dim kept as a dim) is left unstored, its pure

@@ -133,14 +133,12 @@ BOOST_AUTO_TEST_CASE(reductions_and_normalizations) {
     if (s.size() >= 2)
       check(op, [&](const TensorList& in) { return f(in[0]); }, {transposed_leaf(s, seed++)}, "transposed");
   };
-  on("max", {3, 5}, [](const Tensor& t) { return max(t, {1}); });
-  on("max", {2, 3, 4}, [](const Tensor& t) { return max(t, {0, 2}, true); });
-  on("min", {3, 5}, [](const Tensor& t) { return min(t, {0}); });
-  on("min", {4}, [](const Tensor& t) { return min(t); });
-  on("var", {3, 6}, [](const Tensor& t) { return var(t, {1}); });
-  on("var", {2, 3, 4}, [](const Tensor& t) { return var(t, {0, 2}, 0, true); });
-  on("logsumexp", {3, 5}, [](const Tensor& t) { return logsumexp(t, {1}); });
-  on("logsumexp", {2, 3, 4}, [](const Tensor& t) { return logsumexp(t, {0, 2}, true); });
+  for (const ReductionOpEntry& c : reduction_op_db()) {  // a row, a column, several and all dims
+    on(c.op.c_str(), {3, 5}, [&c](const Tensor& t) { return c.call(t, {1}, false); });
+    on(c.op.c_str(), {3, 5}, [&c](const Tensor& t) { return c.call(t, {0}, true); });
+    on(c.op.c_str(), {2, 3, 4}, [&c](const Tensor& t) { return c.call(t, {0, 2}, true); });
+    on(c.op.c_str(), {4}, [&c](const Tensor& t) { return c.call(t, {}, false); });
+  }
   on("softmax", {3, 5}, [](const Tensor& t) { return softmax(t, -1); });
   on("softmax", {2, 3, 4}, [](const Tensor& t) { return softmax(t, 1); });
   on("log_softmax", {3, 5}, [](const Tensor& t) { return log_softmax(t, -1); });

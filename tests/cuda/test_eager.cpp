@@ -70,6 +70,12 @@ BOOST_AUTO_TEST_CASE(pointwise_ops_match_the_cpu, *needs_cuda()) {
     check_same_on_cuda(c.op, [&c](auto& v) { return c.call(v[0], v[1]); }, {a, b}, tol);
     check_same_on_cuda(c.op + " broadcast row", [&c](auto& v) { return c.call(v[0], v[1]); }, {a, b_row}, tol);
   }
+  for (const ReductionOpEntry& c : reduction_op_db()) {  // every reduction: rows, columns, all
+    Tensor in = random_tensor({33, 65}, DType::f32, seed++);
+    for (const std::vector<int64_t>& dims : std::vector<std::vector<int64_t>>{{1}, {0}, {}})
+      check_same_on_cuda(c.label + " dims " + to_string(dims), [&c, dims](auto& v) { return c.call(v[0], dims, false); },
+                         {in}, kF32);
+  }
   check_same_on_cuda("x * 2.5 + 1", [](auto& v) { return v[0] * 2.5 + 1.0; }, {x}, kF32);
   check_same_on_cuda("where", [](auto& v) { return where(gt(v[0], 0.0), v[0], v[1]); }, {x, y}, {0, 0});
   check_same_on_cuda("transposed input", [](auto& v) { return v[0].t() + 1.0; }, {x}, kF32);

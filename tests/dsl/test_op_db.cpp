@@ -1,6 +1,6 @@
 // The op database (tests/support/op_db.h) covers every registered op, by an entry or by naming
-// the dedicated suite that tests it, and drives the compiled path's test: each unary and binary
-// op compiled (halide backend) against eager, forward and backward. The eager, gradcheck and CUDA
+// the dedicated suite that tests it, and drives the compiled path's test: each unary, binary and
+// reduction op compiled (halide backend) against eager, forward and backward. The eager, gradcheck and CUDA
 // suites iterate over the same entries.
 #include <filesystem>
 #include <set>
@@ -22,6 +22,11 @@ BOOST_AUTO_TEST_CASE(every_registered_op_has_an_entry_or_a_dedicated_suite) {
     listed.insert(e.op);
     BOOST_TEST((e.lhs_lo < e.lhs_hi && e.rhs_lo < e.rhs_hi), e.op);
     BOOST_TEST((op_def(e.op).pointwise && op_def(e.op).num_inputs == 2), e.op << " is not a binary pointwise op");
+  }
+  for (const ReductionOpEntry& e : reduction_op_db()) {
+    listed.insert(e.op);
+    BOOST_TEST((op_def(e.op).schedule_class == ScheduleClass::reduction && op_def(e.op).num_inputs == 1),
+               e.label << " is not a reduction of one input");
   }
   std::filesystem::path tests = std::filesystem::path(__FILE__).parent_path() / "..";
   for (const DedicatedSuite& d : dedicated_op_suites()) {
@@ -77,6 +82,30 @@ BOOST_AUTO_TEST_CASE(compiled_binary_ops_match_eager_forward_and_backward) {
       f(ac, bc).backward();
       check_close(ac.grad(), host_values(ae.grad()), a.shape(), tol, what + " backward lhs");
       check_close(bc.grad(), host_values(be.grad()), b.shape(), tol, what + " backward rhs");
+    }
+  }
+}
+
+// Each reduction over the last dim, the first, several and all, keepdim both ways, between
+// other work, compiled against eager, forward and backward.
+BOOST_AUTO_TEST_CASE(compiled_reductions_match_eager_forward_and_backward) {
+  uint64_t seed = 300;
+  for (const ReductionOpEntry& c : reduction_op_db()) {
+    for (DType t : {DType::f32, DType::f64}) {
+      for (const auto& [dims, keepdim] : std::vector<std::pair<std::vector<int64_t>, bool>>{
+               {{-1}, false}, {{0}, true}, {{0, 2}, false}, {{}, false}}) {
+        Tensor x = random_tensor({3, 37, 5}, t, seed++);
+        auto fn = [&c, dims = dims, keepdim = keepdim](const Tensor& a) { return sum(c.call(a * 0.5 + 0.25, dims, keepdim) * 3.0); };
+        auto f = compile(fn, {.backend = "halide", .name = "op db " + c.label});
+        Tolerance tol = compiled_against_eager(t);
+        std::string what = c.label + " " + std::string(name(t)) + " dims " + to_string(dims);
+        Tensor want = fn(x);
+        check_close(f(x), host_values(want), want.shape(), tol, what + " forward");
+        Tensor xe = x.detach().requires_grad_(), xc = x.detach().requires_grad_();
+        fn(xe).backward();
+        f(xc).backward();
+        check_close(xc.grad(), host_values(xe.grad()), x.shape(), tol, what + " backward");
+      }
     }
   }
 }

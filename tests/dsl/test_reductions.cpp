@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "dsl/dispatch.h"
+#include "support/op_db.h"
 #include "support/reference.h"
 
 using namespace kiln;
@@ -14,89 +15,9 @@ using namespace kiln::test;
 namespace {
 
 using Values = std::vector<double>;
-using Reducer = std::function<double(const Values&)>;
 
-// The reference: for each output element, the reduced values in row-major order of the reduced dims.
-Values reduce_ref(const Tensor& x, std::vector<int64_t> dims, const Reducer& f, Shape* out_shape, bool keepdim) {
-  int64_t rank = x.dim();
-  std::vector<bool> reduced(rank, dims.empty());
-  for (int64_t d : dims)
-    if (rank > 0) reduced[d < 0 ? d + rank : d] = true;
-  Shape kept, red, shape;
-  for (int64_t d = 0; d < rank; ++d) {
-    (reduced[d] ? red : kept).push_back(x.size(d));
-    if (!reduced[d]) shape.push_back(x.size(d));
-    else if (keepdim) shape.push_back(1);
-  }
-  *out_shape = shape;
-  Values v = host_values(x), out;
-  Strides st = contiguous_strides(x.shape());
-  auto element = [&](const std::vector<int64_t>& k, const std::vector<int64_t>& r) {
-    int64_t off = 0;
-    size_t ki = 0, ri = 0;
-    for (int64_t d = 0; d < rank; ++d) off += (reduced[d] ? r[ri++] : k[ki++]) * st[d];
-    return v[off];
-  };
-  auto one_row = [&](const std::vector<int64_t>& k) {
-    Values row;
-    if (numel(red) > 0) for_each_index(red, [&](const std::vector<int64_t>& r) { row.push_back(element(k, r)); });
-    out.push_back(f(row));
-  };
-  if (numel(kept) > 0) for_each_index(kept, one_row);
-  return out;
-}
-
-double sum_of(const Values& v) {
-  double s = 0;
-  for (double e : v) s += e;
-  return s;
-}
-double mean_of(const Values& v) { return sum_of(v) / double(v.size()); }
-double max_of(const Values& v) { return *std::max_element(v.begin(), v.end()); }
-double min_of(const Values& v) { return *std::min_element(v.begin(), v.end()); }
 double argmax_of(const Values& v) { return double(std::max_element(v.begin(), v.end()) - v.begin()); }
-Reducer var_of(int64_t correction) {
-  return [correction](const Values& v) {
-    double m = mean_of(v), s = 0;
-    for (double e : v) s += (e - m) * (e - m);
-    return s / std::max<double>(double(v.size()) - double(correction), 0);
-  };
-}
-double logsumexp_of(const Values& v) {
-  double m = max_of(v), s = 0;
-  for (double e : v) s += std::exp(e - m);
-  return std::log(s) + m;
-}
-
-struct Op {
-  std::string name;
-  std::function<Tensor(const Tensor&, const std::vector<int64_t>&, bool)> run;
-  Reducer ref;
-  bool sum_like;  // rounding error grows with the reduction length
-};
-
-std::vector<Op> float_ops() {
-  return {
-      {"sum", [](auto& x, auto& d, bool k) { return sum(x, d, k); }, sum_of, true},
-      {"mean", [](auto& x, auto& d, bool k) { return mean(x, d, k); }, mean_of, true},
-      {"max", [](auto& x, auto& d, bool k) { return max(x, d, k); }, max_of, false},
-      {"min", [](auto& x, auto& d, bool k) { return min(x, d, k); }, min_of, false},
-      {"var", [](auto& x, auto& d, bool k) { return var(x, d, 1, k); }, var_of(1), true},
-      {"var0", [](auto& x, auto& d, bool k) { return var(x, d, 0, k); }, var_of(0), true},
-      {"logsumexp", [](auto& x, auto& d, bool k) { return logsumexp(x, d, k); }, logsumexp_of, true},
-  };
-}
-
-// Relative and absolute error allowed for a reduction of `length` values of about unit size.
-Tolerance reduce_tolerance(DType t, bool sum_like, int64_t length) {
-  Tolerance tol = tolerance(t);
-  if (sum_like && (t == f32 || t == f64)) {
-    double eps = t == f32 ? 6e-8 : 1.1e-16;
-    tol.atol += 4 * eps * double(length);
-    tol.rtol += 4 * eps * std::sqrt(double(length));
-  }
-  return tol;
-}
+using Op = ReductionOpEntry;
 
 int64_t reduced_count(const Shape& s, const std::vector<int64_t>& dims) {
   if (dims.empty() || s.empty()) return numel(s);
@@ -108,10 +29,10 @@ int64_t reduced_count(const Shape& s, const std::vector<int64_t>& dims) {
 void check_op(const Op& op, const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, DType want_dtype,
               const std::string& what) {
   Shape shape;
-  Values want = reduce_ref(x, dims, op.ref, &shape, keepdim);
-  Tensor y = op.run(x, dims, keepdim);
+  Values want = reduction_reference(x, dims, op.reference, &shape, keepdim);
+  Tensor y = op.call(x, dims, keepdim);
   BOOST_TEST(y.dtype() == want_dtype, what << ": dtype " << y.dtype());
-  check_close(y, want, shape, reduce_tolerance(want_dtype, op.sum_like, reduced_count(x.shape(), dims)), what);
+  check_close(y, want, shape, op.against_reference(want_dtype, reduced_count(x.shape(), dims)), what);
 }
 
 const std::vector<std::pair<Shape, std::vector<std::vector<int64_t>>>> kCases = {
@@ -129,14 +50,14 @@ const std::vector<std::pair<Shape, std::vector<std::vector<int64_t>>>> kCases = 
 
 BOOST_AUTO_TEST_CASE(float_reductions_match_double_reference) {
   uint64_t seed = 1;
-  for (const Op& op : float_ops()) {
+  for (const Op& op : reduction_op_db()) {
     for (DType t : {f32, f64}) {
       for (const auto& [shape, dim_lists] : kCases) {
         for (const auto& dims : dim_lists) {
           for (bool keepdim : {false, true}) {
             Tensor x = random_tensor(shape, t, seed++);
             check_op(op, x, dims, keepdim, t,
-                     op.name + " " + std::string(name(t)) + " " + to_string(shape) + " dims " + to_string(dims) +
+                     op.label + " " + std::string(name(t)) + " " + to_string(shape) + " dims " + to_string(dims) +
                          (keepdim ? " keepdim" : ""));
           }
         }
@@ -147,18 +68,18 @@ BOOST_AUTO_TEST_CASE(float_reductions_match_double_reference) {
 
 BOOST_AUTO_TEST_CASE(half_precision_reductions_compute_in_f32) {
   uint64_t seed = 500;
-  for (const Op& op : float_ops()) {
+  for (const Op& op : reduction_op_db()) {
     for (DType t : {f16, bf16}) {
       for (const std::vector<int64_t>& dims : std::vector<std::vector<int64_t>>{{1}, {0}, {}}) {
         Tensor x = random_tensor({6, 40}, t, seed++);
         Shape shape;
-        Values want = reduce_ref(x, dims, op.ref, &shape, false);
-        Tensor y = op.run(x, dims, false);
+        Values want = reduction_reference(x, dims, op.reference, &shape, false);
+        Tensor y = op.call(x, dims, false);
         BOOST_TEST(y.dtype() == t);
         // The result is rounded once to t; the input values are exact in the reference.
         Tolerance tol = tolerance(t);
         tol.atol *= 4;
-        check_close(y, want, shape, tol, op.name + " " + std::string(name(t)) + " dims " + to_string(dims));
+        check_close(y, want, shape, tol, op.label + " " + std::string(name(t)) + " dims " + to_string(dims));
       }
     }
   }
@@ -166,7 +87,7 @@ BOOST_AUTO_TEST_CASE(half_precision_reductions_compute_in_f32) {
 
 BOOST_AUTO_TEST_CASE(integer_and_bool_reductions) {
   uint64_t seed = 800;
-  Op sum_op = float_ops()[0], max_op = float_ops()[2], min_op = float_ops()[3];
+  const Op &sum_op = reduction_entry("sum"), &max_op = reduction_entry("max"), &min_op = reduction_entry("min");
   for (DType t : {i32, i64, bool_}) {
     for (const auto& [shape, dim_lists] : kCases) {
       for (const auto& dims : dim_lists) {
@@ -180,9 +101,9 @@ BOOST_AUTO_TEST_CASE(integer_and_bool_reductions) {
   }
   // Float ops on integers compute in f32.
   Tensor xi = random_tensor({5, 9}, i32, seed++, -20, 20);
-  check_op(float_ops()[1], xi, {1}, false, f32, "mean i32");
-  check_op(float_ops()[4], xi, {0}, false, f32, "var i32");
-  check_op(float_ops()[6], xi, {}, false, f32, "logsumexp i32");
+  check_op(reduction_entry("mean"), xi, {1}, false, f32, "mean i32");
+  check_op(reduction_entry("var"), xi, {0}, false, f32, "var i32");
+  check_op(reduction_entry("logsumexp"), xi, {}, false, f32, "logsumexp i32");
   // i64 sums are exact past 2^53.
   Tensor big = from_vector<int64_t>({int64_t(1) << 60, 3, -(int64_t(1) << 58), 1});
   BOOST_TEST(sum(big).item<int64_t>() == (int64_t(1) << 60) - (int64_t(1) << 58) + 4);
@@ -199,9 +120,9 @@ BOOST_AUTO_TEST_CASE(reductions_of_non_contiguous_views) {
           Tensor x = random_view(shape, t, seed++, kind);
           std::string what = std::string(kind) + " " + std::string(name(t)) + " " + to_string(shape) + " dims " +
                              to_string(dims);
-          check_op(float_ops()[0], x, dims, false, t == f32 ? f32 : i64, "sum " + what);
-          check_op(float_ops()[2], x, dims, true, t, "max " + what);
-          if (t == f32) check_op(float_ops()[4], x, dims, false, f32, "var " + what);
+          check_op(reduction_entry("sum"), x, dims, false, t == f32 ? f32 : i64, "sum " + what);
+          check_op(reduction_entry("max"), x, dims, true, t, "max " + what);
+          if (t == f32) check_op(reduction_entry("var"), x, dims, false, f32, "var " + what);
         }
       }
     }
@@ -217,17 +138,17 @@ BOOST_AUTO_TEST_CASE(large_reductions_take_the_vectorized_and_parallel_paths) {
       {{150001, 2}, {0}}, {{4096, 33}, {0}}, {{64, 2049}, {-1}}};
   for (const auto& [shape, dims] : cases) {
     for (DType t : {f32, f64}) {
-      for (const Op& op : float_ops()) {
-        if (op.name == "var0" || (op.name == "min" && t == f64)) continue;
+      for (const Op& op : reduction_op_db()) {
+        if (op.label == "var0" || (op.label == "min" && t == f64)) continue;
         Tensor x = random_tensor(shape, t, seed++);
-        check_op(op, x, dims, false, t, op.name + " " + std::string(name(t)) + " " + to_string(shape) + " dims " +
+        check_op(op, x, dims, false, t, op.label + " " + std::string(name(t)) + " " + to_string(shape) + " dims " +
                                             to_string(dims));
       }
     }
     Tensor xi = random_tensor(shape, i64, seed++, -1000, 1000);
-    check_op(float_ops()[0], xi, dims, false, i64, "sum i64 " + to_string(shape));
+    check_op(reduction_entry("sum"), xi, dims, false, i64, "sum i64 " + to_string(shape));
     Tensor xt = random_tensor({shape[1], shape[0]}, f32, seed++).t();
-    check_op(float_ops()[0], xt, dims, false, f32, "sum transposed " + to_string(shape));
+    check_op(reduction_entry("sum"), xt, dims, false, f32, "sum transposed " + to_string(shape));
   }
 }
 
@@ -243,7 +164,7 @@ BOOST_AUTO_TEST_CASE(sums_accumulate_accurately) {
 
 BOOST_AUTO_TEST_CASE(argmax_returns_the_first_maximum) {
   uint64_t seed = 1800;
-  Op op{"argmax", nullptr, argmax_of, false};
+  Op op{"argmax", "argmax", nullptr, argmax_of, false};
   for (DType t : {f32, f64, i32, i64, bool_, f16}) {
     for (const Shape& shape : std::vector<Shape>{{}, {1}, {9}, {5, 8}, {3, 4, 5}, {40, 1000}, {1000, 40}}) {
       for (int64_t dim = -int64_t(std::max<size_t>(shape.size(), 1)); dim < int64_t(std::max<size_t>(shape.size(), 1)); ++dim) {
@@ -251,7 +172,7 @@ BOOST_AUTO_TEST_CASE(argmax_returns_the_first_maximum) {
           // Few distinct values, so every row has ties.
           Tensor x = random_tensor(shape, t, seed++, 0, 4);
           if (is_floating(t)) x = random_tensor(shape, i32, seed++, 0, 4).to(t);
-          op.run = [dim](const Tensor& v, const std::vector<int64_t>&, bool k) { return argmax(v, dim, k); };
+          op.call = [dim](const Tensor& v, const std::vector<int64_t>&, bool k) { return argmax(v, dim, k); };
           check_op(op, x, shape.empty() ? std::vector<int64_t>{} : std::vector<int64_t>{dim}, keepdim, i64,
                    "argmax " + std::string(name(t)) + " " + to_string(shape) + " dim " + std::to_string(dim));
         }
@@ -313,13 +234,13 @@ BOOST_AUTO_TEST_CASE(logsumexp_is_stable) {
 BOOST_AUTO_TEST_CASE(member_functions_call_the_ops) {
   Tensor x = random_tensor({4, 6}, f32, 2000);
   Shape shape;
-  check_close(x.sum(), reduce_ref(x, {}, sum_of, &shape, false), shape, "x.sum()");
-  check_close(x.mean({1}, true), reduce_ref(x, {1}, mean_of, &shape, true), shape, "x.mean");
-  check_close(x.max({0}), reduce_ref(x, {0}, max_of, &shape, false), shape, "x.max");
-  check_close(x.min({-1}), reduce_ref(x, {-1}, min_of, &shape, false), shape, "x.min");
-  check_close(x.var({0}, 0), reduce_ref(x, {0}, var_of(0), &shape, false), shape, "x.var");
-  check_close(x.logsumexp({1}), reduce_ref(x, {1}, logsumexp_of, &shape, false), shape, "x.logsumexp");
-  check_close(x.var({}, 2, true), reduce_ref(x, {}, var_of(2), &shape, true), shape, "x.var correction 2");
+  check_close(x.sum(), reduction_reference(x, {}, sum_of, &shape, false), shape, "x.sum()");
+  check_close(x.mean({1}, true), reduction_reference(x, {1}, mean_of, &shape, true), shape, "x.mean");
+  check_close(x.max({0}), reduction_reference(x, {0}, max_of, &shape, false), shape, "x.max");
+  check_close(x.min({-1}), reduction_reference(x, {-1}, min_of, &shape, false), shape, "x.min");
+  check_close(x.var({0}, 0), reduction_reference(x, {0}, var_of(0), &shape, false), shape, "x.var");
+  check_close(x.logsumexp({1}), reduction_reference(x, {1}, logsumexp_of, &shape, false), shape, "x.logsumexp");
+  check_close(x.var({}, 2, true), reduction_reference(x, {}, var_of(2), &shape, true), shape, "x.var correction 2");
 }
 
 BOOST_AUTO_TEST_CASE(reduction_errors_name_the_op_and_the_rule) {

@@ -17,14 +17,6 @@ namespace {
 using Values = std::vector<double>;
 const double kInf = std::numeric_limits<double>::infinity();
 
-double logsumexp_of(const Values& r) {
-  double m = -kInf, s = 0;
-  for (double e : r) m = std::max(m, e);
-  if (std::isinf(m)) return m;
-  for (double e : r) s += std::exp(e - m);
-  return m + std::log(s);
-}
-
 }  // namespace
 
 // Long rows on CUDA are split: softmax and log_softmax along the last dim, logsumexp over it with

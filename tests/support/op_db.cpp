@@ -1,6 +1,7 @@
 #include "support/op_db.h"
 
 #include <cmath>
+#include <stdexcept>
 
 #include "support/reference.h"
 
@@ -89,6 +90,38 @@ const std::vector<BinaryOpEntry>& binary_op_db() {
 }
 
 // Each with a call its test file must contain: the evidence that the suite exercises the op.
+Tolerance ReductionOpEntry::against_reference(DType t, int64_t length) const {
+  Tolerance tol = tolerance(t);
+  if (sum_like && (t == DType::f32 || t == DType::f64)) {
+    double eps = t == DType::f32 ? 6e-8 : 1.1e-16;
+    tol.atol += 4 * eps * double(length);
+    tol.rtol += 4 * eps * std::sqrt(double(length));
+  }
+  return tol;
+}
+
+#define KILN_REDUCTION_ENTRY(op, label, expr, ...) \
+  ReductionOpEntry { op, label, [](const Tensor& x, const std::vector<int64_t>& d, bool k) { return expr; }, __VA_ARGS__ }
+
+const std::vector<ReductionOpEntry>& reduction_op_db() {
+  static const std::vector<ReductionOpEntry> db = {
+      KILN_REDUCTION_ENTRY("sum", "sum", sum(x, d, k), sum_of),
+      KILN_REDUCTION_ENTRY("mean", "mean", mean(x, d, k), mean_of),
+      KILN_REDUCTION_ENTRY("max", "max", max(x, d, k), max_of, false),
+      KILN_REDUCTION_ENTRY("min", "min", min(x, d, k), min_of, false),
+      KILN_REDUCTION_ENTRY("var", "var", var(x, d, 1, k), var_of(1)),
+      KILN_REDUCTION_ENTRY("var", "var0", var(x, d, 0, k), var_of(0)),
+      KILN_REDUCTION_ENTRY("logsumexp", "logsumexp", logsumexp(x, d, k), logsumexp_of),
+  };
+  return db;
+}
+
+const ReductionOpEntry& reduction_entry(const std::string& label) {
+  for (const ReductionOpEntry& e : reduction_op_db())
+    if (e.label == label) return e;
+  throw std::invalid_argument("no reduction entry " + label);
+}
+
 const std::vector<DedicatedSuite>& dedicated_op_suites() {
   static const std::vector<DedicatedSuite> suites = {
       {"isfinite", "dsl/test_pointwise.cpp", "isfinite("},
@@ -106,13 +139,7 @@ const std::vector<DedicatedSuite>& dedicated_op_suites() {
       {"unsqueeze", "dsl/test_views.cpp", ".unsqueeze("},
       {"slice", "dsl/test_views.cpp", ".slice("},
       {"contiguous", "dsl/test_views.cpp", ".contiguous()"},
-      {"sum", "dsl/test_reductions.cpp", "sum("},
-      {"mean", "dsl/test_reductions.cpp", "mean("},
-      {"max", "dsl/test_reductions.cpp", "max("},
-      {"min", "dsl/test_reductions.cpp", "min("},
       {"argmax", "dsl/test_reductions.cpp", "argmax("},
-      {"var", "dsl/test_reductions.cpp", "var("},
-      {"logsumexp", "dsl/test_reductions.cpp", "logsumexp("},
       {"softmax", "dsl/test_normalization.cpp", "softmax("},
       {"log_softmax", "dsl/test_normalization.cpp", "log_softmax("},
       {"softmax_backward", "dsl/test_normalization_backward.cpp", "softmax_backward"},

@@ -3,7 +3,8 @@
 // against the reference, gradcheck, CUDA against the CPU, compiled against eager) iterates over
 // the same entries. tests/dsl/test_op_db.cpp fails when a registered op has no entry here and is
 // not listed among the ops that dedicated suites cover (dedicated_op_suites). Held so far: the
-// unary pointwise ops (dsl/ops/unary_ops.h and gelu) and the binary pointwise ops.
+// unary pointwise ops (dsl/ops/unary_ops.h and gelu), the binary pointwise ops and the float
+// reductions.
 #pragma once
 #include <functional>
 #include <string>
@@ -55,6 +56,24 @@ struct BinaryOpEntry {
 Tolerance compiled_against_eager(DType t);
 
 const std::vector<BinaryOpEntry>& binary_op_db();
+
+// A reduction of one input over a list of dims (kiln order, negative from the end; all when empty),
+// keepdim either way. Its reference gets one output element's reduced values in row-major order
+// (reduction_reference in support/reference.h).
+struct ReductionOpEntry {
+  std::string op;
+  std::string label;  // the op and its variant ("var0": no correction)
+  std::function<Tensor(const Tensor&, const std::vector<int64_t>& dims, bool keepdim)> call;
+  Reducer reference;
+  bool sum_like = true;  // rounding grows with the reduction's length (a sum; max and min are exact)
+
+  // Against the double reference in dtype t, for a reduction of `length` values of about unit size.
+  Tolerance against_reference(DType t, int64_t length) const;
+};
+
+const std::vector<ReductionOpEntry>& reduction_op_db();
+// The entry with this label (test suites that pick one).
+const ReductionOpEntry& reduction_entry(const std::string& label);
 
 // The registered ops the databases do not hold yet, each with the test file (under tests/) whose
 // cases cover it; test_op_db checks that the file exists and still contains `evidence` (the call

@@ -104,6 +104,58 @@ void for_each_index(const Shape& shape, const std::function<void(const std::vect
   }
 }
 
+std::vector<double> reduction_reference(const Tensor& x, const std::vector<int64_t>& dims, const Reducer& f,
+                                        Shape* out_shape, bool keepdim) {
+  int64_t rank = x.dim();
+  std::vector<bool> reduced(size_t(rank), dims.empty());
+  for (int64_t d : dims)
+    if (rank > 0) reduced[size_t(d < 0 ? d + rank : d)] = true;
+  Shape kept, red, shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    (reduced[size_t(d)] ? red : kept).push_back(x.size(d));
+    if (!reduced[size_t(d)]) shape.push_back(x.size(d));
+    else if (keepdim) shape.push_back(1);
+  }
+  *out_shape = shape;
+  std::vector<double> v = host_values(x), out;
+  Strides st = contiguous_strides(x.shape());
+  auto element = [&](const std::vector<int64_t>& k, const std::vector<int64_t>& r) {
+    int64_t off = 0;
+    size_t ki = 0, ri = 0;
+    for (int64_t d = 0; d < rank; ++d) off += (reduced[size_t(d)] ? r[ri++] : k[ki++]) * st[size_t(d)];
+    return v[size_t(off)];
+  };
+  auto one_row = [&](const std::vector<int64_t>& k) {
+    std::vector<double> row;
+    if (numel(red) > 0) for_each_index(red, [&](const std::vector<int64_t>& r) { row.push_back(element(k, r)); });
+    out.push_back(f(row));
+  };
+  if (numel(kept) > 0) for_each_index(kept, one_row);
+  return out;
+}
+
+double sum_of(const std::vector<double>& v) {
+  double s = 0;
+  for (double e : v) s += e;
+  return s;
+}
+double mean_of(const std::vector<double>& v) { return sum_of(v) / double(v.size()); }
+double max_of(const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); }
+double min_of(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
+Reducer var_of(int64_t correction) {
+  return [correction](const std::vector<double>& v) {
+    double m = mean_of(v), s = 0;
+    for (double e : v) s += (e - m) * (e - m);
+    return s / std::max<double>(double(v.size()) - double(correction), 0);
+  };
+}
+double logsumexp_of(const std::vector<double>& v) {
+  double m = max_of(v), s = 0;
+  if (std::isinf(m)) return m;  // PyTorch's value of a row whose max is infinite
+  for (double e : v) s += std::exp(e - m);
+  return std::log(s) + m;
+}
+
 int64_t broadcast_offset(const Shape& shape, const std::vector<int64_t>& idx) {
   int64_t off = 0, lead = int64_t(idx.size()) - int64_t(shape.size());
   for (size_t d = 0; d < shape.size(); ++d) off = off * shape[d] + (shape[d] == 1 ? 0 : idx[lead + d]);

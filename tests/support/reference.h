@@ -45,6 +45,19 @@ void for_each_index(const Shape& shape, const std::function<void(const std::vect
 // and missing leading dims are dropped.
 int64_t broadcast_offset(const Shape& shape, const std::vector<int64_t>& idx);
 
+// A reduction in double: for each output element of x reduced over `dims` (kiln order, negative
+// from the end; all when empty), `f` of the reduced values in row-major order of the reduced
+// dims. Sets *out_shape to the result's shape (the reduced dims kept as 1 with keepdim).
+using Reducer = std::function<double(const std::vector<double>&)>;
+std::vector<double> reduction_reference(const Tensor& x, const std::vector<int64_t>& dims, const Reducer& f,
+                                        Shape* out_shape, bool keepdim);
+double sum_of(const std::vector<double>& v);
+double mean_of(const std::vector<double>& v);
+double max_of(const std::vector<double>& v);
+double min_of(const std::vector<double>& v);
+Reducer var_of(int64_t correction);
+double logsumexp_of(const std::vector<double>& v);
+
 struct Tolerance {
   double rtol, atol;
 };
