@@ -24,16 +24,6 @@ constexpr int kColumnsPerTask = 128;  // a column reduction task: 8 AVX-512 vect
 
 int vector_lanes(const Func& f) { return jit_target().natural_vector_size(f.output_types()[0]); }
 
-// Input elements read per element of `value`: more than one for a reduction's result.
-int64_t work_per_element(const Graph& g, int value) {
-  int p = g.values[size_t(value)].producer;
-  int64_t out = numel(g.values[size_t(value)].meta.shape);
-  if (p < 0 || out == 0) return 1;
-  int64_t in = 0;
-  for (int i : g.nodes[size_t(p)].inputs) in = std::max(in, numel(g.values[size_t(i)].meta.shape));
-  return std::max<int64_t>(1, in / out);
-}
-
 // A row reduction: split into vector partial results (many independent accumulators instead of
 // one chain), combined at the end. Reductions Halide cannot prove associative stay serial.
 void vector_partials(Func f) {
@@ -230,7 +220,7 @@ void schedule_cpu(const Graph& g, const Region& r, LoweredRegion& lowered) {
     } else {
       bool overwrites = std::find(r.in_place.begin(), r.in_place.end(), root.value) != r.in_place.end();
       schedule_root(root, g.values[size_t(root.value)].meta.shape, reduction_kind(g, reducing_value(root)),
-                    work_per_element(g, root.reduction >= 0 ? root.reduction : root.value), cat_chunks(g, root.value),
+                    reduction_length(g, root.reduction >= 0 ? root.reduction : root.value), cat_chunks(g, root.value),
                     overwrites);
     }
   }

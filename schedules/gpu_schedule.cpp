@@ -8,6 +8,7 @@
 
 #include "dsl/error.h"
 #include "dsl/shape.h"
+#include "schedules/gpu_hosted_rows.h"
 #include "schedules/gpu_row_constants.h"
 #include "schedules/gpu_row_staging.h"
 #include "schedules/gpu_transpose.h"
@@ -423,9 +424,6 @@ int stage_warp_row_in_registers(const Graph& g, const ScheduleRoot& root, const 
   return staged ? steps : 0;
 }
 
-// Stored per-row roots that a row op computes in its own rows (hosted_rows), in order.
-using Hosted = std::vector<const ScheduleRoot*>;
-
 // How a warp-row op's rows map onto blocks and lanes.
 struct WarpRowLayout {
   size_t first = 0;   // the row var the blocks split (rows[first]; the ones before are always 1)
@@ -515,21 +513,6 @@ bool warp_per_row(const Graph& g, const Region& r, const ScheduleRoot& root, int
   if (itemsize(g.values[size_t(root.value)].meta.dtype) >= 8) return false;
   if (row_tuning().warp >= 0) return row_tuning().warp == 1;
   return length <= kWarpRowMax || (length >= kWarpRowMin && rows >= kWarpRowsMin);
-}
-
-// Elements of the producing op's input per element of `value` (the row length of a reduction).
-int64_t reduction_length(const Graph& g, int value) {
-  int p = g.values[size_t(value)].producer;
-  int64_t out = std::max<int64_t>(1, numel(g.values[size_t(value)].meta.shape)), in = 0;
-  if (p < 0) return 1;
-  for (int i : g.nodes[size_t(p)].inputs) in = std::max(in, numel(g.values[size_t(i)].meta.shape));
-  return std::max<int64_t>(1, in / out);
-}
-
-// The row length of a row-wise op (softmax-like: output shaped like its input): its last dim.
-int64_t row_length(const Graph& g, int value) {
-  const Shape& s = g.values[size_t(value)].meta.shape;
-  return s.empty() ? 1 : s.back();
 }
 
 // `shared`: the Funcs that several roots compute (shared_funcs); `hosted`: the per-row roots to
@@ -630,60 +613,6 @@ bool schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, co
   return true;
 }
 
-// The dims of `value`'s shape that are not always 1, without its last `drop` dims.
-std::vector<SymDim> kept_dims(const Graph& g, int value, size_t drop) {
-  const SymShape& sym = g.values[size_t(value)].sym;
-  std::vector<SymDim> kept;
-  for (size_t d = 0; d + drop < sym.size(); ++d)
-    if (SymDim c = g.shape_env->canonical(sym[d]); !(c == SymDim::constant(1))) kept.push_back(c);
-  return kept;
-}
-
-// The stored roots that another root computes in its rows, for each root. A layer norm's backward
-// that recomputes its row statistics reads the mean and 1/std at every element of its rows;
-// stored at the root, each was a kernel that read the rows from memory again ([8192, 4096]: 3
-// kernels, 5 passes over the rows where the gradient needs 3). Root h is hosted by root o when it
-// is no output of the region, o reads it, and no root other than o and the roots o hosts does; h
-// reduces rows as long as o's into one value per row of o (its dims not always 1 are o's, the
-// row aside); and the region computes nothing over its inputs' memory (in_place.h). Only a
-// row-wise op run a warp or a block per row places them (schedule_root); others leave them at the
-// root.
-std::vector<Hosted> hosted_rows(const Graph& g, const Region& r, const std::vector<ScheduleRoot>& roots) {
-  std::vector<Hosted> hosted(roots.size());
-  if (!row_tuning().host || !r.in_place.empty()) return hosted;
-  std::vector<std::vector<int>> readers(roots.size());
-  for (size_t k = 0; k < roots.size(); ++k)
-    for (int h : roots[k].reads) readers[size_t(h)].push_back(int(k));
-  std::vector<int> host(roots.size(), -1);
-  auto candidate = [&](size_t h, size_t o) {
-    const ScheduleRoot &rh = roots[h], &ro = roots[o];
-    const int reducing = reducing_value(rh);
-    if (std::count(r.outputs.begin(), r.outputs.end(), rh.value) || rh.inner.empty() || rh.fused_row_op >= 0 ||
-        reduction_kind(g, reducing) != Reduces::rows || g.values[size_t(ro.value)].sym.empty())
-      return false;
-    for (const Func& inner : rh.inner)
-      if (inner.dimensions() == 0) return false;
-    return reduction_length(g, reducing) == row_length(g, ro.value) && kept_dims(g, rh.value, 0) == kept_dims(g, ro.value, 1);
-  };
-  for (bool changed = true; changed;) {  // a root read by o and by a root o hosts (the mean, read by 1/std's variance)
-    changed = false;
-    for (size_t h = 0; h < roots.size(); ++h) {
-      if (host[h] >= 0 || readers[h].empty() || std::count(host.begin(), host.end(), int(h))) continue;
-      for (int o : readers[h]) {
-        bool only_o = std::all_of(readers[h].begin(), readers[h].end(), [&](int k) { return k == o || host[size_t(k)] == o; });
-        if (host[size_t(o)] < 0 && only_o && candidate(h, size_t(o))) {
-          host[h] = o;
-          changed = true;
-          break;
-        }
-      }
-    }
-  }
-  for (size_t h = 0; h < roots.size(); ++h)
-    if (host[h] >= 0) hosted[size_t(host[h])].push_back(&roots[h]);
-  return hosted;
-}
-
 }  // namespace
 
 std::string gpu_schedule_tuning() {
@@ -699,7 +628,7 @@ void schedule_gpu(const Graph& g, const Region& r, LoweredRegion& lowered) {
   KILN_CHECK(lowered.gemms.empty(), "kiln GPU schedule: a GEMM was lowered into a CUDA pipeline");
   std::vector<ScheduleRoot> roots = schedule_roots(lowered);
   std::set<std::string> shared = shared_funcs(roots);
-  std::vector<Hosted> hosted = hosted_rows(g, r, roots);
+  std::vector<Hosted> hosted = row_tuning().host ? hosted_rows(g, r, roots) : std::vector<Hosted>(roots.size());
   std::set<const ScheduleRoot*> guests;
   for (const Hosted& h : hosted) guests.insert(h.begin(), h.end());
   for (size_t k = 0; k < roots.size(); ++k) {

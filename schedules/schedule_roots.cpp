@@ -1,5 +1,6 @@
 #include "schedules/schedule_roots.h"
 
+#include <algorithm>
 #include <map>
 #include <numeric>
 #include <set>
@@ -97,6 +98,20 @@ Reduces reduction_kind(const Graph& g, int value) {
     }
     default: return Reduces::nothing;
   }
+}
+
+int64_t reduction_length(const Graph& g, int value) {
+  int p = g.values[size_t(value)].producer;
+  int64_t out = numel(g.values[size_t(value)].meta.shape);
+  if (p < 0 || out == 0) return 1;
+  int64_t in = 0;
+  for (int i : g.nodes[size_t(p)].inputs) in = std::max(in, numel(g.values[size_t(i)].meta.shape));
+  return std::max<int64_t>(1, in / out);
+}
+
+int64_t row_length(const Graph& g, int value) {
+  const Shape& s = g.values[size_t(value)].meta.shape;
+  return s.empty() ? 1 : s.back();
 }
 
 int reducing_value(const ScheduleRoot& root) {

@@ -37,6 +37,12 @@ std::vector<ScheduleRoot> schedule_roots(const LoweredRegion& lowered);
 enum class Reduces { nothing, rows, columns };
 Reduces reduction_kind(const Graph& g, int value);
 
+// Elements of the producing op's input per element of `value` (the row length of a reduction;
+// 1 for other values and empty results).
+int64_t reduction_length(const Graph& g, int value);
+// The row length of a row-wise op (softmax-like: output shaped like its input): its last dim.
+int64_t row_length(const Graph& g, int value);
+
 // The value whose op decides how root's reductions walk memory: the row op fused into it (its
 // reader chain of pointwise ops, copies and views ends at this root: lower_region.cpp), the
 // reduction it stores, else the root's own value.
