@@ -8,14 +8,6 @@ using namespace Halide;
 
 namespace {
 
-// root's Func, its reductions and the pure Funcs inlined into them.
-std::vector<Func> root_funcs(const ScheduleRoot& root) {
-  std::vector<Func> fs{root.func};
-  fs.insert(fs.end(), root.inner.begin(), root.inner.end());
-  fs.insert(fs.end(), root.inlined.begin(), root.inlined.end());
-  return fs;
-}
-
 // Whether f reads p only at f's own point (f(x, y) = ... p(x, y) ...), or, for p of lower rank, at
 // f's leading vars (f(x, y) = ... w(x) ...: a layer_norm weight along the row): a block's rows of
 // f then need the same rows of p. A transposed read could need far more than a row a warp.

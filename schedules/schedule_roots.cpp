@@ -72,6 +72,13 @@ int reads_across(const Func& f, const std::set<std::string>& transposed_inputs, 
 
 }  // namespace
 
+std::vector<Func> root_funcs(const ScheduleRoot& root) {
+  std::vector<Func> fs{root.func};
+  fs.insert(fs.end(), root.inner.begin(), root.inner.end());
+  fs.insert(fs.end(), root.inlined.begin(), root.inlined.end());
+  return fs;
+}
+
 std::vector<Var> pure_vars(const Func& f) {
   std::vector<Var> v;
   for (const Var& a : f.args()) v.push_back(a);
@@ -162,11 +169,8 @@ std::vector<ScheduleRoot> schedule_roots(const LoweredRegion& lowered) {
   std::map<std::string, int> index;
   for (size_t k = 0; k < roots.size(); ++k) index.emplace(roots[k].func.name(), int(k));
   for (ScheduleRoot& root : roots) {
-    std::vector<Func> own{root.func};
-    own.insert(own.end(), root.inner.begin(), root.inner.end());
-    own.insert(own.end(), root.inlined.begin(), root.inlined.end());
     std::set<int> reads;
-    for (const Func& f : own)
+    for (const Func& f : root_funcs(root))
       for (const auto& [name, callee] : Internal::find_direct_calls(f.function()))
         if (auto k = index.find(name); k != index.end() && k->first != root.func.name()) reads.insert(k->second);
     root.reads.assign(reads.begin(), reads.end());

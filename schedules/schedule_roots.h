@@ -60,6 +60,9 @@ struct CatChunks {
 };
 CatChunks cat_chunks(const Graph& g, int value);
 
+// root's Func, its reductions and the pure Funcs inlined into them.
+std::vector<Halide::Func> root_funcs(const ScheduleRoot& root);
+
 // The pure vars of f, innermost first.
 std::vector<Halide::Var> pure_vars(const Halide::Func& f);
 

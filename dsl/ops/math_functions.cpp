@@ -97,7 +97,6 @@ Expr tanh_expr(Expr x) {
   return select(is_nan(x), x, v);
 }
 
-
 namespace {
 
 Expr one(const Expr& x) { return Internal::make_one(x.type()); }

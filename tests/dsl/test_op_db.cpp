@@ -3,6 +3,7 @@
 // reduction op compiled (halide backend) against eager, forward and backward. The eager, gradcheck and CUDA
 // suites iterate over the same entries.
 #include <filesystem>
+#include <functional>
 #include <set>
 
 #include "support/op_db.h"
@@ -10,6 +11,24 @@
 
 using namespace kiln;
 using namespace kiln::test;
+
+namespace {
+
+// fn (a function of one tensor that returns a scalar) compiled on the halide backend (named after
+// `op`) against eager at x, forward and backward.
+void check_compiled_against_eager(const std::function<Tensor(const Tensor&)>& fn, const Tensor& x,
+                                  const std::string& op, const std::string& what) {
+  auto f = compile(fn, {.backend = "halide", .name = "op db " + op});
+  Tolerance tol = compiled_against_eager(x.dtype());
+  Tensor want = fn(x);
+  check_close(f(x), host_values(want), want.shape(), tol, what + " forward");
+  Tensor xe = x.detach().requires_grad_(), xc = x.detach().requires_grad_();
+  fn(xe).backward();
+  f(xc).backward();
+  check_close(xc.grad(), host_values(xe.grad()), x.shape(), tol, what + " backward");
+}
+
+}  // namespace
 
 BOOST_AUTO_TEST_CASE(every_registered_op_has_an_entry_or_a_dedicated_suite) {
   std::set<std::string> listed;
@@ -47,17 +66,8 @@ BOOST_AUTO_TEST_CASE(compiled_unary_ops_match_eager_forward_and_backward) {
     for (DType t : {DType::f32, DType::f64}) {
       Tensor x = random_tensor({3, 37}, t, seed++, c.grad_lo, c.grad_hi);
       // The op between other work, as a model has it: the region fuses it with its neighbours.
-      auto fn = [&c](const Tensor& a) { return sum(c.call(a * 0.5 + 0.25) * 3.0); };
-      auto f = compile(fn, {.backend = "halide", .name = "op db " + c.label});
-      Tolerance tol = compiled_against_eager(t);
-      std::string what = c.label + " " + std::string(name(t));
-      Tensor want = fn(x);
-      check_close(f(x), host_values(want), want.shape(), tol, what + " forward");
-
-      Tensor xe = x.detach().requires_grad_(), xc = x.detach().requires_grad_();
-      fn(xe).backward();
-      f(xc).backward();
-      check_close(xc.grad(), host_values(xe.grad()), x.shape(), tol, what + " backward");
+      check_compiled_against_eager([&c](const Tensor& a) { return sum(c.call(a * 0.5 + 0.25) * 3.0); }, x, c.label,
+                                   c.label + " " + std::string(name(t)));
     }
   }
 }
@@ -95,16 +105,10 @@ BOOST_AUTO_TEST_CASE(compiled_reductions_match_eager_forward_and_backward) {
       for (const auto& [dims, keepdim] : std::vector<std::pair<std::vector<int64_t>, bool>>{
                {{-1}, false}, {{0}, true}, {{0, 2}, false}, {{}, false}}) {
         Tensor x = random_tensor({3, 37, 5}, t, seed++);
-        auto fn = [&c, dims = dims, keepdim = keepdim](const Tensor& a) { return sum(c.call(a * 0.5 + 0.25, dims, keepdim) * 3.0); };
-        auto f = compile(fn, {.backend = "halide", .name = "op db " + c.label});
-        Tolerance tol = compiled_against_eager(t);
-        std::string what = c.label + " " + std::string(name(t)) + " dims " + to_string(dims);
-        Tensor want = fn(x);
-        check_close(f(x), host_values(want), want.shape(), tol, what + " forward");
-        Tensor xe = x.detach().requires_grad_(), xc = x.detach().requires_grad_();
-        fn(xe).backward();
-        f(xc).backward();
-        check_close(xc.grad(), host_values(xe.grad()), x.shape(), tol, what + " backward");
+        auto fn = [&c, dims = dims, keepdim = keepdim](const Tensor& a) {
+          return sum(c.call(a * 0.5 + 0.25, dims, keepdim) * 3.0);
+        };
+        check_compiled_against_eager(fn, x, c.label, c.label + " " + std::string(name(t)) + " dims " + to_string(dims));
       }
     }
   }
