@@ -32,7 +32,7 @@ const std::vector<SettingInfo>& settings() {
       // values are part of the disk cache's key of CUDA graphs.
       {"KILN_GPU_ROW_THREADS", "256", "GPU row schedule: threads per block (32-1024)"},
       {"KILN_GPU_ROW_STAGE", "0", "GPU row schedule: 1 stages the rows a block reads several times in shared memory"},
-      {"KILN_GPU_ROW_REGISTERS", "1", "GPU row schedule: 0 stages no warp row in registers"},
+      {"KILN_GPU_ROW_REGISTERS", "1", "GPU row schedule: 0 keeps no row in registers (a warp row staged in its lanes, a block row of at most 16 steps a thread unrolled in every pass)"},
       {"KILN_GPU_ROW_HOST", "1",
        "GPU row schedule: 0 computes per-row values that one row op reads (a recomputed mean and 1/std) in kernels of their own"},
       {"KILN_GPU_ROW_VECTOR", "0", "GPU row schedule: 1 gives each thread 4 consecutive elements"},

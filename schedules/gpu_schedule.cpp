@@ -34,6 +34,7 @@ constexpr int64_t kColumnChunkMax = 256;     // rows per chunk of a split column
 constexpr int kColumnUnroll = 8;             // a thread's serial sum, unrolled: loads in flight together
 constexpr int64_t kRowCacheMax = 6144;       // rows this long (24 KiB of f32) are staged in shared memory
 constexpr int64_t kRegisterRowMax = 1024;    // warp rows this long are staged in registers (32 a lane)
+constexpr int64_t kBlockRowRegisters = 16;   // a block row's elements a thread keeps in registers, at most
 // Rows of at most kShortWarpRow elements: kShortRowWidth lanes a row (32 / kShortRowWidth rows
 // share a warp, each lane holding 8 of a row's 64 elements), kShortWarpRows rows a block. A warp
 // per row left each lane 2 elements and combined 32 lanes per reduction, 64 shuffles for 64
@@ -55,7 +56,7 @@ const TailStrategy kGuard = TailStrategy::GuardWithIf;
 struct RowTuning {
   int threads = kThreads;
   bool stage = false;  // stage a block's row in shared memory
-  bool registers = true;  // stage a warp's row of static length in its registers
+  bool registers = true;  // keep a row in registers: a warp row of static length in its lanes, a block row's unrolled steps
   bool host = true;  // compute per-row values that one row op reads in its rows (hosted_rows)
   bool vector = false;
   int warp = -1;  // 1: a warp per row always, 0: never, -1: by the rows' count and length
@@ -116,6 +117,16 @@ int block_rows(int64_t length, int64_t extent) {
 
 using warp_rows::fuse_all;
 
+// Steps a thread takes along a block's row of `length` elements when all of them are unrolled,
+// in every pass over the row (its reductions' partial sums and the output): the passes then load
+// the same addresses in the same registers, and LLVM keeps the first pass's loads for the later
+// ones (the loads are of read-only inputs), so the row is read from memory once. 0 where the
+// threads do not divide the row, or a thread's share would hold too many registers.
+int row_steps_in_registers(int64_t length, int threads) {
+  if (!row_tuning().registers || length % threads != 0 || length / threads > kBlockRowRegisters) return 0;
+  return int(length / threads);
+}
+
 // thread_per_point's thread var: a Func computed at it runs inside each thread.
 const char* const kPointThread = "tx";
 
@@ -132,7 +143,7 @@ void thread_per_point(Stage s, const std::vector<Var>& vars) {
 // g computed per row inside a block of row_tuning().threads threads at loop `row` of f: per-thread partials
 // (each thread strides the row), then kWarp partials, then one thread. Reductions Halide cannot
 // split (not provably associative) run serially in one thread.
-void block_reduction(Func g, Func f, Var row) {
+void block_reduction(Func g, Func f, Var row, int unroll = row_tuning().unroll) {
   LoopLevel at(f, row);
   g.compute_at(at);
   if (g.num_update_definitions() != 1 || g.rvars().empty()) return;
@@ -143,7 +154,7 @@ void block_reduction(Func g, Func f, Var row) {
     Func warp = g.update().split(ri, rio, rii, kWarp, kGuard).rfactor(rii, w);
     partials.compute_at(at).gpu_threads(u);
     partials.update().reorder(ro, u).gpu_threads(u);
-    warp_rows::unroll_steps(partials.update(), ro, row_tuning().unroll);
+    warp_rows::unroll_steps(partials.update(), ro, unroll);
     warp.compute_at(at).gpu_threads(w);
     warp.update().reorder(rio, w).gpu_threads(w);
   } catch (const CompileError&) {
@@ -592,23 +603,27 @@ bool schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, co
     return false;
   }
   Var row = fuse_all(f, rows);
+  const int threads = row_tuning().threads;
+  const int steps = row_steps_in_registers(length, threads);
   if (row_wise) {  // each thread writes 4 consecutive elements per step when the row allows
     Var co("co"), ci("ci"), ct("ct"), cv("cv");
-    const int threads = row_tuning().threads;
     if (int lanes = vector_lanes(g, r, root.value); row_tuning().vector && lanes > 1 && length % lanes == 0) {
       f.split(v[0], co, ci, lanes * threads, kGuard).split(ci, ct, cv, lanes, kGuard).vectorize(cv);
       f.reorder(cv, ct, co, row).gpu_threads(ct);
     } else {
-      f.split(v[0], co, ci, threads, kGuard).reorder(ci, co, row).gpu_threads(ci);
+      f.split(v[0], co, ci, threads, kGuard);
+      if (steps > 0) f.reorder(co, ci, row).gpu_threads(ci).unroll(co);  // a thread's steps inside its loop: no barrier between
+      else f.reorder(ci, co, row).gpu_threads(ci);
     }
   }
   f.gpu_blocks(row);
-  for (Func inner : root.inner) block_reduction(inner, f, row);
+  const int unroll = steps > 0 ? steps : row_tuning().unroll;
+  for (Func inner : root.inner) block_reduction(inner, f, row, unroll);
   if (row_wise) stage_block_row(root, lowered.inputs, shared, row, length);
   if (!row_wise) return false;
   for (const ScheduleRoot* h : hosted) {
     Func(h->func).compute_at(f, row);
-    for (Func inner : h->inner) block_reduction(inner, f, row);
+    for (Func inner : h->inner) block_reduction(inner, f, row, unroll);
   }
   return true;
 }

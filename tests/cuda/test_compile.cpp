@@ -163,7 +163,7 @@ BOOST_AUTO_TEST_CASE(row_ops_over_any_row_count_match_the_cpu, *needs_cuda()) {
     return TensorList{softmax(x, -1), log_softmax(x, -1), sum(x, {-1}),
                       layer_norm(x, {n}, v[1], v[2])};
   };
-  for (Shape s : {Shape{1000, 64}, Shape{997, 48}, Shape{1001, 1024}, Shape{13, 3000}, Shape{6, 33}}) {
+  for (Shape s : {Shape{1000, 64}, Shape{997, 48}, Shape{1001, 1024}, Shape{13, 3000}, Shape{6, 33}, Shape{37, 2048}}) {
     BOOST_TEST_CONTEXT(to_string(s)) {
       BOOST_TEST_MESSAGE("rows: " << to_string(s));  // a kernel that never finishes shows where
       manual_seed(uint64_t(s[0]));

@@ -415,6 +415,31 @@ BOOST_AUTO_TEST_CASE(row_statistics_read_by_one_row_op_are_computed_in_its_rows)
   }
 }
 
+// A block per row of 4096 (256 threads, 16 elements a thread): every pass over the row (the
+// reductions' partial sums, the output) is unrolled along the same 16 addresses, so LLVM keeps
+// the first pass's loads in registers for the later ones and the row is read from memory once:
+// the kernel's only global loads are 16 a thread of x (and of a layer_norm's weight and bias).
+// Before, the output's loop loaded x again, and softmax read [8192, 4096] twice.
+BOOST_AUTO_TEST_CASE(block_rows_read_their_row_once) {
+  const int64_t T = 8192, C = 4096, steps = C / 256;
+  for (bool norm : {false, true}) {
+    Builder b;
+    int x = b.input({T, C});
+    if (norm) {
+      int w = b.input({C}), bias = b.input({C});
+      b.g.outputs = {b.op("layer_norm", {x, w, bias}, {{"normalized_shape", std::vector<int64_t>{C}}, {"eps", 1e-5}})};
+    } else {
+      b.g.outputs = {b.op("softmax", {x}, {{"dim", int64_t(-1)}})};
+    }
+    auto [launches, stmt] = launches_of(b.g);
+    BOOST_TEST_CONTEXT(std::string(norm ? "layer_norm" : "softmax")) {
+      BOOST_TEST_REQUIRE(launches.size() == 1u);
+      BOOST_TEST(launches[0].blocks == T);
+      BOOST_TEST(count(stmt, "ld.global") == (norm ? 3 : 1) * steps);
+    }
+  }
+}
+
 // Reductions stored through their epilogues, and the cases that must not be: a softmax over
 // columns reads its column sums at every element (computed once, not by every thread); two
 // reductions added into one value each keep their own schedule (a row sum a warp per row, a
@@ -707,3 +732,4 @@ BOOST_AUTO_TEST_CASE(fuzz_programs_compile_for_cuda) {
     }
   }
 }
+
