@@ -139,17 +139,25 @@ BOOST_AUTO_TEST_CASE(reductions_and_normalizations) {
     on(c.op.c_str(), {2, 3, 4}, [&c](const Tensor& t) { return c.call(t, {0, 2}, true); });
     on(c.op.c_str(), {4}, [&c](const Tensor& t) { return c.call(t, {}, false); });
   }
-  on("softmax", {3, 5}, [](const Tensor& t) { return softmax(t, -1); });
-  on("softmax", {2, 3, 4}, [](const Tensor& t) { return softmax(t, 1); });
-  on("log_softmax", {3, 5}, [](const Tensor& t) { return log_softmax(t, -1); });
-  on("log_softmax", {2, 3, 4}, [](const Tensor& t) { return log_softmax(t, 0); });
-  on("layer_norm", {3, 6}, [](const Tensor& t) { return layer_norm(t, {6}); });
-  Tensor x = leaf({2, 3, 4}, seed++), w = leaf({3, 4}, seed++), b = leaf({3, 4}, seed++);
-  check("layer_norm", [](const TensorList& in) { return layer_norm(in[0], {3, 4}, in[1], in[2]); }, {x, w, b},
-        "affine over two dims");
-  Tensor logits = leaf({4, 5}, seed++);
-  Tensor targets = from_vector<int64_t>({0, 4, 2, 4});
-  check("cross_entropy", [&](const TensorList& in) { return cross_entropy(in[0], targets); }, {logits});
+  // The row ops of the database at their first (small) shape, contiguous and transposed, with
+  // respect to every float operand (a layer norm's weight and bias too).
+  for (const RowOpEntry& e : row_op_db()) {
+    for (const std::string kind : {"", "transposed"}) {
+      TensorList all = e.inputs(e.shapes[0], f64, seed++, kind), leaves;
+      std::vector<size_t> at;
+      for (size_t i = 0; i < all.size(); ++i) {
+        if (!all[i].defined() || !is_floating(all[i].dtype())) continue;
+        at.push_back(i);
+        leaves.push_back(all[i].detach().requires_grad_());
+      }
+      check(e.op, [&e, all, at](const TensorList& in) {
+        TensorList full = all;
+        for (size_t k = 0; k < at.size(); ++k) full[at[k]] = in[k];
+        return e.call(full);
+      }, leaves, e.label + " " + kind);
+    }
+  }
+  on("softmax", {2, 3, 4}, [](const Tensor& t) { return softmax(t, 1); });  // a dim in the middle
   check("cross_entropy", [&](const TensorList& in) { return cross_entropy(in[0], from_vector<int64_t>({3}, {})); },
         {leaf({5}, seed++)}, "unbatched");
   Tensor aq = leaf({1, 2, 5, 3}, seed++), ak = leaf({1, 2, 5, 3}, seed++), av = leaf({1, 2, 5, 2}, seed++);

@@ -19,10 +19,10 @@ inline boost::unit_test::precondition needs_cuda() {
 
 inline const Device kCuda = Device::cuda(0);
 
-// Copies of xs on kCuda.
+// Copies of xs on kCuda (an undefined tensor, an op's absent operand, stays undefined).
 inline TensorList to_cuda(const TensorList& xs) {
   TensorList out;
-  for (const Tensor& x : xs) out.push_back(x.to(kCuda));
+  for (const Tensor& x : xs) out.push_back(x.defined() ? x.to(kCuda) : Tensor());
   return out;
 }
 

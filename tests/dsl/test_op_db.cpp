@@ -1,6 +1,6 @@
 // The op database (tests/support/op_db.h) covers every registered op, by an entry or by naming
-// the dedicated suite that tests it, and drives the compiled path's test: each unary, binary and
-// reduction op compiled (halide backend) against eager, forward and backward. The eager, gradcheck and CUDA
+// the dedicated suite that tests it, and drives the compiled path's test: each unary, binary,
+// reduction and row op compiled (halide backend) against eager, forward and backward. The eager, gradcheck and CUDA
 // suites iterate over the same entries.
 #include <filesystem>
 #include <functional>
@@ -46,6 +46,10 @@ BOOST_AUTO_TEST_CASE(every_registered_op_has_an_entry_or_a_dedicated_suite) {
     listed.insert(e.op);
     BOOST_TEST((op_def(e.op).schedule_class == ScheduleClass::reduction && op_def(e.op).num_inputs == 1),
                e.label << " is not a reduction of one input");
+  }
+  for (const RowOpEntry& e : row_op_db()) {
+    listed.insert(e.op);
+    BOOST_TEST((!e.shapes.empty() && op_def(e.op).schedule_class == ScheduleClass::normalization), e.label << " is not a normalization op");
   }
   std::filesystem::path tests = std::filesystem::path(__FILE__).parent_path() / "..";
   for (const DedicatedSuite& d : dedicated_op_suites()) {
@@ -110,6 +114,47 @@ BOOST_AUTO_TEST_CASE(compiled_reductions_match_eager_forward_and_backward) {
         };
         check_compiled_against_eager(fn, x, c.label, c.label + " " + std::string(name(t)) + " dims " + to_string(dims));
       }
+    }
+  }
+}
+
+// Each row op between other work, compiled against eager, forward and the gradients of every
+// float operand (a layer norm's weight and bias too).
+BOOST_AUTO_TEST_CASE(compiled_row_ops_match_eager_forward_and_backward) {
+  uint64_t seed = 500;
+  for (const RowOpEntry& e : row_op_db()) {
+    for (DType t : {DType::f32, DType::f64}) {
+      // The compiled function takes the defined operands (an absent weight or bias stays absent).
+      TensorList all = e.inputs({3, 37}, t, seed++, ""), in;
+      std::vector<size_t> at;
+      for (size_t i = 0; i < all.size(); ++i)
+        if (all[i].defined()) {
+          at.push_back(i);
+          in.push_back(all[i]);
+        }
+      auto fn = [&e, all, at](const TensorList& v) {
+        TensorList full = all;
+        for (size_t k = 0; k < at.size(); ++k) full[at[k]] = v[k];
+        full[0] = v[0] * 0.5 + 0.25;
+        return sum(e.call(full) * 3.0);
+      };
+      auto f = compile(fn, {.backend = "halide", .name = "op db " + e.label});
+      Tolerance tol = compiled_against_eager(t);
+      std::string what = e.label + " " + std::string(name(t));
+      Tensor want = fn(in);
+      check_close(f(in), host_values(want), want.shape(), tol, what + " forward");
+      TensorList ie = in, ic = in;
+      for (size_t k = 0; k < in.size(); ++k) {
+        if (!is_floating(in[k].dtype())) continue;
+        ie[k] = in[k].detach().requires_grad_();
+        ic[k] = in[k].detach().requires_grad_();
+      }
+      fn(ie).backward();
+      f(ic).backward();
+      for (size_t k = 0; k < in.size(); ++k)
+        if (is_floating(in[k].dtype()))
+          check_close(ic[k].grad(), host_values(ie[k].grad()), in[k].shape(), tol,
+                      what + " backward of operand " + std::to_string(at[k]));
     }
   }
 }

@@ -122,6 +122,86 @@ const ReductionOpEntry& reduction_entry(const std::string& label) {
   throw std::invalid_argument("no reduction entry " + label);
 }
 
+Tolerance RowOpEntry::against_reference(DType t) const {
+  Tolerance tol = tolerance(t);
+  if (t == DType::f32) tol.atol = 1e-5;
+  return tol;
+}
+
+Tolerance RowOpEntry::cuda_against_cpu() const { return {1e-4, 1e-4}; }
+
+namespace {
+
+// x of `shape` drawn from [lo, hi), or a view of random_view's `kind` (drawn from [-2, 2)).
+Tensor row_input(const Shape& shape, DType t, uint64_t seed, const std::string& kind, double lo, double hi) {
+  return kind.empty() ? random_tensor(shape, t, seed, lo, hi) : random_view(shape, t, seed, kind);
+}
+
+// softmax or log_softmax over `dim`.
+RowOpEntry softmax_entry(const std::string& op, int64_t dim, const std::string& label) {
+  bool log = op == "log_softmax";
+  return {op,
+          label,
+          [](const Shape& s, DType t, uint64_t seed, const std::string& kind) {
+            return TensorList{row_input(s, t, seed, kind, -4, 4)};
+          },
+          [log, dim](const TensorList& in) { return log ? log_softmax(in[0], dim) : softmax(in[0], dim); },
+          [log, dim](const TensorList& in) { return along_dim(in[0], dim, log ? log_softmax_line : softmax_line); },
+          {{3, 5}, {2, 3, 4}, {9, 100}, {300, 257}, {5000, 3}, {16, 40, 30}, {2, 70000}}};
+}
+
+// layer_norm over the last `dims` dims of x, with the weight and bias `affine` names ("", "w",
+// "b", "wb"), at eps.
+RowOpEntry layer_norm_entry(const std::string& label, size_t dims, const std::string& affine, double eps,
+                            std::vector<Shape> shapes) {
+  auto normalized = [dims](const Shape& s) { return Shape(s.end() - int64_t(dims), s.end()); };
+  bool w = affine.find('w') != std::string::npos, b = affine.find('b') != std::string::npos;
+  return {"layer_norm",
+          label,
+          [=](const Shape& s, DType t, uint64_t seed, const std::string& kind) {
+            TensorList in{row_input(s, t, seed, kind, -3, 5)};
+            in.push_back(w ? random_tensor(normalized(s), t, seed + 1, 0.5, 2) : Tensor());
+            in.push_back(b ? random_tensor(normalized(s), t, seed + 2) : Tensor());
+            return in;
+          },
+          [=](const TensorList& in) { return layer_norm(in[0], normalized(in[0].shape()), in[1], in[2], eps); },
+          [=](const TensorList& in) {
+            return layer_norm_reference(in[0], numel(normalized(in[0].shape())), in[1], in[2], eps);
+          },
+          std::move(shapes)};
+}
+
+}  // namespace
+
+const std::vector<RowOpEntry>& row_op_db() {
+  static const std::vector<RowOpEntry> db = [] {
+    const std::vector<Shape> rows = {{4, 10}, {2, 3, 8}, {5, 1}, {300, 256}, {64, 3, 700}, {2, 5000}};
+    std::vector<RowOpEntry> d = {
+        softmax_entry("softmax", -1, "softmax"),
+        softmax_entry("softmax", 0, "softmax_dim0"),
+        softmax_entry("log_softmax", -1, "log_softmax"),
+        softmax_entry("log_softmax", 0, "log_softmax_dim0"),
+        layer_norm_entry("layer_norm", 1, "", 1e-5, rows),
+        layer_norm_entry("layer_norm_affine", 1, "wb", 1e-5, rows),
+        layer_norm_entry("layer_norm_weight", 1, "w", 1e-5, {{4, 10}, {300, 256}}),
+        layer_norm_entry("layer_norm_bias_eps", 1, "b", 0.5, {{4, 10}, {300, 256}}),
+        layer_norm_entry("layer_norm_two_dims", 2, "wb", 1e-5, {{2, 3, 8}, {4, 10}, {3, 4, 17}}),
+    };
+    d.push_back({"cross_entropy",
+                 "cross_entropy",
+                 [](const Shape& s, DType t, uint64_t seed, const std::string& kind) {
+                   Tensor logits = row_input(s, t, seed, kind, -5, 5);
+                   Shape rows(s.begin(), s.end() - 1);
+                   return TensorList{logits, random_tensor(rows, DType::i64, seed + 1, 0, double(s.back()))};
+                 },
+                 [](const TensorList& in) { return cross_entropy(in[0], in[1]); },
+                 [](const TensorList& in) { return std::vector<double>{cross_entropy_reference(in[0], in[1])}; },
+                 {{4, 10}, {1, 1}, {1, 5}, {37, 3}, {200, 130}, {3000, 40}, {2, 20000}}});
+    return d;
+  }();
+  return db;
+}
+
 const std::vector<DedicatedSuite>& dedicated_op_suites() {
   static const std::vector<DedicatedSuite> suites = {
       {"isfinite", "dsl/test_pointwise.cpp", "isfinite("},
@@ -140,13 +220,9 @@ const std::vector<DedicatedSuite>& dedicated_op_suites() {
       {"slice", "dsl/test_views.cpp", ".slice("},
       {"contiguous", "dsl/test_views.cpp", ".contiguous()"},
       {"argmax", "dsl/test_reductions.cpp", "argmax("},
-      {"softmax", "dsl/test_normalization.cpp", "softmax("},
-      {"log_softmax", "dsl/test_normalization.cpp", "log_softmax("},
       {"softmax_backward", "dsl/test_normalization_backward.cpp", "softmax_backward"},
       {"log_softmax_backward", "dsl/test_normalization_backward.cpp", "log_softmax_backward"},
-      {"layer_norm", "dsl/test_normalization.cpp", "layer_norm("},
       {"layer_norm_backward", "dsl/test_normalization_backward.cpp", "layer_norm_backward"},
-      {"cross_entropy", "dsl/test_normalization.cpp", "cross_entropy("},
       {"cross_entropy_backward", "dsl/test_normalization_backward.cpp", "cross_entropy_backward"},
       {"matmul", "dsl/test_matmul.cpp", "matmul("},
       {"matmul_bias", "dsl/test_matmul.cpp", "linear(x, w, bias)"},

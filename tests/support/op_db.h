@@ -3,8 +3,8 @@
 // against the reference, gradcheck, CUDA against the CPU, compiled against eager) iterates over
 // the same entries. tests/dsl/test_op_db.cpp fails when a registered op has no entry here and is
 // not listed among the ops that dedicated suites cover (dedicated_op_suites). Held so far: the
-// unary pointwise ops (dsl/ops/unary_ops.h and gelu), the binary pointwise ops and the float
-// reductions.
+// unary pointwise ops (dsl/ops/unary_ops.h and gelu), the binary pointwise ops, the float
+// reductions and the row ops (softmax, log_softmax, layer_norm, cross_entropy).
 #pragma once
 #include <functional>
 #include <string>
@@ -74,6 +74,27 @@ struct ReductionOpEntry {
 const std::vector<ReductionOpEntry>& reduction_op_db();
 // The entry with this label (test suites that pick one).
 const ReductionOpEntry& reduction_entry(const std::string& label);
+
+// A row op: softmax and log_softmax over one dim, layer_norm over the last dims (with or without
+// weight and bias), cross_entropy over the classes of (N, C) logits. `inputs` makes the op's
+// operands for x of `shape` (x first, then the weight and bias or the targets; x laid out as
+// random_view's `kind`, "" for contiguous); `reference` computes the output from them in double.
+struct RowOpEntry {
+  std::string op;
+  std::string label;  // the op and its variant ("softmax_dim0", "layer_norm_affine")
+  std::function<TensorList(const Shape& shape, DType t, uint64_t seed, const std::string& kind)> inputs;
+  std::function<Tensor(const TensorList& in)> call;
+  std::function<std::vector<double>(const TensorList& in)> reference;
+  std::vector<Shape> shapes;  // x's shapes for the suites to draw, the first small (gradcheck's)
+
+  // Against the double reference in dtype t: tolerance(t), an absolute 1e-5 in f32 (a
+  // log_softmax subtracts values of the row's size; a layer norm divides by a small deviation).
+  Tolerance against_reference(DType t) const;
+  // On CUDA against the CPU, in f32: the rows summed in another order.
+  Tolerance cuda_against_cpu() const;
+};
+
+const std::vector<RowOpEntry>& row_op_db();
 
 // The registered ops the databases do not hold yet, each with the test file (under tests/) whose
 // cases cover it; test_op_db checks that the file exists and still contains `evidence` (the call

@@ -156,6 +156,69 @@ double logsumexp_of(const std::vector<double>& v) {
   return std::log(s) + m;
 }
 
+std::vector<double> along_dim(const Tensor& x, int64_t dim,
+                              const std::function<std::vector<double>(const std::vector<double>&)>& f) {
+  std::vector<double> v = host_values(x);
+  if (x.dim() == 0) return f(v);
+  int64_t d = dim < 0 ? dim + x.dim() : dim;
+  int64_t n = x.size(d), inner = 1;
+  for (int64_t i = d + 1; i < x.dim(); ++i) inner *= x.size(i);
+  int64_t outer = n == 0 ? 0 : int64_t(v.size()) / (n * inner);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      std::vector<double> line;
+      for (int64_t k = 0; k < n; ++k) line.push_back(v[size_t((o * n + k) * inner + i)]);
+      std::vector<double> r = f(line);
+      for (int64_t k = 0; k < n; ++k) v[size_t((o * n + k) * inner + i)] = r[size_t(k)];
+    }
+  return v;
+}
+
+std::vector<double> log_softmax_line(const std::vector<double>& line) {
+  double lse = logsumexp_of(line);
+  std::vector<double> r;
+  for (double e : line) r.push_back(e - lse);
+  return r;
+}
+
+std::vector<double> softmax_line(const std::vector<double>& line) {
+  std::vector<double> r = log_softmax_line(line);
+  for (double& e : r) e = std::exp(e);
+  return r;
+}
+
+std::vector<double> layer_norm_reference(const Tensor& x, int64_t normalized, const Tensor& w, const Tensor& b,
+                                         double eps) {
+  std::vector<double> v = host_values(x), wv, bv;
+  if (w.defined()) wv = host_values(w);
+  if (b.defined()) bv = host_values(b);
+  for (size_t row = 0; normalized > 0 && row < v.size() / size_t(normalized); ++row) {
+    double* p = v.data() + row * size_t(normalized);
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < normalized; ++i) mean += p[i];
+    mean /= double(normalized);
+    for (int64_t i = 0; i < normalized; ++i) var += (p[i] - mean) * (p[i] - mean);
+    var /= double(normalized);
+    for (int64_t i = 0; i < normalized; ++i) {
+      p[i] = (p[i] - mean) / std::sqrt(var + eps);
+      if (!wv.empty()) p[i] *= wv[size_t(i)];
+      if (!bv.empty()) p[i] += bv[size_t(i)];
+    }
+  }
+  return v;
+}
+
+double cross_entropy_reference(const Tensor& logits, const Tensor& targets) {
+  int64_t classes = logits.size(-1);
+  std::vector<double> v = host_values(logits), t = host_values(targets);
+  double total = 0;
+  for (size_t n = 0; n < t.size(); ++n) {
+    std::vector<double> row(v.begin() + int64_t(n) * classes, v.begin() + int64_t(n + 1) * classes);
+    total -= log_softmax_line(row)[size_t(t[n])];
+  }
+  return total / double(t.size());
+}
+
 int64_t broadcast_offset(const Shape& shape, const std::vector<int64_t>& idx) {
   int64_t off = 0, lead = int64_t(idx.size()) - int64_t(shape.size());
   for (size_t d = 0; d < shape.size(); ++d) off = off * shape[d] + (shape[d] == 1 ? 0 : idx[lead + d]);
