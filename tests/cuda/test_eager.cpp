@@ -90,6 +90,17 @@ BOOST_AUTO_TEST_CASE(pointwise_ops_match_the_cpu, *needs_cuda()) {
   check_same_on_cuda("cat", [](auto& v) { return cat({v[0], v[1]}, 1); }, {x, y}, {0, 0});
 }
 
+// Every view of the op database, on the device and read back (the copy walks the view's strides),
+// then fed to an op (which reads it through them).
+BOOST_AUTO_TEST_CASE(views_match_the_cpu, *needs_cuda()) {
+  uint64_t seed = 40;
+  for (const ViewOpEntry& e : view_op_db()) {
+    Tensor x = random_tensor(e.base, DType::f32, seed++);
+    check_same_on_cuda(e.label, [&e](auto& v) { return e.call(v[0]); }, {x}, {0, 0});
+    check_same_on_cuda(e.label + " then an op", [&e](auto& v) { return e.call(v[0]) * 2.0 + 1.0; }, {x}, kF32);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(reductions_and_rows_match_the_cpu, *needs_cuda()) {
   Tensor x = random_tensor({70, 300}, DType::f32, 21);
   for (int64_t d : {0, 1}) {

@@ -1,6 +1,6 @@
 // The op database (tests/support/op_db.h) covers every registered op, by an entry or by naming
 // the dedicated suite that tests it, and drives the compiled path's test: each unary, binary,
-// reduction and row op compiled (halide backend) against eager, forward and backward. The eager, gradcheck and CUDA
+// reduction, row and view op compiled (halide backend) against eager, forward and backward. The eager, gradcheck and CUDA
 // suites iterate over the same entries.
 #include <filesystem>
 #include <functional>
@@ -46,6 +46,10 @@ BOOST_AUTO_TEST_CASE(every_registered_op_has_an_entry_or_a_dedicated_suite) {
     listed.insert(e.op);
     BOOST_TEST((op_def(e.op).schedule_class == ScheduleClass::reduction && op_def(e.op).num_inputs == 1),
                e.label << " is not a reduction of one input");
+  }
+  for (const ViewOpEntry& e : view_op_db()) {
+    listed.insert(e.op);
+    BOOST_TEST((op_def(e.op).schedule_class == ScheduleClass::view), e.label << " is not a view op");
   }
   for (const RowOpEntry& e : row_op_db()) {
     listed.insert(e.op);
@@ -155,6 +159,23 @@ BOOST_AUTO_TEST_CASE(compiled_row_ops_match_eager_forward_and_backward) {
         if (is_floating(in[k].dtype()))
           check_close(ic[k].grad(), host_values(ie[k].grad()), in[k].shape(), tol,
                       what + " backward of operand " + std::to_string(at[k]));
+    }
+  }
+}
+
+// Each view of a value computed in the region, times a random tensor (each element's gradient
+// differs), compiled against eager: the view's values and the gradient through it.
+BOOST_AUTO_TEST_CASE(compiled_views_match_eager_forward_and_backward) {
+  uint64_t seed = 700;
+  for (const ViewOpEntry& e : view_op_db()) {
+    for (DType t : {DType::f32, DType::f64}) {
+      Tensor x = random_tensor(e.base, t, seed++), r = random_tensor(e.shape, t, seed++);
+      auto viewed = [&e, r](const Tensor& a) { return e.call(a * 0.5 + 0.25) * r; };
+      auto f = compile(viewed, {.backend = "halide", .name = "op db " + e.label});
+      std::string what = e.label + " " + std::string(name(t));
+      Tensor want = viewed(x);
+      check_close(f(x), host_values(want), want.shape(), compiled_against_eager(t), what + " forward");
+      check_compiled_against_eager([&viewed](const Tensor& a) { return sum(viewed(a)); }, x, e.label, what);
     }
   }
 }

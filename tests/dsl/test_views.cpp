@@ -1,6 +1,7 @@
 // Views: reshape/view/permute/transpose/expand/squeeze/unsqueeze/slice/narrow give the right
 // shape, strides, offset and values (checked against host index arithmetic), share storage with
 // their base (a write through one is seen by the other), and copy only where documented.
+#include "support/op_db.h"
 #include "support/reference.h"
 
 using namespace kiln;
@@ -65,53 +66,14 @@ BOOST_AUTO_TEST_CASE(view_ops_strides_and_offsets) {
   BOOST_TEST(x.view({2, -1}).shape() == Shape({2, 12}));
 }
 
+// Every view of the op database (tests/support/op_db.h), in every dtype.
 BOOST_AUTO_TEST_CASE(view_ops_read_the_right_elements_and_share_storage) {
   uint64_t seed = 10;
-  for (DType t : {f32, f64, f16, bf16, i32, i64, bool_}) {
-    std::string tn(name(t));
-    Tensor x = random_tensor({2, 3, 4}, t, seed++);
-    check_view(x, x.reshape({6, 4}), {6, 4}, [](const Index& i) { return Index{i[0] / 3, i[0] % 3, i[1]}; },
-               "reshape " + tn);
-    check_view(x, x.view({4, -1}), {4, 6}, [](const Index& i) {
-      int64_t f = i[0] * 6 + i[1];
-      return Index{f / 12, f / 4 % 3, f % 4};
-    }, "view -1 " + tn);
-    check_view(x, x.flatten(), {24}, [](const Index& i) { return Index{i[0] / 12, i[0] / 4 % 3, i[0] % 4}; },
-               "flatten " + tn);
-    check_view(x, x.permute({2, 0, 1}), {4, 2, 3}, [](const Index& i) { return Index{i[1], i[2], i[0]}; },
-               "permute " + tn);
-    check_view(x, x.permute({-1, -3, -2}), {4, 2, 3}, [](const Index& i) { return Index{i[1], i[2], i[0]}; },
-               "permute negative dims " + tn);
-    check_view(x, x.transpose(0, 2), {4, 3, 2}, [](const Index& i) { return Index{i[2], i[1], i[0]}; },
-               "transpose " + tn);
-    check_view(x, x.transpose(-1, -2), {2, 4, 3}, [](const Index& i) { return Index{i[0], i[2], i[1]}; },
-               "transpose negative dims " + tn);
-    check_view(x, x.slice(2, 1, 4, 2), {2, 3, 2}, [](const Index& i) { return Index{i[0], i[1], 1 + 2 * i[2]}; },
-               "slice step 2 " + tn);
-    check_view(x, x.slice(-2, -2, 3), {2, 2, 4}, [](const Index& i) { return Index{i[0], 1 + i[1], i[2]}; },
-               "slice negative start " + tn);
-    check_view(x, x.slice(1, 0, -1), {2, 2, 4}, [](const Index& i) { return i; }, "slice negative end " + tn);
-    check_view(x, x.slice(0, 1, 100), {1, 3, 4}, [](const Index& i) { return Index{1, i[1], i[2]}; },
-               "slice clamped end " + tn);
-    check_view(x, x.narrow(-1, 1, 2), {2, 3, 2}, [](const Index& i) { return Index{i[0], i[1], i[2] + 1}; },
-               "narrow " + tn);
-    check_view(x, x.unsqueeze(0), {1, 2, 3, 4}, [](const Index& i) { return Index{i[1], i[2], i[3]}; },
-               "unsqueeze 0 " + tn);
-    check_view(x, x.unsqueeze(-2), {2, 3, 1, 4}, [](const Index& i) { return Index{i[0], i[1], i[3]}; },
-               "unsqueeze -2 " + tn);
-
-    Tensor y = random_tensor({3, 1, 4, 1}, t, seed++);
-    check_view(y, y.squeeze(), {3, 4}, [](const Index& i) { return Index{i[0], 0, i[1], 0}; }, "squeeze " + tn);
-    check_view(y, y.squeeze(1), {3, 4, 1}, [](const Index& i) { return Index{i[0], 0, i[1], i[2]}; },
-               "squeeze 1 " + tn);
-    check_view(y, y.squeeze(-1), {3, 1, 4}, [](const Index& i) { return Index{i[0], i[1], i[2], 0}; },
-               "squeeze -1 " + tn);
-    check_view(y, y.squeeze(0), {3, 1, 4, 1}, [](const Index& i) { return i; }, "squeeze of a non-1 dim " + tn);
-    check_view(y, y.expand({2, 3, 5, 4, 6}), {2, 3, 5, 4, 6},
-               [](const Index& i) { return Index{i[1], 0, i[3], 0}; }, "expand " + tn);
-    check_view(y, y.expand({-1, 2, -1, 3}), {3, 2, 4, 3}, [](const Index& i) { return Index{i[0], 0, i[2], 0}; },
-               "expand -1 " + tn);
-  }
+  for (DType t : {f32, f64, f16, bf16, i32, i64, bool_})
+    for (const ViewOpEntry& e : view_op_db()) {
+      Tensor x = random_tensor(e.base, t, seed++);
+      check_view(x, e.call(x), e.shape, e.source, e.label + " " + std::string(name(t)));
+    }
 }
 
 BOOST_AUTO_TEST_CASE(views_of_views_and_of_non_contiguous_tensors) {

@@ -202,22 +202,58 @@ const std::vector<RowOpEntry>& row_op_db() {
   return db;
 }
 
+std::vector<double> ViewOpEntry::reference(const Tensor& x) const {
+  std::vector<double> values = host_values(x), out;
+  for_each_index(shape, [&](const std::vector<int64_t>& i) { out.push_back(values[size_t(broadcast_offset(base, source(i)))]); });
+  return out;
+}
+
+const std::vector<ViewOpEntry>& view_op_db() {
+  using I = std::vector<int64_t>;
+  using T = const Tensor&;
+  const Shape x{2, 3, 4}, y{3, 1, 4, 1};
+  static const std::vector<ViewOpEntry> db = {
+      {"view", "reshape", x, [](T t) { return t.reshape({6, 4}); }, {6, 4}, [](const I& i) { return I{i[0] / 3, i[0] % 3, i[1]}; }},
+      {"view", "view_inferred", x, [](T t) { return t.view({4, -1}); }, {4, 6}, [](const I& i) {
+         int64_t f = i[0] * 6 + i[1];
+         return I{f / 12, f / 4 % 3, f % 4};
+       }, false},
+      {"flatten", "flatten", x, [](T t) { return t.flatten(); }, {24}, [](const I& i) { return I{i[0] / 12, i[0] / 4 % 3, i[0] % 4}; }},
+      {"flatten", "flatten_from_1", x, [](T t) { return t.flatten(1); }, {2, 12}, [](const I& i) { return I{i[0], i[1] / 4, i[1] % 4}; }},
+      {"unflatten", "unflatten", x, [](T t) { return t.unflatten(-1, {2, -1}); }, {2, 3, 2, 2},
+       [](const I& i) { return I{i[0], i[1], i[2] * 2 + i[3]}; }},
+      {"permute", "permute", x, [](T t) { return t.permute({2, 0, 1}); }, {4, 2, 3}, [](const I& i) { return I{i[1], i[2], i[0]}; }},
+      {"permute", "permute_negative_dims", x, [](T t) { return t.permute({-1, -3, -2}); }, {4, 2, 3},
+       [](const I& i) { return I{i[1], i[2], i[0]}; }},
+      {"transpose", "transpose", x, [](T t) { return t.transpose(0, 2); }, {4, 3, 2}, [](const I& i) { return I{i[2], i[1], i[0]}; }},
+      {"transpose", "transpose_negative_dims", x, [](T t) { return t.transpose(-1, -2); }, {2, 4, 3},
+       [](const I& i) { return I{i[0], i[2], i[1]}; }},
+      {"slice", "slice_step_2", x, [](T t) { return t.slice(2, 1, 4, 2); }, {2, 3, 2}, [](const I& i) { return I{i[0], i[1], 1 + 2 * i[2]}; }},
+      {"slice", "slice_negative_start", x, [](T t) { return t.slice(-2, -2, 3); }, {2, 2, 4},
+       [](const I& i) { return I{i[0], 1 + i[1], i[2]}; }},
+      {"slice", "slice_negative_end", x, [](T t) { return t.slice(1, 0, -1); }, {2, 2, 4}, [](const I& i) { return i; }},
+      {"slice", "slice_clamped_end", x, [](T t) { return t.slice(0, 1, 100); }, {1, 3, 4}, [](const I& i) { return I{1, i[1], i[2]}; }},
+      {"slice", "narrow", x, [](T t) { return t.narrow(-1, 1, 2); }, {2, 3, 2}, [](const I& i) { return I{i[0], i[1], i[2] + 1}; }},
+      {"unsqueeze", "unsqueeze_0", x, [](T t) { return t.unsqueeze(0); }, {1, 2, 3, 4}, [](const I& i) { return I{i[1], i[2], i[3]}; }},
+      {"unsqueeze", "unsqueeze_-2", x, [](T t) { return t.unsqueeze(-2); }, {2, 3, 1, 4}, [](const I& i) { return I{i[0], i[1], i[3]}; }},
+      {"squeeze", "squeeze", y, [](T t) { return t.squeeze(); }, {3, 4}, [](const I& i) { return I{i[0], 0, i[1], 0}; }},
+      {"squeeze", "squeeze_1", y, [](T t) { return t.squeeze(1); }, {3, 4, 1}, [](const I& i) { return I{i[0], 0, i[1], i[2]}; }},
+      {"squeeze", "squeeze_-1", y, [](T t) { return t.squeeze(-1); }, {3, 1, 4}, [](const I& i) { return I{i[0], i[1], i[2], 0}; }},
+      {"squeeze", "squeeze_of_a_non_1_dim", y, [](T t) { return t.squeeze(0); }, {3, 1, 4, 1}, [](const I& i) { return i; }},
+      {"expand", "expand", y, [](T t) { return t.expand({2, 3, 5, 4, 6}); }, {2, 3, 5, 4, 6},
+       [](const I& i) { return I{i[1], 0, i[3], 0}; }},
+      {"expand", "expand_-1", y, [](T t) { return t.expand({-1, 2, -1, 3}); }, {3, 2, 4, 3}, [](const I& i) { return I{i[0], 0, i[2], 0}; }},
+  };
+  return db;
+}
+
 const std::vector<DedicatedSuite>& dedicated_op_suites() {
   static const std::vector<DedicatedSuite> suites = {
       {"isfinite", "dsl/test_pointwise.cpp", "isfinite("},
       {"gelu_backward", "dsl/test_pointwise.cpp", "gelu_backward("},
       {"where", "dsl/test_pointwise.cpp", "where("},
       {"cast", "dsl/test_pointwise.cpp", ".to("},
-      {"view", "dsl/test_views.cpp", ".view("},
       {"detach", "autograd/test_engine.cpp", ".detach()"},
-      {"flatten", "dsl/test_views.cpp", ".flatten("},
-      {"unflatten", "autograd/test_gradcheck.cpp", ".unflatten("},
-      {"permute", "dsl/test_views.cpp", ".permute("},
-      {"transpose", "dsl/test_views.cpp", ".transpose("},
-      {"expand", "dsl/test_views.cpp", ".expand("},
-      {"squeeze", "dsl/test_views.cpp", ".squeeze("},
-      {"unsqueeze", "dsl/test_views.cpp", ".unsqueeze("},
-      {"slice", "dsl/test_views.cpp", ".slice("},
       {"contiguous", "dsl/test_views.cpp", ".contiguous()"},
       {"argmax", "dsl/test_reductions.cpp", "argmax("},
       {"softmax_backward", "dsl/test_normalization_backward.cpp", "softmax_backward"},

@@ -4,7 +4,7 @@
 // the same entries. tests/dsl/test_op_db.cpp fails when a registered op has no entry here and is
 // not listed among the ops that dedicated suites cover (dedicated_op_suites). Held so far: the
 // unary pointwise ops (dsl/ops/unary_ops.h and gelu), the binary pointwise ops, the float
-// reductions and the row ops (softmax, log_softmax, layer_norm, cross_entropy).
+// reductions, the row ops (softmax, log_softmax, layer_norm, cross_entropy) and the views.
 #pragma once
 #include <functional>
 #include <string>
@@ -95,6 +95,23 @@ struct RowOpEntry {
 };
 
 const std::vector<RowOpEntry>& row_op_db();
+
+// A view op: called on an input of shape `base`, it gives a view of `shape` whose index i reads
+// the input at source(i) (host index arithmetic, independent of the op's stride rule).
+struct ViewOpEntry {
+  std::string op;
+  std::string label;  // the op and its variant ("slice_step_2")
+  Shape base;
+  std::function<Tensor(const Tensor&)> call;
+  Shape shape;
+  std::function<std::vector<int64_t>(const std::vector<int64_t>&)> source;
+  bool any_layout = true;  // also of a non-contiguous input (view() is not: it refuses to copy)
+
+  // The view's values in row-major order, read from x (of shape `base`, any layout) at source(i).
+  std::vector<double> reference(const Tensor& x) const;
+};
+
+const std::vector<ViewOpEntry>& view_op_db();
 
 // The registered ops the databases do not hold yet, each with the test file (under tests/) whose
 // cases cover it; test_op_db checks that the file exists and still contains `evidence` (the call
