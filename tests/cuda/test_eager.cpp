@@ -156,6 +156,11 @@ BOOST_AUTO_TEST_CASE(embedding_and_its_backward_match_the_cpu, *needs_cuda()) {
 }
 
 BOOST_AUTO_TEST_CASE(cublas_matmul_matches_a_double_reference, *needs_cuda()) {
+  uint64_t seed = 50;
+  for (const MatmulOpEntry& e : matmul_op_db()) {  // every product of the op database, in f64
+    check_same_on_cuda(e.label, [&e](auto& v) { return e.call(v); }, e.inputs(DType::f64, seed), {1e-12, 1e-12});
+    seed += 3;
+  }
   struct Case {
     Shape a, b;
     bool transpose_b;

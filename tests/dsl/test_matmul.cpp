@@ -5,6 +5,7 @@
 #include "dsl/dispatch.h"
 #include "dsl/eager/eigen_gemm.h"
 #include "dsl/eager/matmul.h"
+#include "support/op_db.h"
 #include "support/reference.h"
 
 using namespace kiln;
@@ -18,26 +19,8 @@ struct Ref {
 };
 
 Ref matmul_ref(const Tensor& a, const Tensor& b) {
-  Shape sa = a.shape(), sb = b.shape();
-  std::vector<double> va = host_values(a), vb = host_values(b);
-  bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
-  if (a_vec) sa.insert(sa.begin(), 1);
-  if (b_vec) sb.push_back(1);
-  int64_t m = sa[sa.size() - 2], k = sa.back(), n = sb.back();
-  Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
   Ref r;
-  r.shape = broadcast_shapes("reference", ba, bb);
-  for_each_index(r.shape, [&](const std::vector<int64_t>& idx) {
-    int64_t oa = broadcast_offset(ba, idx) * m * k, ob = broadcast_offset(bb, idx) * k * n;
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double s = 0;
-        for (int64_t q = 0; q < k; ++q) s += va[oa + i * k + q] * vb[ob + q * n + j];
-        r.values.push_back(s);
-      }
-  });
-  if (!a_vec) r.shape.push_back(m);
-  if (!b_vec) r.shape.push_back(n);
+  r.values = matmul_reference(a, b, &r.shape);
   return r;
 }
 
@@ -68,38 +51,22 @@ void check_matmul(const Tensor& a, const Tensor& b, const std::string& what) {
 
 }  // namespace
 
+// Every matrix product of the op database (tests/support/op_db.h) on every CPU backend.
 BOOST_AUTO_TEST_CASE(matmul_shapes_match_reference) {
-  const std::vector<std::pair<Shape, Shape>> shapes = {
-      {{5}, {5}},                    // dot -> 0-d
-      {{1}, {1}},
-      {{4, 6}, {6}},                 // matrix x vector
-      {{6}, {6, 3}},                 // vector x matrix
-      {{40}, {40, 70}},
-      {{1, 1}, {1, 1}},
-      {{3, 4}, {4, 5}},
-      {{64, 64}, {64, 64}},          // whole tiles
-      {{16, 40}, {40, 96}},
-      {{67, 33}, {33, 45}},          // odd: edge tiles shift inwards
-      {{8, 1}, {1, 32}},             // K = 1, smallest tiled problem
-      {{9, 7}, {7, 31}},             // N below the tile: row kernel
-      {{7, 5}, {5, 100}},            // M below the tile
-      {{1, 50}, {50, 300}},
-      {{300, 200}, {200, 130}},      // several tasks
-      {{2, 3, 4}, {2, 4, 5}},        // batched
-      {{4, 5, 6}, {6, 7}},           // shared b: the batch folds into M
-      {{4, 6}, {2, 6, 3}},           // shared a
-      {{2, 1, 5, 6}, {3, 6, 7}},     // broadcast batch dims -> (2, 3, 5, 7)
-      {{3, 1, 9, 40}, {1, 2, 40, 33}},
-      {{6}, {2, 6, 3}},              // vector x batch
-      {{2, 4, 6}, {6}},              // batch x vector
-      {{1, 3, 2}, {4, 1, 2, 35}},
-      {{16, 24, 16}, {16, 16, 40}},
-  };
   uint64_t seed = 1;
   for (DType t : {f32, f64})
-    for (const auto& [sa, sb] : shapes) {
-      Tensor a = random_tensor(sa, t, seed++, -1, 1);
-      check_matmul(a, random_tensor(sb, t, seed++, -1, 1), "matmul");
+    for (const MatmulOpEntry& e : matmul_op_db()) {
+      TensorList in = e.inputs(t, seed);
+      seed += 3;
+      Shape shape;
+      std::vector<double> want = e.reference(in, &shape);
+      for (const auto& [backend, backend_name] : kBackends) {
+        MatmulBackendGuard g(backend);
+        Tensor got = e.call(in);
+        BOOST_TEST(got.dtype() == t);
+        check_close(got, want, shape, e.against_reference(t),
+                    e.label + " " + std::string(name(t)) + " " + to_string(e.a) + " x " + to_string(e.b) + " on " + backend_name);
+      }
     }
 }
 

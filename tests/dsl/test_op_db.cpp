@@ -1,6 +1,6 @@
 // The op database (tests/support/op_db.h) covers every registered op, by an entry or by naming
 // the dedicated suite that tests it, and drives the compiled path's test: each unary, binary,
-// reduction, row and view op compiled (halide backend) against eager, forward and backward. The eager, gradcheck and CUDA
+// reduction, row, view and matmul op compiled (halide backend) against eager, forward and backward. The eager, gradcheck and CUDA
 // suites iterate over the same entries.
 #include <filesystem>
 #include <functional>
@@ -46,6 +46,10 @@ BOOST_AUTO_TEST_CASE(every_registered_op_has_an_entry_or_a_dedicated_suite) {
     listed.insert(e.op);
     BOOST_TEST((op_def(e.op).schedule_class == ScheduleClass::reduction && op_def(e.op).num_inputs == 1),
                e.label << " is not a reduction of one input");
+  }
+  for (const MatmulOpEntry& e : matmul_op_db()) {
+    listed.insert(e.op);
+    BOOST_TEST((op_def(e.op).schedule_class == ScheduleClass::matmul), e.label << " is not a matmul op");
   }
   for (const ViewOpEntry& e : view_op_db()) {
     listed.insert(e.op);
@@ -176,6 +180,39 @@ BOOST_AUTO_TEST_CASE(compiled_views_match_eager_forward_and_backward) {
       Tensor want = viewed(x);
       check_close(f(x), host_values(want), want.shape(), compiled_against_eager(t), what + " forward");
       check_compiled_against_eager([&viewed](const Tensor& a) { return sum(viewed(a)); }, x, e.label, what);
+    }
+  }
+}
+
+// Each matrix product of a value computed in the region, compiled against eager, forward and
+// the gradients of every operand.
+BOOST_AUTO_TEST_CASE(compiled_matmuls_match_eager_forward_and_backward) {
+  uint64_t seed = 900;
+  for (const MatmulOpEntry& e : matmul_op_db()) {
+    for (DType t : {DType::f32, DType::f64}) {
+      TensorList in = e.inputs(t, seed);
+      seed += 3;
+      auto fn = [&e](const TensorList& v) {
+        TensorList shifted = v;
+        shifted[0] = v[0] * 0.5 + 0.25;
+        return sum(e.call(shifted) * 3.0);
+      };
+      auto f = compile(fn, {.backend = "halide", .name = "op db " + e.label});
+      Tolerance tol = compiled_against_eager(t);
+      tol.atol *= double(e.a.back());  // sums of K products, in another order
+      std::string what = e.label + " " + std::string(name(t));
+      Tensor want = fn(in);
+      check_close(f(in), host_values(want), want.shape(), tol, what + " forward");
+      TensorList ie, ic;
+      for (const Tensor& x : in) {
+        ie.push_back(x.detach().requires_grad_());
+        ic.push_back(x.detach().requires_grad_());
+      }
+      fn(ie).backward();
+      f(ic).backward();
+      for (size_t k = 0; k < in.size(); ++k)
+        check_close(ic[k].grad(), host_values(ie[k].grad()), in[k].shape(), tol,
+                    what + " backward of operand " + std::to_string(k));
     }
   }
 }

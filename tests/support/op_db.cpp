@@ -247,6 +247,64 @@ const std::vector<ViewOpEntry>& view_op_db() {
   return db;
 }
 
+TensorList MatmulOpEntry::inputs(DType t, uint64_t seed) const {
+  TensorList in{random_tensor(a, t, seed, -1, 1), random_tensor(b, t, seed + 1, -1, 1)};
+  if (op == "matmul_bias") in.push_back(random_tensor({b[0]}, t, seed + 2, -1, 1));
+  return in;
+}
+
+Tensor MatmulOpEntry::call(const TensorList& in) const {
+  return op == "matmul_bias" ? linear(in[0], in[1], in[2]) : matmul(in[0], in[1]);
+}
+
+std::vector<double> MatmulOpEntry::reference(const TensorList& in, Shape* shape) const {
+  if (op == "matmul") return matmul_reference(in[0], in[1], shape);
+  *shape = in[0].shape();
+  shape->back() = in[1].size(0);
+  return linear_reference(in[0], in[1], in[2]);
+}
+
+Tolerance MatmulOpEntry::against_reference(DType t) const {
+  const double k = double(a.back() + 1);
+  if (t == DType::f64) return {1e-12, 1e-14 * k};
+  if (t == DType::f32) return {1e-5, 1e-6 * k};
+  return tolerance(t);
+}
+
+const std::vector<MatmulOpEntry>& matmul_op_db() {
+  static const std::vector<MatmulOpEntry> db = {
+      {"matmul", "dot", {5}, {5}},  // a 0-d result
+      {"matmul", "dot_of_one", {1}, {1}},
+      {"matmul", "matrix_x_vector", {4, 6}, {6}},
+      {"matmul", "vector_x_matrix", {6}, {6, 3}},
+      {"matmul", "long_vector_x_matrix", {40}, {40, 70}},
+      {"matmul", "one_by_one", {1, 1}, {1, 1}},
+      {"matmul", "small", {3, 4}, {4, 5}},
+      {"matmul", "whole_tiles", {64, 64}, {64, 64}},
+      {"matmul", "tiles", {16, 40}, {40, 96}},
+      {"matmul", "odd_edge_tiles", {67, 33}, {33, 45}},
+      {"matmul", "k_of_one", {8, 1}, {1, 32}},
+      {"matmul", "n_below_a_tile", {9, 7}, {7, 31}},
+      {"matmul", "m_below_a_tile", {7, 5}, {5, 100}},
+      {"matmul", "one_row", {1, 50}, {50, 300}},
+      {"matmul", "several_tasks", {300, 200}, {200, 130}},
+      {"matmul", "batched", {2, 3, 4}, {2, 4, 5}},
+      {"matmul", "shared_b", {4, 5, 6}, {6, 7}},  // the batch folds into M
+      {"matmul", "shared_a", {4, 6}, {2, 6, 3}},
+      {"matmul", "broadcast_batch", {2, 1, 5, 6}, {3, 6, 7}},
+      {"matmul", "broadcast_batch_both", {3, 1, 9, 40}, {1, 2, 40, 33}},
+      {"matmul", "vector_x_batch", {6}, {2, 6, 3}},
+      {"matmul", "batch_x_vector", {2, 4, 6}, {6}},
+      {"matmul", "broadcast_batch_of_rows", {1, 3, 2}, {4, 1, 2, 35}},
+      {"matmul", "batched_tiles", {16, 24, 16}, {16, 16, 40}},
+      {"matmul_bias", "linear_of_a_vector", {12}, {33, 12}},
+      {"matmul_bias", "linear", {5, 12}, {33, 12}},
+      {"matmul_bias", "linear_batched", {2, 3, 12}, {33, 12}},
+      {"matmul_bias", "linear_tall", {40, 12}, {33, 12}},
+  };
+  return db;
+}
+
 const std::vector<DedicatedSuite>& dedicated_op_suites() {
   static const std::vector<DedicatedSuite> suites = {
       {"isfinite", "dsl/test_pointwise.cpp", "isfinite("},
@@ -260,8 +318,6 @@ const std::vector<DedicatedSuite>& dedicated_op_suites() {
       {"log_softmax_backward", "dsl/test_normalization_backward.cpp", "log_softmax_backward"},
       {"layer_norm_backward", "dsl/test_normalization_backward.cpp", "layer_norm_backward"},
       {"cross_entropy_backward", "dsl/test_normalization_backward.cpp", "cross_entropy_backward"},
-      {"matmul", "dsl/test_matmul.cpp", "matmul("},
-      {"matmul_bias", "dsl/test_matmul.cpp", "linear(x, w, bias)"},
       {"matmul_bias_gelu", "dsl/test_matmul.cpp", "matmul_bias_gelu"},
       {"matmul_gelu_backward", "dsl/test_matmul.cpp", "matmul_gelu_backward"},
       {"matmul_bias_grad", "dsl/test_matmul.cpp", "matmul_bias_grad"},

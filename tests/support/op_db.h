@@ -4,7 +4,8 @@
 // the same entries. tests/dsl/test_op_db.cpp fails when a registered op has no entry here and is
 // not listed among the ops that dedicated suites cover (dedicated_op_suites). Held so far: the
 // unary pointwise ops (dsl/ops/unary_ops.h and gelu), the binary pointwise ops, the float
-// reductions, the row ops (softmax, log_softmax, layer_norm, cross_entropy) and the views.
+// reductions, the row ops (softmax, log_softmax, layer_norm, cross_entropy), the views and the
+// matrix products (matmul, a Linear with its bias).
 #pragma once
 #include <functional>
 #include <string>
@@ -112,6 +113,23 @@ struct ViewOpEntry {
 };
 
 const std::vector<ViewOpEntry>& view_op_db();
+
+// A matrix product: matmul(a, b) with operands of shapes a and b ("matmul"), or a Linear with a
+// bias (x of shape a, weight of shape b = [N, K], bias [N]: "matmul_bias"). Operands are drawn
+// from [-1, 1]; the reference is a double loop.
+struct MatmulOpEntry {
+  std::string op;
+  std::string label;  // what the shapes exercise ("batched", "vector_x_matrix")
+  Shape a, b;
+
+  TensorList inputs(DType t, uint64_t seed) const;
+  Tensor call(const TensorList& in) const;
+  std::vector<double> reference(const TensorList& in, Shape* shape) const;
+  // A sum of K products of values in [-1, 1]: the absolute error grows with K.
+  Tolerance against_reference(DType t) const;
+};
+
+const std::vector<MatmulOpEntry>& matmul_op_db();
 
 // The registered ops the databases do not hold yet, each with the test file (under tests/) whose
 // cases cover it; test_op_db checks that the file exists and still contains `evidence` (the call

@@ -297,6 +297,29 @@ double gelu_grad_reference(double x, const std::string& approximate) {
   return 0.5 * (1 + std::erf(x / std::sqrt(2.0))) + x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
 }
 
+std::vector<double> matmul_reference(const Tensor& a, const Tensor& b, Shape* shape) {
+  Shape sa = a.shape(), sb = b.shape();
+  std::vector<double> va = host_values(a), vb = host_values(b), out;
+  bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
+  if (a_vec) sa.insert(sa.begin(), 1);
+  if (b_vec) sb.push_back(1);
+  int64_t m = sa[sa.size() - 2], k = sa.back(), n = sb.back();
+  Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
+  *shape = broadcast_shapes("reference", ba, bb);
+  for_each_index(*shape, [&](const std::vector<int64_t>& idx) {
+    int64_t oa = broadcast_offset(ba, idx) * m * k, ob = broadcast_offset(bb, idx) * k * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t q = 0; q < k; ++q) s += va[size_t(oa + i * k + q)] * vb[size_t(ob + q * n + j)];
+        out.push_back(s);
+      }
+  });
+  if (!a_vec) shape->push_back(m);
+  if (!b_vec) shape->push_back(n);
+  return out;
+}
+
 std::vector<double> linear_reference(const Tensor& x, const Tensor& w, const Tensor& bias) {
   const int64_t n = w.size(0), k = w.size(1), m = x.numel() / k;
   std::vector<double> vx = host_values(x), vw = host_values(w), vb;

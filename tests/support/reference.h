@@ -89,6 +89,9 @@ inline void check_close(const Tensor& got, const std::vector<double>& want, cons
 double gelu_reference(double x, const std::string& approximate);
 double gelu_grad_reference(double x, const std::string& approximate);
 
+// matmul in double, with PyTorch's rules: 1-D operands (a row, a column) and broadcast batch
+// dims; *shape receives the result's shape.
+std::vector<double> matmul_reference(const Tensor& a, const Tensor& b, Shape* shape);
 // A Linear in double: x [M, K] (batch dims folded into M) times w [N, K] transposed, plus bias [N]
 // (undefined: none); row-major [M, N].
 std::vector<double> linear_reference(const Tensor& x, const Tensor& w, const Tensor& bias);
