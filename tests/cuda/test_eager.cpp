@@ -42,11 +42,13 @@ BOOST_AUTO_TEST_CASE(round_trip_every_dtype_and_layout, *needs_cuda()) {
 }
 
 BOOST_AUTO_TEST_CASE(creation_on_the_device_matches_the_cpu, *needs_cuda()) {
-  for (DType t : {DType::f32, DType::i64, DType::bool_, DType::f16}) {
-    Tensor c = full({5, 7}, 3.0, {.dtype = t});
-    Tensor g = full({5, 7}, 3.0, {.dtype = t, .device = kCuda});
-    check_close(g.to(Device::cpu()), host_values(c), c.shape(), {0, 0}, "full");
-  }
+  for (const CreationOpEntry& e : creation_op_db())  // every creation op of the database
+    for (DType t : e.dtypes) {
+      Tensor c = e.call({.dtype = t}), g = e.call({.dtype = t, .device = kCuda});
+      BOOST_TEST(g.device() == kCuda);
+      Tolerance tol = is_floating(t) ? Tolerance{1e-6, 1e-6} : Tolerance{0, 0};
+      check_close(g.to(Device::cpu()), host_values(c), c.shape(), tol, e.label + " " + std::string(name(t)));
+    }
   manual_seed(5);
   Tensor a = randn({64, 33});
   manual_seed(5);

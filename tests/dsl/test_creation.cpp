@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "support/op_db.h"
 #include "support/reference.h"
 
 using namespace kiln;
@@ -29,6 +30,17 @@ Moments moments(const std::vector<double>& v) {
 std::string dt(DType t) { return std::string(name(t)); }
 
 }  // namespace
+
+// Every creation op of the database (tests/support/op_db.h) in each of its dtypes.
+BOOST_AUTO_TEST_CASE(creation_ops_match_their_values) {
+  for (const CreationOpEntry& e : creation_op_db())
+    for (DType t : e.dtypes) {
+      Tensor x = e.call({.dtype = t});
+      BOOST_TEST(x.dtype() == t, e.label);
+      BOOST_TEST(x.is_contiguous(), e.label);
+      check_close(x, e.reference(), e.shape, e.label + " " + dt(t));
+    }
+}
 
 BOOST_AUTO_TEST_CASE(zeros_ones_full_every_dtype) {
   for (DType t : kAllDTypes) {

@@ -1,6 +1,7 @@
 // The op database (tests/support/op_db.h) covers every registered op, by an entry or by naming
 // the dedicated suite that tests it, and drives the compiled path's test: each unary, binary,
-// reduction, row, view and matmul op compiled (halide backend) against eager, forward and backward. The eager, gradcheck and CUDA
+// reduction, row, view, matmul and creation op compiled (halide backend) against eager, forward and
+// backward. The eager, gradcheck and CUDA
 // suites iterate over the same entries.
 #include <filesystem>
 #include <functional>
@@ -46,6 +47,10 @@ BOOST_AUTO_TEST_CASE(every_registered_op_has_an_entry_or_a_dedicated_suite) {
     listed.insert(e.op);
     BOOST_TEST((op_def(e.op).schedule_class == ScheduleClass::reduction && op_def(e.op).num_inputs == 1),
                e.label << " is not a reduction of one input");
+  }
+  for (const CreationOpEntry& e : creation_op_db()) {
+    listed.insert(e.op);
+    BOOST_TEST((op_def(e.op).schedule_class == ScheduleClass::creation && !e.dtypes.empty()), e.label << " is not a creation op");
   }
   for (const MatmulOpEntry& e : matmul_op_db()) {
     listed.insert(e.op);
@@ -215,4 +220,19 @@ BOOST_AUTO_TEST_CASE(compiled_matmuls_match_eager_forward_and_backward) {
                     what + " backward of operand " + std::to_string(k));
     }
   }
+}
+
+// Each creation op inside a compiled function, in its float dtypes (f32, f64), added to an input
+// of its shape: the region computes it in place of the eager kernel.
+BOOST_AUTO_TEST_CASE(compiled_creation_ops_match_eager) {
+  uint64_t seed = 1100;
+  for (const CreationOpEntry& e : creation_op_db())
+    for (DType t : e.dtypes) {
+      if (t != DType::f32 && t != DType::f64) continue;
+      Tensor x = random_tensor(e.shape, t, seed++);
+      auto fn = [&e](const Tensor& a) { return a * 2.0 + e.call({.dtype = a.dtype()}); };
+      auto f = compile(fn, {.backend = "halide", .name = "op db " + e.label});
+      Tensor want = fn(x);
+      check_close(f(x), host_values(want), want.shape(), compiled_against_eager(t), e.label + " " + std::string(name(t)));
+    }
 }

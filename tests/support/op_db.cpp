@@ -305,6 +305,38 @@ const std::vector<MatmulOpEntry>& matmul_op_db() {
   return db;
 }
 
+std::vector<double> CreationOpEntry::reference() const {
+  std::vector<double> v;
+  for (int64_t i = 0; i < numel(shape); ++i) v.push_back(value(i));
+  return v;
+}
+
+const std::vector<CreationOpEntry>& creation_op_db() {
+  using O = TensorOptions;
+  using D = DType;
+  const std::vector<D> floats = {D::f32, D::f64, D::f16, D::bf16}, numbers = {D::f32, D::f64, D::i32, D::i64};
+  static const std::vector<CreationOpEntry> db = {
+      {"full", "full", [](O o) { return full({2, 3, 4}, -2.5, o); }, {2, 3, 4}, [](int64_t) { return -2.5; }, floats},
+      {"full", "full_integers", [](O o) { return full({3, 5}, -7, o); }, {3, 5}, [](int64_t) { return -7.0; }, {D::i32, D::i64}},
+      {"full", "full_bool_of_nonzero", [](O o) { return full({4}, 5, o); }, {4}, [](int64_t) { return 1.0; }, {D::bool_}},
+      {"full", "zeros", [](O o) { return zeros({0}, o); }, {0}, [](int64_t) { return 0.0; }, {D::f32, D::i64}},
+      {"full", "ones_0d", [](O o) { return ones({}, o); }, {}, [](int64_t) { return 1.0; }, {D::f32, D::i32, D::bool_}},
+      {"arange", "arange", [](O o) { return arange(5, o); }, {5}, [](int64_t i) { return double(i); }, numbers},
+      {"arange", "arange_step_3", [](O o) { return arange(2, 11, 3, o); }, {3}, [](int64_t i) { return 2.0 + 3.0 * double(i); }, numbers},
+      {"arange", "arange_negative_step", [](O o) { return arange(10, 0, -3, o); }, {4}, [](int64_t i) { return 10.0 - 3.0 * double(i); },
+       numbers},
+      {"arange", "arange_fractional_step", [](O o) { return arange(1, 0, -0.25, o); }, {4},
+       [](int64_t i) { return 1.0 - 0.25 * double(i); }, {D::f32, D::f64}},
+      {"arange", "arange_long", [](O o) { return arange(-3, 997, 1, o); }, {1000}, [](int64_t i) { return double(i) - 3; },
+       {D::f32, D::f64, D::i32, D::i64}},
+      {"linspace", "linspace", [](O o) { return linspace(-1, 2, 7, o); }, {7}, [](int64_t i) { return -1.0 + 0.5 * double(i); }, floats},
+      {"linspace", "linspace_of_one", [](O o) { return linspace(3, 5, 1, o); }, {1}, [](int64_t) { return 3.0; }, {D::f32, D::f64}},
+      {"linspace", "linspace_long", [](O o) { return linspace(0, 1, 1001, o); }, {1001}, [](int64_t i) { return double(i) / 1000; },
+       {D::f32, D::f64}},
+  };
+  return db;
+}
+
 const std::vector<DedicatedSuite>& dedicated_op_suites() {
   static const std::vector<DedicatedSuite> suites = {
       {"isfinite", "dsl/test_pointwise.cpp", "isfinite("},
@@ -324,9 +356,6 @@ const std::vector<DedicatedSuite>& dedicated_op_suites() {
       {"embedding", "dsl/test_embedding.cpp", "embedding("},
       {"embedding_backward", "dsl/test_embedding.cpp", "embedding(weight, idx).backward(g)"},
       {"cat", "dsl/test_cat.cpp", "cat("},
-      {"full", "dsl/test_creation.cpp", "full("},
-      {"arange", "dsl/test_creation.cpp", "arange("},
-      {"linspace", "dsl/test_creation.cpp", "linspace("},
       {"rand", "dsl/test_creation.cpp", "rand("},
       {"randn", "dsl/test_creation.cpp", "randn("},
       {"randint", "dsl/test_creation.cpp", "randint("},

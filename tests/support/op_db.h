@@ -4,8 +4,8 @@
 // the same entries. tests/dsl/test_op_db.cpp fails when a registered op has no entry here and is
 // not listed among the ops that dedicated suites cover (dedicated_op_suites). Held so far: the
 // unary pointwise ops (dsl/ops/unary_ops.h and gelu), the binary pointwise ops, the float
-// reductions, the row ops (softmax, log_softmax, layer_norm, cross_entropy), the views and the
-// matrix products (matmul, a Linear with its bias).
+// reductions, the row ops (softmax, log_softmax, layer_norm, cross_entropy), the views, the
+// matrix products (matmul, a Linear with its bias) and the deterministic creation ops.
 #pragma once
 #include <functional>
 #include <string>
@@ -130,6 +130,21 @@ struct MatmulOpEntry {
 };
 
 const std::vector<MatmulOpEntry>& matmul_op_db();
+
+// A creation op: call(options) makes a tensor of `shape` in each of `dtypes`, whose element i
+// (row-major) is value(i) (exact in integer dtypes, rounded to the dtype in float ones).
+struct CreationOpEntry {
+  std::string op;
+  std::string label;  // the op and its variant ("arange_negative_step")
+  std::function<Tensor(TensorOptions)> call;
+  Shape shape;
+  std::function<double(int64_t i)> value;
+  std::vector<DType> dtypes;
+
+  std::vector<double> reference() const;
+};
+
+const std::vector<CreationOpEntry>& creation_op_db();
 
 // The registered ops the databases do not hold yet, each with the test file (under tests/) whose
 // cases cover it; test_op_db checks that the file exists and still contains `evidence` (the call
