@@ -41,6 +41,8 @@ BOOST_AUTO_TEST_CASE(every_registered_op_has_an_entry_or_a_dedicated_suite) {
   for (const BinaryOpEntry& e : binary_op_db()) {
     listed.insert(e.op);
     BOOST_TEST((e.lhs_lo < e.lhs_hi && e.rhs_lo < e.rhs_hi), e.op);
+    auto [alo, ahi, blo, bhi] = e.gradient_ranges();  // inside the value ranges
+    BOOST_TEST((e.lhs_lo <= alo && alo < ahi && ahi <= e.lhs_hi && e.rhs_lo <= blo && blo < bhi && bhi <= e.rhs_hi), e.op);
     BOOST_TEST((op_def(e.op).pointwise && op_def(e.op).num_inputs == 2), e.op << " is not a binary pointwise op");
   }
   for (const ReductionOpEntry& e : reduction_op_db()) {
@@ -94,7 +96,8 @@ BOOST_AUTO_TEST_CASE(compiled_binary_ops_match_eager_forward_and_backward) {
   for (const BinaryOpEntry& c : binary_op_db()) {
     const OpDef& def = op_def(c.op);
     for (DType t : {DType::f32, DType::f64}) {
-      Tensor a = random_tensor({3, 37}, t, seed++, c.lhs_lo, c.lhs_hi), b = random_tensor({37}, t, seed++, c.rhs_lo, c.rhs_hi);
+      auto [alo, ahi, blo, bhi] = c.gradient_ranges();
+      Tensor a = random_tensor({3, 37}, t, seed++, alo, ahi), b = random_tensor({37}, t, seed++, blo, bhi);
       // Broadcast, between other work: a comparison's mask becomes numbers to sum.
       auto fn = [&c, t](const Tensor& x, const Tensor& y) { return sum(c.call(x, y).to(t) * 3.0); };
       auto f = compile(fn, {.backend = "halide", .name = "op db " + c.op});

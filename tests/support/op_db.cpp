@@ -24,6 +24,10 @@ Tolerance UnaryOpEntry::against_reference(DType t) const {
 
 Tolerance UnaryOpEntry::cuda_against_cpu() const { return kCudaF32; }
 
+std::array<double, 4> BinaryOpEntry::gradient_ranges() const {
+  return smooth ? *smooth : std::array<double, 4>{lhs_lo, lhs_hi, rhs_lo, rhs_hi};
+}
+
 Tolerance BinaryOpEntry::against_reference(DType t) const {
   if (t == DType::f16 && f16_tol > 0) return {f16_tol, f16_tol};
   return tolerance(t);
@@ -76,7 +80,8 @@ const std::vector<BinaryOpEntry>& binary_op_db() {
       {"sub", [](T a, T b) { return a - b; }, [](D a, D b) { return a - b; }, -3, 3, -3, 3},
       {"mul", [](T a, T b) { return a * b; }, [](D a, D b) { return a * b; }, -3, 3, -3, 3},
       {"div", [](T a, T b) { return a / b; }, [](D a, D b) { return a / b; }, -3, 3, 0.5, 3, false},
-      {"pow", [](T a, T b) { return pow(a, b); }, [](D a, D b) { return std::pow(a, b); }, 0.5, 3, -2, 2, false, 1e-5, 5e-3},
+      {"pow", [](T a, T b) { return pow(a, b); }, [](D a, D b) { return std::pow(a, b); }, 0.1, 3, -3, 3, false, 1e-5, 5e-3,
+       std::array<double, 4>{0.5, 3, -2, 2}},
       {"maximum", [](T a, T b) { return maximum(a, b); }, [](D a, D b) { return std::max(a, b); }, -3, 3, -3, 3},
       {"minimum", [](T a, T b) { return minimum(a, b); }, [](D a, D b) { return std::min(a, b); }, -3, 3, -3, 3},
       {"eq", [](T a, T b) { return eq(a, b); }, [](D a, D b) { return D(a == b); }, -3, 3, -3, 3},

@@ -7,7 +7,9 @@
 // reductions, the row ops (softmax, log_softmax, layer_norm, cross_entropy), the views, the
 // matrix products (matmul, a Linear with its bias) and the deterministic creation ops.
 #pragma once
+#include <array>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,14 +44,21 @@ struct BinaryOpEntry {
   std::string op;
   std::function<Tensor(const Tensor&, const Tensor&)> call;
   std::function<double(double, double)> reference;
-  double lhs_lo, lhs_hi, rhs_lo, rhs_hi;  // operands drawn from these ranges (also gradcheck's)
+  double lhs_lo, lhs_hi, rhs_lo, rhs_hi;  // operands drawn from these ranges
   bool integers = true;                   // also defined on i32 and i64
   double f32_tol = 0;  // CUDA against the CPU in f32, where looser than the default (pow: libm's and
                        // CUDA's differ in the last bits)
   double f16_tol = 0;  // against the double reference in f16, where looser than tolerance(f16)
+  // Where the op is smooth enough for finite differences and for comparing gradients, when
+  // narrower than the ranges above: {lhs_lo, lhs_hi, rhs_lo, rhs_hi} (pow: away from a base of 0
+  // and from large exponents).
+  std::optional<std::array<double, 4>> smooth;
 
   Tolerance against_reference(DType t) const;  // as UnaryOpEntry's
   Tolerance cuda_against_cpu() const;          // exact for a comparison
+  // The operand ranges of the gradient checks (gradcheck, the compiled backward): `smooth`, else
+  // the value ranges.
+  std::array<double, 4> gradient_ranges() const;
 };
 
 // A compiled op against the same op run eagerly, in dtype t (f32 or f64): the same math, fused
