@@ -37,7 +37,7 @@ const std::vector<SettingInfo>& settings() {
        "GPU row schedule: 0 computes per-row values that one row op reads (a recomputed mean and 1/std) in kernels of their own"},
       {"KILN_GPU_ROW_VECTOR", "0", "GPU row schedule: 1 gives each thread 4 consecutive elements"},
       {"KILN_GPU_ROW_WARP", "-1", "GPU row schedule: 1 a warp per row always, 0 never, -1 by the rows' count and length"},
-      {"KILN_GPU_ROW_UNROLL", "8", "GPU row schedule: a row reduction's serial steps unrolled (1-16)"},
+      {"KILN_GPU_ROW_UNROLL", "8", "GPU row schedule: a row reduction's serial steps unrolled (1-16; a block row kept in registers unrolls all of its steps)"},
       {"KILN_GPU_WARP_ROWS", "0", "GPU row schedule: rows per block of a warp-row op (1-32; 0: by the row length)"},
       {"KILN_GPU_ROW_WIDTH", "0",
        "GPU row schedule: lanes per row of rows of at most 64 elements (a power of two up to 32; 0: by the length)"},
