@@ -14,28 +14,6 @@ namespace {
 
 using Values = std::vector<double>;
 
-// Applies f to the lines of a and b (one shape) along `dim` in row-major order; the results land
-// where the lines were.
-Values along_dim(const Tensor& a, const Tensor& b, int64_t dim, const std::function<Values(const Values&, const Values&)>& f) {
-  Values va = host_values(a), vb = host_values(b), out(va.size());
-  if (a.dim() == 0) return f(va, vb);
-  int64_t d = dim < 0 ? dim + a.dim() : dim;
-  int64_t n = a.size(d), inner = 1;
-  for (int64_t i = d + 1; i < a.dim(); ++i) inner *= a.size(i);
-  int64_t outer = n == 0 ? 0 : int64_t(va.size()) / (n * inner);
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < inner; ++i) {
-      Values la, lb;
-      for (int64_t k = 0; k < n; ++k) {
-        la.push_back(va[size_t((o * n + k) * inner + i)]);
-        lb.push_back(vb[size_t((o * n + k) * inner + i)]);
-      }
-      Values r = f(la, lb);
-      for (int64_t k = 0; k < n; ++k) out[size_t((o * n + k) * inner + i)] = r[size_t(k)];
-    }
-  return out;
-}
-
 Values softmax_backward_ref(const Values& y, const Values& g) {
   double s = 0;
   for (size_t i = 0; i < y.size(); ++i) s += g[i] * y[i];

@@ -15,18 +15,34 @@ using namespace kiln::test;
 
 namespace {
 
-// fn (a function of one tensor that returns a scalar) compiled on the halide backend (named after
-// `op`) against eager at x, forward and backward.
+// fn (a function of tensors that returns a scalar) compiled on the halide backend (named after
+// `op`) against eager at `in`, forward and the gradients of its float operands. `names` numbers
+// the operands in the messages (their index in `in` when empty).
+void check_compiled_operands_against_eager(const std::function<Tensor(const TensorList&)>& fn, const TensorList& in,
+                                           const std::string& op, const std::string& what, Tolerance tol,
+                                           const std::vector<size_t>& names = {}) {
+  auto f = compile(fn, {.backend = "halide", .name = "op db " + op});
+  Tensor want = fn(in);
+  check_close(f(in), host_values(want), want.shape(), tol, what + " forward");
+  TensorList ie = in, ic = in;
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (!is_floating(in[k].dtype())) continue;
+    ie[k] = in[k].detach().requires_grad_();
+    ic[k] = in[k].detach().requires_grad_();
+  }
+  fn(ie).backward();
+  f(ic).backward();
+  for (size_t k = 0; k < in.size(); ++k)
+    if (is_floating(in[k].dtype()))
+      check_close(ic[k].grad(), host_values(ie[k].grad()), in[k].shape(), tol,
+                  what + " backward of operand " + std::to_string(names.empty() ? k : names[k]));
+}
+
+// The same for a function of one tensor.
 void check_compiled_against_eager(const std::function<Tensor(const Tensor&)>& fn, const Tensor& x,
                                   const std::string& op, const std::string& what) {
-  auto f = compile(fn, {.backend = "halide", .name = "op db " + op});
-  Tolerance tol = compiled_against_eager(x.dtype());
-  Tensor want = fn(x);
-  check_close(f(x), host_values(want), want.shape(), tol, what + " forward");
-  Tensor xe = x.detach().requires_grad_(), xc = x.detach().requires_grad_();
-  fn(xe).backward();
-  f(xc).backward();
-  check_close(xc.grad(), host_values(xe.grad()), x.shape(), tol, what + " backward");
+  check_compiled_operands_against_eager([&fn](const TensorList& v) { return fn(v[0]); }, {x}, op, what,
+                                        compiled_against_eager(x.dtype()));
 }
 
 }  // namespace
@@ -154,23 +170,8 @@ BOOST_AUTO_TEST_CASE(compiled_row_ops_match_eager_forward_and_backward) {
         full[0] = v[0] * 0.5 + 0.25;
         return sum(e.call(full) * 3.0);
       };
-      auto f = compile(fn, {.backend = "halide", .name = "op db " + e.label});
-      Tolerance tol = compiled_against_eager(t);
-      std::string what = e.label + " " + std::string(name(t));
-      Tensor want = fn(in);
-      check_close(f(in), host_values(want), want.shape(), tol, what + " forward");
-      TensorList ie = in, ic = in;
-      for (size_t k = 0; k < in.size(); ++k) {
-        if (!is_floating(in[k].dtype())) continue;
-        ie[k] = in[k].detach().requires_grad_();
-        ic[k] = in[k].detach().requires_grad_();
-      }
-      fn(ie).backward();
-      f(ic).backward();
-      for (size_t k = 0; k < in.size(); ++k)
-        if (is_floating(in[k].dtype()))
-          check_close(ic[k].grad(), host_values(ie[k].grad()), in[k].shape(), tol,
-                      what + " backward of operand " + std::to_string(at[k]));
+      check_compiled_operands_against_eager(fn, in, e.label, e.label + " " + std::string(name(t)),
+                                            compiled_against_eager(t), at);
     }
   }
 }
@@ -205,22 +206,9 @@ BOOST_AUTO_TEST_CASE(compiled_matmuls_match_eager_forward_and_backward) {
         shifted[0] = v[0] * 0.5 + 0.25;
         return sum(e.call(shifted) * 3.0);
       };
-      auto f = compile(fn, {.backend = "halide", .name = "op db " + e.label});
       Tolerance tol = compiled_against_eager(t);
       tol.atol *= double(e.a.back());  // sums of K products, in another order
-      std::string what = e.label + " " + std::string(name(t));
-      Tensor want = fn(in);
-      check_close(f(in), host_values(want), want.shape(), tol, what + " forward");
-      TensorList ie, ic;
-      for (const Tensor& x : in) {
-        ie.push_back(x.detach().requires_grad_());
-        ic.push_back(x.detach().requires_grad_());
-      }
-      fn(ie).backward();
-      f(ic).backward();
-      for (size_t k = 0; k < in.size(); ++k)
-        check_close(ic[k].grad(), host_values(ie[k].grad()), in[k].shape(), tol,
-                    what + " backward of operand " + std::to_string(k));
+      check_compiled_operands_against_eager(fn, in, e.label, e.label + " " + std::string(name(t)), tol);
     }
   }
 }

@@ -156,22 +156,40 @@ double logsumexp_of(const std::vector<double>& v) {
   return std::log(s) + m;
 }
 
-std::vector<double> along_dim(const Tensor& x, int64_t dim,
-                              const std::function<std::vector<double>(const std::vector<double>&)>& f) {
-  std::vector<double> v = host_values(x);
-  if (x.dim() == 0) return f(v);
+namespace {
+
+// f over the lines along `dim` of tensors of one shape (each tensor's line, in order); the
+// results land where the lines were.
+std::vector<double> along_dim_of(const TensorList& xs, int64_t dim, const std::function<Line(const std::vector<Line>&)>& f) {
+  std::vector<Line> values;
+  for (const Tensor& x : xs) values.push_back(host_values(x));
+  const Tensor& x = xs[0];
+  if (x.dim() == 0) return f(values);
   int64_t d = dim < 0 ? dim + x.dim() : dim;
   int64_t n = x.size(d), inner = 1;
   for (int64_t i = d + 1; i < x.dim(); ++i) inner *= x.size(i);
-  int64_t outer = n == 0 ? 0 : int64_t(v.size()) / (n * inner);
+  Line out(values[0].size());
+  int64_t outer = n == 0 ? 0 : int64_t(out.size()) / (n * inner);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
-      std::vector<double> line;
-      for (int64_t k = 0; k < n; ++k) line.push_back(v[size_t((o * n + k) * inner + i)]);
-      std::vector<double> r = f(line);
-      for (int64_t k = 0; k < n; ++k) v[size_t((o * n + k) * inner + i)] = r[size_t(k)];
+      std::vector<Line> lines(values.size());
+      for (size_t t = 0; t < values.size(); ++t)
+        for (int64_t k = 0; k < n; ++k) lines[t].push_back(values[t][size_t((o * n + k) * inner + i)]);
+      Line r = f(lines);
+      for (int64_t k = 0; k < n; ++k) out[size_t((o * n + k) * inner + i)] = r[size_t(k)];
     }
-  return v;
+  return out;
+}
+
+}  // namespace
+
+std::vector<double> along_dim(const Tensor& x, int64_t dim, const std::function<Line(const Line&)>& f) {
+  return along_dim_of({x}, dim, [&](const std::vector<Line>& l) { return f(l[0]); });
+}
+
+std::vector<double> along_dim(const Tensor& a, const Tensor& b, int64_t dim,
+                              const std::function<Line(const Line&, const Line&)>& f) {
+  return along_dim_of({a, b}, dim, [&](const std::vector<Line>& l) { return f(l[0], l[1]); });
 }
 
 std::vector<double> log_softmax_line(const std::vector<double>& line) {

@@ -60,11 +60,14 @@ double logsumexp_of(const std::vector<double>& v);
 
 // Row ops in double. along_dim applies f to every line of x along `dim` (row-major order) and
 // returns x's values with each line replaced by f's result; softmax_line and log_softmax_line
-// are such f. layer_norm_reference normalizes rows of the last `normalized` elements (weight and
-// bias undefined: none); cross_entropy_reference is the mean over rows of (N, C) logits (or one
-// row of C) of -log_softmax at each row's target.
-std::vector<double> along_dim(const Tensor& x, int64_t dim,
-                              const std::function<std::vector<double>(const std::vector<double>&)>& f);
+// are such f. The two-tensor form gives f the lines of a and b (one shape) at the same place (a
+// backward's output and gradient). layer_norm_reference normalizes rows of the last `normalized`
+// elements (weight and bias undefined: none); cross_entropy_reference is the mean over rows of
+// (N, C) logits (or one row of C) of -log_softmax at each row's target.
+using Line = std::vector<double>;
+std::vector<double> along_dim(const Tensor& x, int64_t dim, const std::function<Line(const Line&)>& f);
+std::vector<double> along_dim(const Tensor& a, const Tensor& b, int64_t dim,
+                              const std::function<Line(const Line&, const Line&)>& f);
 std::vector<double> softmax_line(const std::vector<double>& line);
 std::vector<double> log_softmax_line(const std::vector<double>& line);
 std::vector<double> layer_norm_reference(const Tensor& x, int64_t normalized, const Tensor& w, const Tensor& b,
