@@ -48,7 +48,10 @@ class ExactPrinter : public IRPrinter {
   }
 };
 
-void describe_level(std::ostream& os, const LoopLevel& level) {
+void describe_level(std::ostream& os, LoopLevel level) {
+  // A wrapper's levels are locked only when lowering (a pipeline's own Funcs are by now); the
+  // description runs in a process of its own, so locking them here changes nothing generated.
+  level.lock();
   if (!level.defined()) {
     os << "<undefined>";
   } else if (level.is_inlined()) {
@@ -145,7 +148,12 @@ void describe_function(ExactPrinter& p, std::ostream& os, const Function& f) {
     }
     os << "\n";
   }
-  for (const auto& [name, wrapper] : s.wrappers()) os << "  wrapper " << name << "\n";
+  // A wrapper (f.in(g)) replaces the calls only when lowering, so no definition calls it: it is
+  // described here, schedule included.
+  for (const auto& [name, wrapper] : s.wrappers()) {
+    os << "  wrapper for " << name << ":\n";
+    describe_function(p, os, Function(wrapper));
+  }
   if (f.has_extern_definition()) {
     os << "  extern " << f.extern_function_name() << " mangling=" << int(f.extern_definition_name_mangling())
        << " device=" << int(f.extern_function_device_api());
