@@ -291,8 +291,8 @@ int run_bench_gpu_real(const BenchOptions& opts) {
     if (!opts.json_path.empty()) write_file_atomic(opts.json_path, report.dump());
   };
 
-  std::printf("device-to-device copy: %.0f GB/s\n\n%-28s %-16s %13s %11s %8s\n", copy, "kernel", "shape",
-              "compiled GB/s", "eager GB/s", "of copy");
+  std::printf("device-to-device copy: %.0f GB/s\n\n%-28s %-16s %13s %11s %8s %15s\n", copy, "kernel", "shape",
+              "compiled GB/s", "eager GB/s", "of copy", "of same bytes");
   KILN_CHECK(opts.only.empty() || opts.only == "kernels" || opts.only == "models" || opts.only == "attention" ||
                  opts.only == "precision",
              "kiln bench gpu: --only takes kernels, models, attention or precision, not '", opts.only, "'");
@@ -319,8 +319,9 @@ int run_bench_gpu_real(const BenchOptions& opts) {
     f(in);
     double compiled = gbps(k.bytes, device_ms([&] { f(in); }, 3, 20, 0.2));
     double eager = gbps(k.bytes, device_ms([&] { k.fn(in); }, 3, 20, 0.2));
-    std::printf("%-28s %-16s %13.0f %11.0f %8.2f\n", k.name.c_str(), to_string(k.shape).c_str(), compiled, eager,
-                compiled / copy);
+    double same_bytes_copy = copy_gbps(d, k.bytes);
+    std::printf("%-28s %-16s %13.0f %11.0f %8.2f %15.2f\n", k.name.c_str(), to_string(k.shape).c_str(), compiled, eager,
+                compiled / copy, compiled / same_bytes_copy);
     Json j = Json::object();
     j.set("name", k.name);
     Json shape = Json::array();
@@ -330,6 +331,8 @@ int run_bench_gpu_real(const BenchOptions& opts) {
     j.set("kiln_gbps", compiled);
     j.set("kiln_eager_gbps", eager);
     j.set("fraction_of_copy", compiled / copy);
+    j.set("same_bytes_copy_gbps", same_bytes_copy);
+    j.set("fraction_of_same_bytes_copy", compiled / same_bytes_copy);
     kernels.push(j);
   }
   report.set("kernels", kernels);

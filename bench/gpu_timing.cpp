@@ -22,8 +22,8 @@ double device_ms(const std::function<void()>& fn, int warmup, int min_samples, d
   return ms[ms.size() / 2];
 }
 
-double copy_gbps(Device d) {
-  const int64_t n = int64_t(64) << 20;
+double copy_gbps(Device d, double traffic_bytes) {
+  const int64_t n = std::max<int64_t>(1, int64_t(traffic_bytes / 8));  // f32 elements read, and as many written
   Tensor a = randn({n}, {.device = d}), b = Tensor::empty({n}, {.device = d});
   auto src = reinterpret_cast<CUdeviceptr>(a.data_ptr()), dst = reinterpret_cast<CUdeviceptr>(b.data_ptr());
   double ms = device_ms([&] { cuda_copy_on_device(dst, src, size_t(n) * 4, d.index); });
