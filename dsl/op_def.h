@@ -105,6 +105,11 @@ struct OpDef {
   // eq, ne, lt, le, gt, ge: a bool mask that graph passes recompute exactly from its inputs
   // rather than save, and whose inputs keep the bits they had when it was computed.
   bool comparison = false;
+  // Its definition compares its input's values with a reduction of them (argmax: the first index
+  // where x == max(x)). A fused region stores such an input when it computes it, so that both
+  // reads see the same bits (recomputed, x * 0.5 + 0.25 == max became x * 0.5 == max - 0.25 in
+  // Halide's simplifier, and no element matched).
+  bool compares_with_own_reduction = false;
   // A few instructions an element (add, mul, a comparison, where, neg, cast, ...): a fused region
   // computes it again wherever it is read rather than store and load it.
   bool cheap = false;

@@ -62,8 +62,9 @@ class Lowering {
       int v = node.outputs[0];
       bool in_place = std::find(r_.in_place.begin(), r_.in_place.end(), v) != r_.in_place.end();
       bool scalar = g_.values[size_t(v)].meta.shape.empty() && uses_[v] > 0;
-      bool shared = is_elementwise(node) &&
-                    (uses_[v] + (in_place ? 1 : 0) > 1 || scalar) && (scalar || !recomputed(node));
+      // An argmax reads its input twice (its max, then the first index holding it).
+      bool read_twice = uses_[v] + (in_place ? 1 : 0) > 1 || compared_with_its_reduction(v);
+      bool shared = is_elementwise(node) && (read_twice || scalar) && (scalar || !recomputed(node));
       if (int end = fused_chain_end(node); end >= 0) {
         out_.fused_row_ops[out_.values.at(v).func.name()] = v;
         if (readers_of(end) > 0) stored_first_.insert(end);  // read again here: its readers load it
@@ -356,16 +357,18 @@ class Lowering {
   }
 
   // Whether floating value v is read here both by a comparison and by a reduction (max's
-  // derivative: eq(x, max(x)) marks the maxima). v is then computed once, so that the comparison
-  // sees the bits the reduction read: inlined into each, x * 0.5 + 0.25 == max became
-  // x * 0.5 == max - 0.25 in Halide's simplifier (and an FMA may round one copy differently), no
-  // element of a row matched its max, and the gradient was 0 / 0.
+  // derivative: eq(x, max(x)) marks the maxima), or by an op that compares it with its own
+  // reduction (argmax). v is then computed once, so that the comparison sees the bits the
+  // reduction read: inlined into each, x * 0.5 + 0.25 == max became x * 0.5 == max - 0.25 in
+  // Halide's simplifier (and an FMA may round one copy differently), no element of a row matched
+  // its max, and the gradient was 0 / 0 (argmax gave the row's length).
   bool compared_with_its_reduction(int v) const {
     if (!is_floating(g_.values[size_t(v)].meta.dtype)) return false;
     bool compared = false, reduced = false;
     for (int n : r_.nodes) {
       const GraphNode& node = g_.nodes[size_t(n)];
       if (std::find(node.inputs.begin(), node.inputs.end(), v) == node.inputs.end()) continue;
+      if (node.op->compares_with_own_reduction) return true;
       compared = compared || node.op->comparison;
       reduced = reduced || node.op->schedule_class == ScheduleClass::reduction ||
                 node.op->schedule_class == ScheduleClass::normalization;

@@ -107,6 +107,7 @@ void reduce_op(std::vector<OpDef>& defs, const std::string& name, Kind kind) {
   d.family = KernelFamily::reduce;
   d.num_inputs = 1;
   d.differentiable = kind != Kind::argmax;  // an index
+  d.compares_with_own_reduction = kind == Kind::argmax;
   // Sums in f32 under autocast; max, min and argmax are exact in any dtype.
   if (kind == Kind::sum || kind == Kind::mean || kind == Kind::var || kind == Kind::logsumexp)
     d.autocast = AutocastRule::f32;

@@ -144,17 +144,12 @@ BOOST_AUTO_TEST_CASE(reductions_and_rows_match_the_cpu, *needs_cuda()) {
   check_same_on_cuda("column mean f64", [](auto& v) { return v[0].mean({0}); }, {tall.to(DType::f64)}, kReduceF32);
 }
 
-BOOST_AUTO_TEST_CASE(embedding_and_its_backward_match_the_cpu, *needs_cuda()) {
-  Tensor table = random_tensor({50, 24}, DType::f32, 31);
-  Tensor idx = randint(0, 50, {7, 9});
-  check_same_on_cuda("embedding", [](auto& v) { return embedding(v[0], v[1]); }, {table, idx}, {0, 0});
-  auto grad_of_table = [](const TensorList& v) {
-    Tensor t = v[0].detach().requires_grad_();
-    (embedding(t, v[1]) * v[2]).sum().backward();
-    return t.grad();
-  };
-  check_same_on_cuda("embedding backward", grad_of_table, {table, idx, random_tensor({7, 9, 24}, DType::f32, 32)},
-                     kReduceF32);
+// The ops of the database by sample operands (where, casts, isfinite, argmax, cat, embedding and
+// its scatter-add backward, detach, contiguous), in f32.
+BOOST_AUTO_TEST_CASE(sample_ops_match_the_cpu, *needs_cuda()) {
+  uint64_t seed = 60;
+  for (const SampleOpEntry& e : sample_op_db())
+    check_same_on_cuda(e.label, e.call, e.inputs(DType::f32, seed++), e.exact ? Tolerance{0, 0} : kReduceF32);
 }
 
 BOOST_AUTO_TEST_CASE(cublas_matmul_matches_a_double_reference, *needs_cuda()) {

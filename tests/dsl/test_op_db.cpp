@@ -1,8 +1,9 @@
 // The op database (tests/support/op_db.h) covers every registered op, by an entry or by naming
 // the dedicated suite that tests it, and drives the compiled path's test: each unary, binary,
-// reduction, row, view, matmul and creation op compiled (halide backend) against eager, forward and
-// backward. The eager, gradcheck and CUDA
-// suites iterate over the same entries.
+// reduction, row, view, matmul, creation and sample op compiled (halide backend) against eager,
+// forward and backward, and the sample ops eagerly against their references (the other entries'
+// eager suites are the op families' own test files). The gradcheck and CUDA suites iterate over
+// the same entries.
 #include <filesystem>
 #include <functional>
 #include <set>
@@ -81,6 +82,10 @@ BOOST_AUTO_TEST_CASE(every_registered_op_has_an_entry_or_a_dedicated_suite) {
   for (const RowOpEntry& e : row_op_db()) {
     listed.insert(e.op);
     BOOST_TEST((!e.shapes.empty() && op_def(e.op).schedule_class == ScheduleClass::normalization), e.label << " is not a normalization op");
+  }
+  for (const SampleOpEntry& e : sample_op_db()) {
+    listed.insert(e.op);
+    BOOST_TEST(!(e.differentiable && !op_def(e.op).differentiable), e.label << " is marked differentiable, its op is not");
   }
   std::filesystem::path tests = std::filesystem::path(__FILE__).parent_path() / "..";
   for (const DedicatedSuite& d : dedicated_op_suites()) {
@@ -225,5 +230,47 @@ BOOST_AUTO_TEST_CASE(compiled_creation_ops_match_eager) {
       auto f = compile(fn, {.backend = "halide", .name = "op db " + e.label});
       Tensor want = fn(x);
       check_close(f(x), host_values(want), want.shape(), compiled_against_eager(t), e.label + " " + std::string(name(t)));
+    }
+}
+
+// Each op by sample operands against its double reference, in f32 and f64: its values, shape and
+// result dtype.
+BOOST_AUTO_TEST_CASE(sample_ops_match_their_reference) {
+  uint64_t seed = 1300;
+  for (const SampleOpEntry& e : sample_op_db())
+    for (DType t : {DType::f32, DType::f64}) {
+      TensorList in = e.inputs(t, seed++);
+      Tensor out = e.call(in);
+      std::string what = e.label + " " + std::string(name(t));
+      BOOST_TEST((out.dtype() == e.result_dtype(t)), what << ": result dtype " << name(out.dtype()));
+      check_close(out, e.reference(in), e.shape, e.against_reference(t), what);
+    }
+}
+
+// Each op by sample operands on values computed in the region (its float operands scaled and
+// shifted), compiled against eager: the forward, and where it is differentiable the gradients of
+// its float operands.
+BOOST_AUTO_TEST_CASE(compiled_sample_ops_match_eager) {
+  uint64_t seed = 1500;
+  for (const SampleOpEntry& e : sample_op_db())
+    for (DType t : {DType::f32, DType::f64}) {
+      TensorList in = e.inputs(t, seed++);
+      auto shifted = [&e](const TensorList& v) {
+        TensorList s = v;
+        for (Tensor& x : s)
+          if (is_floating(x.dtype())) x = x * 0.5 + 0.25;
+        return e.call(s);
+      };
+      std::string what = e.label + " " + std::string(name(t));
+      // f64 throughout, or rounded to f32 somewhere (a cast between the two)
+      Tolerance tol = compiled_against_eager(t == DType::f64 && e.result_dtype(t) == DType::f64 ? DType::f64 : DType::f32);
+      if (e.differentiable) {
+        check_compiled_operands_against_eager([&shifted](const TensorList& v) { return sum(shifted(v) * 3.0); }, in,
+                                              e.label, what, tol);
+        continue;
+      }
+      auto f = compile(shifted, {.backend = "halide", .name = "op db " + e.label});
+      Tensor want = shifted(in);
+      check_close(f(in), host_values(want), want.shape(), e.exact ? Tolerance{0, 0} : tol, what);
     }
 }

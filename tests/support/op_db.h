@@ -5,7 +5,9 @@
 // not listed among the ops that dedicated suites cover (dedicated_op_suites). Held so far: the
 // unary pointwise ops (dsl/ops/unary_ops.h and gelu), the binary pointwise ops, the float
 // reductions, the row ops (softmax, log_softmax, layer_norm, cross_entropy), the views, the
-// matrix products (matmul, a Linear with its bias) and the deterministic creation ops.
+// matrix products (matmul, a Linear with its bias), the deterministic creation ops, and by sample
+// operands where, cast, isfinite, argmax, cat, embedding and its backward, detach and contiguous
+// (op_db_samples.cpp).
 #pragma once
 #include <array>
 #include <functional>
@@ -154,6 +156,30 @@ struct CreationOpEntry {
 };
 
 const std::vector<CreationOpEntry>& creation_op_db();
+
+// An op whose operands the entries above do not describe: a mask and two values (where), integer
+// indices (embedding, its backward), a target dtype (cast), non-finite values (isfinite), a
+// selection (argmax), a list of tensors (cat), or an identity on values (detach, contiguous).
+// `inputs` makes its operands with the float ones in dtype t (f32 or f64; the others in their own
+// dtypes), `reference` its output from them in double, of `shape` and of dtype `out_dtype(t)`.
+struct SampleOpEntry {
+  std::string op;
+  std::string label;  // the op and its variant ("cast_to_i32")
+  std::function<TensorList(DType t, uint64_t seed)> inputs;
+  std::function<Tensor(const TensorList& in)> call;
+  std::function<std::vector<double>(const TensorList& in)> reference;
+  Shape shape;
+  std::function<DType(DType t)> out_dtype;  // empty: t
+  bool differentiable = false;  // gradients flow to its float operands (gradcheck, compiled backward)
+  bool exact = true;            // no rounding: a selection, a copy, a cast to integers
+
+  DType result_dtype(DType t) const { return out_dtype ? out_dtype(t) : t; }
+  // Against the double reference: exact, or tolerance() of the result's dtype (the sums of an
+  // embedding backward, a cast to f16).
+  Tolerance against_reference(DType t) const;
+};
+
+const std::vector<SampleOpEntry>& sample_op_db();
 
 // The registered ops the databases do not hold yet, each with the test file (under tests/) whose
 // cases cover it; test_op_db checks that the file exists and still contains `evidence` (the call
