@@ -97,6 +97,7 @@ using namespace Halide;
 // tasks add into one element), vectorized inside a chunk; on CUDA every element adds atomically.
 class EmbeddingBackwardKernel : public Generator<EmbeddingBackwardKernel> {
   static constexpr int kAtomicThreads = 128;  // columns per block of the CUDA scatter
+  static constexpr int kAtomicTokens = 8;     // indices a thread of the CUDA scatter adds
 
  public:
   GeneratorParam<std::string> op{"op", "embedding_backward"};
@@ -134,8 +135,8 @@ class EmbeddingBackwardKernel : public Generator<EmbeddingBackwardKernel> {
     Var d = scatter.args()[0], xo("xo"), xi("xi");
     Expr depth = Func(*out_).output_buffer().dim(0).extent();
     if (get_target().has_gpu_feature()) {
-      // A thread per (index, column) adds its element with one atomic add: a thread per column
-      // looping over the indices ran GPT-2's 8192 tokens x 768 columns on 768 threads. The order
+      // A thread per column and kAtomicTokens indices adds their elements atomically (a thread per
+      // column looping over all indices ran GPT-2's 8192 tokens x 768 columns on 768 threads). The order
       // of the adds into one row (repeated indices) varies from run to run, as in PyTorch's
       // index_add_ on CUDA.
       // The zero fill: 4 columns a thread, one 16-byte store, where the rows allow (GPT-2's
@@ -154,12 +155,26 @@ class EmbeddingBackwardKernel : public Generator<EmbeddingBackwardKernel> {
           .gpu_threads(dI, yI)
           .gpu_blocks(yO, dO);
       scatter.fuse(d, y0, f).gpu_tile(f, bx, tx, 256, TailStrategy::GuardWithIf);
+      // Its kAtomicTokens steps are unrolled and their index and gradient loads staged first, so
+      // that they are in flight together (a thread per element issued one load pair, then its atomic).
+      RVar nO("no"), nI("ni");
       scatter.update()
           .atomic()
           .split(d, dO, dI, kAtomicThreads, TailStrategy::GuardWithIf)
-          .reorder(dI, n, dO)
-          .gpu_blocks(n, dO)
+          .split(n, nO, nI, kAtomicTokens, TailStrategy::GuardWithIf)
+          .reorder(nI, dI, nO, dO)
+          .unroll(nI)
+          .gpu_blocks(nO, dO)
           .gpu_threads(dI);
+      // The loads staged in registers before the atomics: loads and atomics interleaved issue one
+      // load pair at a time, as the atomic waits for its value and the next load waits for it.
+      // Registers hold kAtomicTokens values each (the last block's guard makes the extent a
+      // variable, so the bound is stated; without it Halide staged them in a global buffer).
+      for (Func staged : {g_in.in(scatter), idx_in.in(scatter)}) {
+        Var t = staged.args().back();
+        staged.compute_at(scatter, dI).bound_storage(t, kAtomicTokens).store_in(MemoryType::Register);
+        for (Var v : staged.args()) staged.unroll(v);
+      }
       return;
     }
     scatter.specialize(depth >= vec).vectorize(d, vec, TailStrategy::GuardWithIf);

@@ -36,6 +36,7 @@ std::vector<std::filesystem::path> compiled_path_sources() {
 BOOST_AUTO_TEST_CASE(properties_describe_the_ops_they_name) {
   using S = std::set<std::string>;
   BOOST_TEST((ops_where([](const OpDef& d) { return d.comparison; }) == S{"eq", "ne", "lt", "le", "gt", "ge", "isfinite"}));
+  BOOST_TEST((ops_where([](const OpDef& d) { return d.compares_with_own_reduction; }) == S{"argmax"}));
   BOOST_TEST((ops_where([](const OpDef& d) { return d.host_checked; }) ==
               S{"embedding", "embedding_backward", "cross_entropy", "cross_entropy_backward"}));
   BOOST_TEST((ops_where([](const OpDef& d) { return d.condition_input >= 0; }) == S{"where"}));
