@@ -4,7 +4,8 @@
 //
 // It describes the pipeline as the generator built it, before lowering: every Func's
 // definitions (exact constants, the types of calls and variables), its schedule (loop levels,
-// splits, loop types, specializations, storage), and the parameters and constant buffers it reads
+// splits, loop types, specializations, storage), its wrappers (f.in(g), with their schedules),
+// and the parameters and constant buffers it reads
 // with their constraints. Lowering is deterministic in these, the target and Halide's version,
 // which the kernel's stamp also records. Names Halide makes up (f12, v3) depend on how many were
 // made before in the process, so each kernel is described in a process of its own (forked).
