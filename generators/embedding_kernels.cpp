@@ -155,8 +155,11 @@ class EmbeddingBackwardKernel : public Generator<EmbeddingBackwardKernel> {
           .gpu_threads(dI, yI)
           .gpu_blocks(yO, dO);
       scatter.fuse(d, y0, f).gpu_tile(f, bx, tx, 256, TailStrategy::GuardWithIf);
-      // Its kAtomicTokens steps are unrolled and their index and gradient loads staged first, so
-      // that they are in flight together (a thread per element issued one load pair, then its atomic).
+      // The scatter's kAtomicTokens steps a thread are unrolled, their index and gradient loads
+      // staged in registers before the atomics so that they are in flight together: interleaved,
+      // each atomic waited for its load pair and the next pair for it. The last block's guard
+      // makes the staged extent a variable, so its bound is stated (without it Halide staged the
+      // values in a global buffer).
       RVar nO("no"), nI("ni");
       scatter.update()
           .atomic()
@@ -166,10 +169,6 @@ class EmbeddingBackwardKernel : public Generator<EmbeddingBackwardKernel> {
           .unroll(nI)
           .gpu_blocks(nO, dO)
           .gpu_threads(dI);
-      // The loads staged in registers before the atomics: loads and atomics interleaved issue one
-      // load pair at a time, as the atomic waits for its value and the next load waits for it.
-      // Registers hold kAtomicTokens values each (the last block's guard makes the extent a
-      // variable, so the bound is stated; without it Halide staged them in a global buffer).
       for (Func staged : {g_in.in(scatter), idx_in.in(scatter)}) {
         Var t = staged.args().back();
         staged.compute_at(scatter, dI).bound_storage(t, kAtomicTokens).store_in(MemoryType::Register);

@@ -62,9 +62,11 @@ class Lowering {
       int v = node.outputs[0];
       bool in_place = std::find(r_.in_place.begin(), r_.in_place.end(), v) != r_.in_place.end();
       bool scalar = g_.values[size_t(v)].meta.shape.empty() && uses_[v] > 0;
-      // An argmax reads its input twice (its max, then the first index holding it).
-      bool read_twice = uses_[v] + (in_place ? 1 : 0) > 1 || compared_with_its_reduction(v);
-      bool shared = is_elementwise(node) && (read_twice || scalar) && (scalar || !recomputed(node));
+      // An argmax reads its input twice (its max, then the first index holding it); the scan over
+      // the region's readers runs only for an elementwise value read once.
+      bool shared = is_elementwise(node) &&
+                    (scalar || uses_[v] + (in_place ? 1 : 0) > 1 || compared_with_its_reduction(v)) &&
+                    (scalar || !recomputed(node));
       if (int end = fused_chain_end(node); end >= 0) {
         out_.fused_row_ops[out_.values.at(v).func.name()] = v;
         if (readers_of(end) > 0) stored_first_.insert(end);  // read again here: its readers load it

@@ -35,6 +35,24 @@ void check(const std::string& op, const std::function<Tensor(const TensorList&)>
   BOOST_TEST(r.ok, op << " " << what << ": " << r.message);
 }
 
+// gradcheck of call(operands) with respect to its defined float operands; the others (indices,
+// masks, an absent weight) stay as they are.
+void check_float_operands(const std::string& op, const std::function<Tensor(const TensorList&)>& call,
+                          const TensorList& operands, const std::string& what, const GradcheckOptions& opts = {}) {
+  TensorList leaves;
+  std::vector<size_t> at;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    if (!operands[i].defined() || !is_floating(operands[i].dtype())) continue;
+    at.push_back(i);
+    leaves.push_back(operands[i].detach().requires_grad_());
+  }
+  check(op, [&call, operands, at](const TensorList& in) {
+    TensorList full = operands;
+    for (size_t k = 0; k < at.size(); ++k) full[at[k]] = in[k];
+    return call(full);
+  }, leaves, what, opts);
+}
+
 using Fn1 = Tensor (*)(const Tensor&);
 
 }  // namespace
@@ -78,21 +96,11 @@ BOOST_AUTO_TEST_CASE(sample_ops) {
   uint64_t seed = 320;
   for (const SampleOpEntry& e : sample_op_db()) {
     if (!e.differentiable) continue;
-    TensorList all = e.inputs(f64, seed++), leaves;
-    std::vector<size_t> at;
-    for (size_t i = 0; i < all.size(); ++i) {
-      if (!is_floating(all[i].dtype())) continue;
-      at.push_back(i);
-      leaves.push_back(all[i].detach().requires_grad_());
-    }
     // Through f32 the function is only f32-accurate: wider steps and tolerances.
     GradcheckOptions opts;
     if (e.result_dtype(f64) != f64) opts = {.eps = 1e-2, .atol = 1e-4, .rtol = 1e-3};
-    check(e.op, [&e, all, at](const TensorList& in) {
-      TensorList full = all;
-      for (size_t k = 0; k < at.size(); ++k) full[at[k]] = in[k];
-      return e.call(full).to(f64);
-    }, leaves, e.label, opts);
+    check_float_operands(e.op, [&e](const TensorList& v) { return e.call(v).to(f64); }, e.inputs(f64, seed++), e.label,
+                         opts);
   }
 }
 
@@ -160,18 +168,7 @@ BOOST_AUTO_TEST_CASE(reductions_and_normalizations) {
   // respect to every float operand (a layer norm's weight and bias too).
   for (const RowOpEntry& e : row_op_db()) {
     for (const std::string kind : {"", "transposed"}) {
-      TensorList all = e.inputs(e.shapes[0], f64, seed++, kind), leaves;
-      std::vector<size_t> at;
-      for (size_t i = 0; i < all.size(); ++i) {
-        if (!all[i].defined() || !is_floating(all[i].dtype())) continue;
-        at.push_back(i);
-        leaves.push_back(all[i].detach().requires_grad_());
-      }
-      check(e.op, [&e, all, at](const TensorList& in) {
-        TensorList full = all;
-        for (size_t k = 0; k < at.size(); ++k) full[at[k]] = in[k];
-        return e.call(full);
-      }, leaves, e.label + " " + kind);
+      check_float_operands(e.op, e.call, e.inputs(e.shapes[0], f64, seed++, kind), e.label + " " + kind);
     }
   }
   on("softmax", {2, 3, 4}, [](const Tensor& t) { return softmax(t, 1); });  // a dim in the middle

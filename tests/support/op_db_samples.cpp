@@ -13,13 +13,6 @@ namespace {
 
 using Values = std::vector<double>;
 
-// Row-major strides of a shape.
-std::vector<int64_t> strides_of(const Shape& s) {
-  std::vector<int64_t> st(s.size(), 1);
-  for (size_t d = s.size(); d-- > 1;) st[d - 1] = st[d] * s[d];
-  return st;
-}
-
 // where(mask, a, b), all three broadcast to `out`.
 Values where_reference(const TensorList& in, const Shape& out) {
   Values m = host_values(in[0]), a = host_values(in[1]), b = host_values(in[2]), r;
@@ -30,17 +23,21 @@ Values where_reference(const TensorList& in, const Shape& out) {
   return r;
 }
 
-// The index of the first largest value along `dim`, for each index of the other dims in row-major order.
+// The index of the first largest value along `dim`, for each index of the other dims in row-major
+// order (broadcast_offset of an index inside the shape is its row-major offset).
 Values argmax_reference(const Tensor& x, int64_t dim) {
   Values v = host_values(x), r;
   Shape kept = x.shape();
   kept[size_t(dim)] = 1;
-  std::vector<int64_t> st = strides_of(x.shape());
   for_each_index(kept, [&](const std::vector<int64_t>& i) {
-    int64_t base = 0, best = 0;
-    for (size_t d = 0; d < i.size(); ++d) base += i[d] * st[d];
+    std::vector<int64_t> at = i;
+    auto value = [&](int64_t k) {
+      at[size_t(dim)] = k;
+      return v[size_t(broadcast_offset(x.shape(), at))];
+    };
+    int64_t best = 0;
     for (int64_t k = 1; k < x.size(dim); ++k)
-      if (v[size_t(base + k * st[size_t(dim)])] > v[size_t(base + best * st[size_t(dim)])]) best = k;
+      if (value(k) > value(best)) best = k;
     r.push_back(double(best));
   });
   return r;
@@ -55,10 +52,7 @@ Values cat_reference(const TensorList& in, int64_t dim, const Shape& out) {
     std::vector<int64_t> at = i;
     size_t k = 0;
     while (at[size_t(dim)] >= in[k].size(dim)) at[size_t(dim)] -= in[k++].size(dim);
-    std::vector<int64_t> st = strides_of(in[k].shape());
-    int64_t off = 0;
-    for (size_t d = 0; d < at.size(); ++d) off += at[d] * st[d];
-    r.push_back(v[k][size_t(off)]);
+    r.push_back(v[k][size_t(broadcast_offset(in[k].shape(), at))]);
   });
   return r;
 }
