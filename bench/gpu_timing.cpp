@@ -10,14 +10,18 @@ namespace kiln::bench {
 double device_ms(const std::function<void()>& fn, int warmup, int min_samples, double min_seconds) {
   for (int i = 0; i < warmup; ++i) fn();
   cuda_synchronize();
-  CudaTimer timer;
-  std::vector<double> ms;
+  // A mark between consecutive calls and one wait at the end: the host queues the next call while
+  // the device runs this one, as bench_torch.py's events do and as a model's step runs.
+  CudaMarks marks;
+  marks.mark();
+  int calls = 0;
   double start = now_seconds();
-  while (int(ms.size()) < min_samples || (now_seconds() - start < min_seconds && ms.size() < 2000)) {
-    timer.start();
+  while (calls < min_samples || (now_seconds() - start < min_seconds && calls < 2000)) {
     fn();
-    ms.push_back(timer.stop_ms());
+    marks.mark();
+    ++calls;
   }
+  std::vector<double> ms = marks.intervals_ms();
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
 }

@@ -1,6 +1,7 @@
-// Timing on a CUDA device for `kiln bench gpu`: CUDA events around each call, the median after
-// warm-up (as bench/torch/bench_torch.py times PyTorch), GB/s, and the device-to-device copy
-// bandwidth every memory-bound kernel is compared with.
+// Timing on a CUDA device for `kiln bench gpu`: CUDA events between calls issued back to back (no
+// host wait between them), the median after warm-up, as bench/torch/bench_torch.py times
+// PyTorch; GB/s; and the device-to-device copy bandwidth every memory-bound kernel is compared
+// with.
 #pragma once
 #include <functional>
 
@@ -8,7 +9,9 @@
 
 namespace kiln::bench {
 
-// Median milliseconds of fn on the device (events around each call), after warm-up.
+// Median milliseconds of fn on the device after warm-up: events between consecutive calls, which
+// the host issues without waiting, so a call's time is its device time unless issuing it takes
+// the host longer.
 double device_ms(const std::function<void()>& fn, int warmup = 5, int min_samples = 30, double min_seconds = 0.3);
 
 inline double gbps(double bytes, double ms) { return bytes / (ms * 1e-3) / 1e9; }
