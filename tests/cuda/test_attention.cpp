@@ -125,8 +125,37 @@ BOOST_AUTO_TEST_CASE(compiled_under_autocast_uses_the_fused_op, *needs_cudnn()) 
   set_debug_dir("");
   std::string optimized = dumped(dir, ".optimized.txt");
   fs::remove_all(dir);
-  check_close(got, host_values(eager), eager.shape(), {2e-2, 2e-2}, "compiled attention under autocast: loss");
-  check_close(xc.grad(), host_values(xe.grad()), x.shape(), {3e-2, 2e-2}, "compiled attention under autocast: grad");
+  // Eager and compiled each against plain loops in double on the same bf16 operands, not against
+  // each other: cuDNN's plan is picked by timing on a graph's first call, so the two may run
+  // different engines, and two bf16 roundings differ by more than either's error (3 of 73728
+  // gradient elements past the bf16 tolerance once on an H200, in the full suite only).
+  Tensor qkv = (x * 1.5).to(DType::bf16);
+  Tensor q = heads(qkv, 0, H, D), k = heads(qkv, H * D, H, D), v = heads(qkv, 2 * H * D, H, D);
+  const double scale = 1.0 / std::sqrt(double(D));
+  const Shape head_shape{B, H, T, D};
+  std::vector<double> y = attention_reference(q, k, v, zeros(head_shape, {.dtype = DType::f64}), true, scale).out;
+  double loss = 0;
+  for (double& e : y) {
+    loss += e * e;
+    e *= 2;  // the loss's gradient
+  }
+  AttentionReference r = attention_reference(q, k, v, from_vector(y, head_shape), true, scale);
+  // x's gradient: 1.5 times each head's gradient, in the head's columns of x.
+  std::vector<double> want(size_t(numel(x.shape())));
+  const std::vector<double>* parts[] = {&r.dq, &r.dk, &r.dv};
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t part = 0; part < 3; ++part)
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t d = 0; d < D; ++d)
+            want[size_t(((b * T + t) * 3 + part) * H * D + h * D + d)] =
+                1.5 * (*parts[part])[size_t(((b * H + h) * T + t) * D + d)];
+  // The bf16 tolerance of outputs_and_gradients_match_a_double_reference, scaled by 1.5.
+  const Tolerance grad_tol{3e-2, 3e-2};
+  check_close(eager, {loss}, {}, {2e-2, 2e-2}, "eager attention under autocast: loss");
+  check_close(got, {loss}, {}, {2e-2, 2e-2}, "compiled attention under autocast: loss");
+  check_close(xe.grad(), want, x.shape(), grad_tol, "eager attention under autocast: grad");
+  check_close(xc.grad(), want, x.shape(), grad_tol, "compiled attention under autocast: grad");
   BOOST_TEST(optimized.find("= attention(") != std::string::npos, optimized);
   BOOST_TEST(optimized.find("= softmax(") == std::string::npos, optimized);
 }
