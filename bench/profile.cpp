@@ -1,6 +1,7 @@
 // `kiln profile MODEL`: a zoo model under the profiler (dsl/profiler.h): a few eager calls, the
 // compiled function's first call (its trace, graph passes and backend phases), then a few
 // compiled calls, each group in a scope of its own; prints the table and writes the Chrome trace.
+// With --device cuda, every kernel, copy and memset with its device time too (CUPTI).
 // --train profiles the training step (forward, loss, backward, AdamW) instead of the forward.
 #include <cstdio>
 
@@ -45,7 +46,7 @@ int run_profile(const BenchOptions& opts, const std::string& out_path) {
   eager();  // warm-up: first kernel launches, allocator
   wait_for(opts.device);
 
-  Profiler p;
+  Profiler p({.cuda = opts.device.is_cuda()});
   {
     RecordFunction r("eager, " + std::to_string(kCalls) + " calls");
     for (int i = 0; i < kCalls; ++i) eager();
@@ -62,7 +63,7 @@ int run_profile(const BenchOptions& opts, const std::string& out_path) {
     wait_for(opts.device);
   }
   p.stop();
-  std::printf("kiln profile: %s (%s) on %s, %s; host times\n\n%s", m.name.c_str(), m.description.c_str(),
+  std::printf("kiln profile: %s (%s) on %s, %s\n\n%s", m.name.c_str(), m.description.c_str(),
               opts.device.str().c_str(), opts.train ? "training step" : "forward", p.table().c_str());
   p.save_chrome_trace(out_path);
   std::printf("\nwrote %s (%zu events; open it in Perfetto or chrome://tracing)\n", out_path.c_str(), p.events().size());

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "dsl/atomic_file.h"
+#include "dsl/cuda/cupti_activity.h"
 #include "dsl/error.h"
 #include "dsl/settings.h"
 
@@ -24,6 +25,8 @@ struct Profiler::State {
   double stop_us = -1;  // set by stop()
   mutable std::mutex mu;
   std::vector<ProfileEvent> events;
+  std::unique_ptr<CuptiActivity> cuda;  // set before the profiler starts, never reset
+  std::atomic<uint64_t> next_id{1};     // host event ids, with device activity
 
   double now_us() const {
     return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
@@ -101,23 +104,44 @@ std::string json_quote(std::string_view s) {
   return out + "\"";
 }
 
-Profiler::Profiler() : s_(std::make_shared<State>()) {
+Profiler::Profiler(ProfilerOptions options) : s_(std::make_shared<State>()) {
   std::lock_guard<std::mutex> lock(active_mu);
   KILN_CHECK(!active_state, "Profiler: another profiler is already recording (one at a time; KILN_PROFILE starts "
              "one for the whole process)");
+  if (options.cuda) s_->cuda = std::make_unique<CuptiActivity>(s_->start);
   active_state = s_;
   active = true;
 }
 
-Profiler::~Profiler() { stop(); }
+Profiler::~Profiler() {
+  try {
+    stop();
+  } catch (const std::exception& e) {
+    std::cerr << "kiln: Profiler: " << e.what() << "\n";
+  }
+}
 
 void Profiler::stop() {
-  std::lock_guard<std::mutex> lock(active_mu);
-  if (active_state != s_) return;
-  active = false;
-  active_state.reset();
-  std::lock_guard<std::mutex> events_lock(s_->mu);
-  s_->stop_us = s_->now_us();
+  {
+    std::lock_guard<std::mutex> lock(active_mu);
+    if (active_state != s_) return;
+    active = false;
+    active_state.reset();
+    std::lock_guard<std::mutex> events_lock(s_->mu);
+    s_->stop_us = s_->now_us();
+  }
+  if (!s_->cuda) return;
+  std::vector<DeviceRecord> records = s_->cuda->stop();
+  std::lock_guard<std::mutex> lock(s_->mu);
+  for (DeviceRecord& r : records)
+    s_->events.push_back({.name = std::move(r.name),
+                          .category = std::move(r.kind),
+                          .start_us = r.start_us,
+                          .duration_us = r.duration_us,
+                          .thread = int(r.stream),
+                          .args = std::move(r.args),
+                          .device = r.device,
+                          .launched_by = r.launched_by});
 }
 
 bool Profiler::running() const {
@@ -143,15 +167,55 @@ double Profiler::window_us() const {
 }
 
 std::string Profiler::chrome_trace() const {
-  std::ostringstream os;
+  const std::vector<ProfileEvent> ev = events();
   const long pid = long(::getpid());
+  // A device's events are a process of their own in the trace, its streams the threads.
+  constexpr long kDevicePid = 1000000000;
+  auto pid_of = [&](const ProfileEvent& e) { return e.device < 0 ? pid : kDevicePid + e.device; };
+  std::map<uint64_t, const ProfileEvent*> host_of_id;
+  std::set<std::pair<int, int>> streams;  // (device, stream)
+  for (const ProfileEvent& e : ev) {
+    if (e.id) host_of_id[e.id] = &e;
+    if (e.device >= 0) streams.insert({e.device, e.thread});
+  }
+  std::ostringstream os;
   os << "{\"traceEvents\": [\n";
   bool first = true;
-  for (const ProfileEvent& e : events()) {
-    os << (first ? "" : ",\n") << "{\"name\": " << json_quote(e.name) << ", \"cat\": " << json_quote(e.category)
-       << ", \"ph\": \"X\", \"ts\": " << fixed(e.start_us, 3) << ", \"dur\": " << fixed(e.duration_us, 3)
-       << ", \"pid\": " << pid << ", \"tid\": " << e.thread << ", \"args\": {" << e.args << "}}";
+  auto begin_event = [&] {
+    os << (first ? "" : ",\n");
     first = false;
+  };
+  for (const ProfileEvent& e : ev) {
+    begin_event();
+    os << "{\"name\": " << json_quote(e.name) << ", \"cat\": " << json_quote(e.category)
+       << ", \"ph\": \"X\", \"ts\": " << fixed(e.start_us, 3) << ", \"dur\": " << fixed(e.duration_us, 3)
+       << ", \"pid\": " << pid_of(e) << ", \"tid\": " << e.thread << ", \"args\": {" << e.args << "}}";
+  }
+  // Names for the device processes and their streams, and an arrow from each launching host event
+  // to what it launched (flow events: "s" inside the host slice, "f" bound to the device slice).
+  int previous_device = -1;
+  for (auto [device, stream] : streams) {
+    if (device != previous_device) {
+      begin_event();
+      os << "{\"name\": \"process_name\", \"ph\": \"M\", \"ts\": 0, \"pid\": " << kDevicePid + device
+         << ", \"tid\": 0, \"args\": {\"name\": \"CUDA device " << device << "\"}}";
+      previous_device = device;
+    }
+    begin_event();
+    os << "{\"name\": \"thread_name\", \"ph\": \"M\", \"ts\": 0, \"pid\": " << kDevicePid + device
+       << ", \"tid\": " << stream << ", \"args\": {\"name\": \"stream " << stream << "\"}}";
+  }
+  uint64_t flow = 0;
+  for (const ProfileEvent& e : ev) {
+    auto host = e.launched_by ? host_of_id.find(e.launched_by) : host_of_id.end();
+    if (host == host_of_id.end()) continue;
+    const ProfileEvent& h = *host->second;
+    ++flow;
+    begin_event();
+    os << "{\"name\": \"launch\", \"cat\": \"launch\", \"ph\": \"s\", \"id\": " << flow
+       << ", \"ts\": " << fixed(h.start_us, 3) << ", \"pid\": " << pid << ", \"tid\": " << h.thread << "},\n";
+    os << "{\"name\": \"launch\", \"cat\": \"launch\", \"ph\": \"f\", \"bp\": \"e\", \"id\": " << flow
+       << ", \"ts\": " << fixed(e.start_us, 3) << ", \"pid\": " << pid_of(e) << ", \"tid\": " << e.thread << "}";
   }
   os << "\n], \"displayTimeUnit\": \"ms\"}\n";
   return os.str();
@@ -167,10 +231,16 @@ std::string Profiler::table(size_t max_rows) const {
   // Self time: each event's duration less that of the events nested directly inside it (same
   // thread, inside its interval), found with a stack per thread over the events by start time.
   std::vector<double> self(ev.size());
-  std::map<int, std::vector<size_t>> open;
+  std::map<std::pair<int, int>, std::vector<size_t>> open;  // by (device, thread)
+  std::map<uint64_t, double> launched_us;                    // device time by launching host event
+  bool device_events = false;
   for (size_t i = 0; i < ev.size(); ++i) {
+    if (ev[i].device >= 0) {
+      device_events = true;
+      if (ev[i].launched_by) launched_us[ev[i].launched_by] += ev[i].duration_us;
+    }
     self[i] = ev[i].duration_us;
-    std::vector<size_t>& stack = open[ev[i].thread];
+    std::vector<size_t>& stack = open[{ev[i].device, ev[i].thread}];
     while (!stack.empty() && ev[stack.back()].start_us + ev[stack.back()].duration_us <= ev[i].start_us)
       stack.pop_back();
     if (!stack.empty()) self[stack.back()] -= ev[i].duration_us;
@@ -179,7 +249,7 @@ std::string Profiler::table(size_t max_rows) const {
   struct Row {
     std::string category, name;
     int64_t calls = 0;
-    double total = 0, self = 0;
+    double total = 0, self = 0, launched = 0;
   };
   std::map<std::pair<std::string, std::string>, Row> rows;
   for (size_t i = 0; i < ev.size(); ++i) {
@@ -189,6 +259,8 @@ std::string Profiler::table(size_t max_rows) const {
     ++r.calls;
     r.total += ev[i].duration_us;
     r.self += std::max(0.0, self[i]);
+    if (ev[i].id)
+      if (auto it = launched_us.find(ev[i].id); it != launched_us.end()) r.launched += it->second;
   }
   std::vector<Row> sorted;
   for (auto& [key, r] : rows) sorted.push_back(r);
@@ -196,22 +268,35 @@ std::string Profiler::table(size_t max_rows) const {
   double window = window_us();
   std::ostringstream os;
   std::set<int> threads;
-  for (const ProfileEvent& e : ev) threads.insert(e.thread);
-  os << "profile: " << ev.size() << " events in " << fixed(window / 1e3, 3) << " ms (host)";
+  size_t host_events = 0;
+  for (const ProfileEvent& e : ev)
+    if (e.device < 0) {
+      threads.insert(e.thread);
+      ++host_events;
+    }
+  os << "profile: " << host_events << " host events in " << fixed(window / 1e3, 3) << " ms";
   if (threads.size() > 1)
     os << " on " << threads.size() << " threads (their shares of the window add up past 100% where they overlap)";
+  if (device_events)
+    os << "; " << ev.size() - host_events << " device events (kernel, memcpy, memset: device times; \"device ms\": "
+       << "the device time of what a host group launched itself)";
   os << "\n";
   char line[512];
-  std::snprintf(line, sizeof line, "  %-14s %-44s %8s %12s %12s %10s %7s\n", "category", "name", "calls", "total ms",
-                "self ms", "avg us", "self %");
+  std::snprintf(line, sizeof line, "  %-14s %-44s %8s %12s %12s %10s %7s%s\n", "category", "name", "calls", "total ms",
+                "self ms", "avg us", "self %", device_events ? "    device ms" : "");
   os << line;
   for (size_t i = 0; i < sorted.size() && i < max_rows; ++i) {
     const Row& r = sorted[i];
     std::string name = r.name.size() > 44 ? r.name.substr(0, 41) + "..." : r.name;
-    std::snprintf(line, sizeof line, "  %-14s %-44s %8lld %12.3f %12.3f %10.1f %6.1f%%\n", r.category.c_str(),
+    std::snprintf(line, sizeof line, "  %-14s %-44s %8lld %12.3f %12.3f %10.1f %6.1f%%", r.category.c_str(),
                   name.c_str(), static_cast<long long>(r.calls), r.total / 1e3, r.self / 1e3, r.total / double(r.calls),
                   window > 0 ? 100 * r.self / window : 0.0);
     os << line;
+    if (device_events) {
+      std::snprintf(line, sizeof line, " %12.3f", r.launched / 1e3);
+      os << line;
+    }
+    os << "\n";
   }
   if (sorted.size() > max_rows) os << "  ... " << sorted.size() - max_rows << " more\n";
   return os.str();
@@ -246,11 +331,16 @@ void RecordFunction::begin(std::string_view name, std::string_view category, std
   event_.category = category;
   event_.args = std::move(args);
   event_.thread = thread_number();
+  if (state_->cuda) {
+    event_.id = state_->next_id++;
+    launch_scope_ = cupti_push_launch_scope(event_.id);
+  }
   event_.start_us = state_->now_us();
 }
 
 void RecordFunction::end() {
   event_.duration_us = std::max(0.0, state_->now_us() - event_.start_us);
+  if (launch_scope_) cupti_pop_launch_scope();
   std::lock_guard<std::mutex> lock(state_->mu);
   if (state_->stop_us >= 0) return;  // stopped meanwhile
   state_->events.push_back(std::move(event_));

@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "dsl/cuda/cupti_activity.h"
 #include "schedules/disk_cache.h"
 #include "support/reference.h"
 
@@ -185,6 +186,20 @@ BOOST_AUTO_TEST_CASE(the_table_groups_by_name_and_self_times_fit_the_window) {
   BOOST_TEST(rows == 3);
   BOOST_TEST(self_sum_ms <= p.window_us() / 1e3 + 1e-3);
   BOOST_TEST(self_sum_ms > 0);
+}
+
+// Where CUPTI cannot record (no device, no libcupti), asking for CUDA activity is an error that
+// says why, and leaves no profiler running. tests/cuda/test_profiler.cpp covers the device side.
+BOOST_AUTO_TEST_CASE(cuda_activity_without_cupti_says_why) {
+  std::string why = cupti_unavailable_reason();
+  if (why.empty()) {
+    BOOST_TEST_MESSAGE("CUPTI can record here; tests/cuda/test_profiler.cpp checks it");
+    return;
+  }
+  check_error([] { Profiler p({.cuda = true}); }, {"CUDA activity", why});
+  BOOST_TEST(!profiling());
+  Profiler q;
+  BOOST_TEST(q.running());
 }
 
 BOOST_AUTO_TEST_CASE(one_profiler_at_a_time) {
