@@ -9,12 +9,13 @@
 #include "dsl/error.h"
 #include "dsl/shape.h"
 #include "schedules/gpu_hosted_rows.h"
+#include "schedules/gpu_reductions.h"
 #include "schedules/gpu_row_constants.h"
 #include "schedules/gpu_row_staging.h"
+#include "schedules/gpu_row_tuning.h"
 #include "schedules/gpu_transpose.h"
 #include "schedules/gpu_warp_rows.h"
 #include "schedules/schedule_roots.h"
-#include "dsl/settings.h"
 
 namespace kiln {
 
@@ -22,16 +23,12 @@ using namespace Halide;
 
 namespace {
 
-using gpu_rows::kColumnChunkMin, gpu_rows::kColumnThreads, gpu_rows::kRowUnroll, gpu_rows::kThreads, gpu_rows::kWarpRows;
+using gpu_rows::kThreads, gpu_rows::kWarpRows;
+using gpu_reductions::block_reduction, gpu_reductions::column_reduction, gpu_reductions::full_reduction,
+    gpu_reductions::kBlockFullMax, gpu_reductions::kFewColumns, gpu_reductions::on_one_thread,
+    gpu_reductions::thread_per_point;
 constexpr int kWarp = warp_rows::kWarp;
 constexpr int64_t kThreadPerRowMax = 64;     // rows this short: one thread per row
-constexpr int64_t kFullPartials = 1 << 16;   // threads of a full reduction's first pass
-// Full reductions at most this long run in one block, as a row (split_long_reductions leaves the
-// chunks' results of a large one: 8192 for 2^26 elements); longer ones over the grid in passes.
-constexpr int64_t kBlockFullMax = 1 << 14;
-constexpr int64_t kFewColumns = 1 << 17;     // column reductions with fewer outputs get split
-constexpr int64_t kColumnChunkMax = 256;     // rows per chunk of a split column reduction, at most
-constexpr int kColumnUnroll = 8;             // a thread's serial sum, unrolled: loads in flight together
 constexpr int64_t kRowCacheMax = 6144;       // rows this long (24 KiB of f32) are staged in shared memory
 constexpr int64_t kRegisterRowMax = 1024;    // warp rows this long are staged in registers (32 a lane)
 constexpr int64_t kBlockRowRegisters = 16;   // a block row's elements a thread keeps in registers, at most
@@ -51,41 +48,6 @@ constexpr int kShortRowWidth = 8;
 // [1M, 64] 154 -> 570, [65536, 1024] 2035 -> 2496, [8192, 50304] 1202 -> 1856, [8192, 4096]
 // 2636 -> 1597).
 constexpr int64_t kWarpRowMax = 1024, kWarpRowMin = 16384, kWarpRowsMin = 2048;
-const TailStrategy kGuard = TailStrategy::GuardWithIf;
-
-struct RowTuning {
-  int threads = kThreads;
-  bool stage = false;  // stage a block's row in shared memory
-  bool registers = true;  // keep a row in registers: a warp row of static length in its lanes, a block row's unrolled steps
-  bool host = true;  // compute per-row values that one row op reads in its rows (hosted_rows)
-  bool vector = false;
-  int warp = -1;  // 1: a warp per row always, 0: never, -1: by the rows' count and length
-  int unroll = kRowUnroll;  // a row reduction's serial steps unrolled by this: loads of several steps in flight
-  int warp_rows = 0;  // rows per block (a warp each) of a warp-row op; 0: by the row length (warp_rows_per_block)
-  int row_width = 0;  // lanes per row of a short warp-row op; 0: by the row length (row_width)
-  warp_rows::LaneCombine combine = warp_rows::LaneCombine::vector;  // how a warp row's lanes are summed
-};
-
-const RowTuning& row_tuning() {
-  static const RowTuning t = [] {
-    RowTuning r;
-    r.threads = int(int_setting("KILN_GPU_ROW_THREADS", kThreads, kWarp, 1024));
-    r.stage = flag_setting("KILN_GPU_ROW_STAGE", false);
-    r.registers = flag_setting("KILN_GPU_ROW_REGISTERS", true);
-    r.host = flag_setting("KILN_GPU_ROW_HOST", true);
-    r.vector = flag_setting("KILN_GPU_ROW_VECTOR", false);
-    r.warp = int(int_setting("KILN_GPU_ROW_WARP", -1, -1, 1));
-    r.unroll = int(int_setting("KILN_GPU_ROW_UNROLL", kRowUnroll, 1, 16));
-    r.warp_rows = int(int_setting("KILN_GPU_WARP_ROWS", 0, 0, 32));
-    r.row_width = int(int_setting("KILN_GPU_ROW_WIDTH", 0, 0, kWarp));
-    if (r.row_width != 0 && (r.row_width & (r.row_width - 1)) != 0)
-      throw_error("KILN_GPU_ROW_WIDTH: lanes per row must be a power of two from 1 to 32, got ", r.row_width);
-    r.combine = flag_setting("KILN_GPU_WARP_COMBINE_SERIAL", false) ? warp_rows::LaneCombine::serial
-                                                                   : warp_rows::LaneCombine::vector;
-    return r;
-  }();
-  return t;
-}
 
 // Rows per block of a warp-row op whose rows have `length` elements.
 int warp_rows_per_block(int64_t length) {
@@ -125,115 +87,6 @@ using warp_rows::fuse_all;
 int row_steps_in_registers(int64_t length, int threads) {
   if (!row_tuning().registers || length % threads != 0 || length / threads > kBlockRowRegisters) return 0;
   return int(length / threads);
-}
-
-// thread_per_point's thread var: a Func computed at it runs inside each thread.
-const char* const kPointThread = "tx";
-
-// One thread per point of `vars` (all of the stage's pure vars), kThreads per block.
-void thread_per_point(Stage s, const std::vector<Var>& vars) {
-  Var bx("bx"), tx(kPointThread);
-  if (vars.empty()) {
-    s.gpu_single_thread();
-    return;
-  }
-  s.gpu_tile(fuse_all(s, vars), bx, tx, kThreads, kGuard);
-}
-
-// g computed per row inside a block of row_tuning().threads threads at loop `row` of f: per-thread partials
-// (each thread strides the row), then kWarp partials, then one thread. Reductions Halide cannot
-// split (not provably associative) run serially in one thread.
-void block_reduction(Func g, Func f, Var row, int unroll = row_tuning().unroll) {
-  LoopLevel at(f, row);
-  g.compute_at(at);
-  if (g.num_update_definitions() != 1 || g.rvars().empty()) return;
-  try {
-    RVar r = fuse_all(g.update(), g.rvars()), ro("ro"), ri("ri"), rio("rio"), rii("rii");
-    Var u("u"), w("w");
-    Func partials = g.update().split(r, ro, ri, row_tuning().threads, kGuard).rfactor(ri, u);
-    Func warp = g.update().split(ri, rio, rii, kWarp, kGuard).rfactor(rii, w);
-    partials.compute_at(at).gpu_threads(u);
-    partials.update().reorder(ro, u).gpu_threads(u);
-    warp_rows::unroll_steps(partials.update(), ro, unroll);
-    warp.compute_at(at).gpu_threads(w);
-    warp.update().reorder(rio, w).gpu_threads(w);
-  } catch (const CompileError&) {
-  }
-}
-
-// A Func computed by one GPU thread: a fallback that keeps it off the host.
-void on_one_thread(Func g) {
-  g.compute_root().gpu_single_thread();
-  for (int u = 0; u < g.num_update_definitions(); ++u) g.update(u).gpu_single_thread();
-}
-
-// A full reduction g (0-d): partial sums by kFullPartials threads, then by kThreads, then one.
-void full_reduction(Func g, int64_t length) {
-  g.compute_root().gpu_single_thread();
-  if (g.num_update_definitions() != 1) return;
-  if (g.rvars().empty()) {
-    g.update().gpu_single_thread();
-    return;
-  }
-  try {
-    int64_t first = std::clamp<int64_t>(length / 16, kThreads, kFullPartials);
-    RVar r = fuse_all(g.update(), g.rvars()), ro("ro"), ri("ri"), rio("rio"), rii("rii");
-    Var u("u"), w("w");
-    Func partials = g.update().split(r, ro, ri, int(first), kGuard).rfactor(ri, u);
-    Func second = g.update().split(ri, rio, rii, kThreads, kGuard).rfactor(rii, w);
-    Var bx("bx"), tx("tx");
-    partials.compute_root().gpu_tile(u, bx, tx, kThreads, kGuard);
-    partials.update().reorder(ro, u).gpu_tile(u, bx, tx, kThreads, kGuard);
-    second.compute_root().gpu_tile(w, bx, tx, kThreads, kGuard);
-    second.update().reorder(rio, w).gpu_tile(w, bx, tx, kThreads, kGuard);
-  } catch (const CompileError&) {
-  }
-  g.update().gpu_single_thread();
-}
-
-// A column reduction g, computed in the threads of its root f (one thread per kept element, its
-// pure init and its serial sum in registers: one kernel, not one per stage), or at the root of
-// the pipeline with a thread per kept element when f is undefined. With few kept elements and
-// long reductions, chunks of rows first, sized so that about kColumnThreads threads sum them
-// (fewer threads leave the loads' latency unhidden: [8192, 768] in chunks of 256 rows ran on
-// 24576 threads), each chunk's sum in one thread of a kernel of its own. Serial sums are unrolled.
-void column_reduction(Func g, int64_t kept, int64_t length, Func f = Func()) {
-  std::vector<Var> v = pure_vars(g);
-  auto unrolled = [](Stage s, const std::vector<RVar>& rvars) {
-    if (rvars.size() != 1) return;
-    const std::string& name = rvars[0].name();  // qualified ("r$3$x.ri") after an rfactor
-    RVar r(name.substr(name.rfind('.') + 1)), ro("ru_o"), ri("ru_i");
-    s.split(r, ro, ri, kColumnUnroll, kGuard).unroll(ri);
-  };
-  int64_t chunk = kColumnChunkMin;
-  while (chunk < kColumnChunkMax && kept * (length / chunk) > kColumnThreads) chunk *= 2;
-  bool split = g.num_update_definitions() == 1 && !g.rvars().empty() && kept < kFewColumns && length >= 4 * chunk;
-  if (split) {
-    try {
-      RVar r = fuse_all(g.update(), g.rvars()), ro("ro"), ri("ri");
-      Var p("p");
-      Func chunks = g.update().split(r, ro, ri, int(chunk), kGuard).rfactor(ro, p);
-      Func stored = chunks.in(g);  // the chunks' sums; each computed in its thread
-      stored.compute_root();
-      thread_per_point(stored, pure_vars(stored));
-      chunks.compute_at(stored, Var(kPointThread));
-      unrolled(chunks.update(), chunks.rvars(0));
-    } catch (const Halide::Error&) {
-    }
-  }
-  if (f.defined() && !pure_vars(f).empty()) {
-    g.compute_at(f, Var(kPointThread));
-  } else {
-    g.compute_root();
-    thread_per_point(g, v);
-    for (int u = 0; u < g.num_update_definitions(); ++u) thread_per_point(g.update(u), v);
-  }
-  if (g.num_update_definitions() == 1) {
-    try {
-      unrolled(g.update(), g.rvars(0));
-    } catch (const Halide::Error&) {
-    }
-  }
 }
 
 // Consecutive elements of `bytes` each per access: 16 bytes' worth (PTX's widest load or store),

@@ -34,8 +34,8 @@ void schedule_gpu(const Graph& g, const Region& r, LoweredRegion& lowered);
 
 // The row schedule's tunables, for schedule experiments (`kiln bench gpu` with these set), are
 // the KILN_GPU_ROW_* and KILN_GPU_WARP_* settings (dsl/settings.cpp lists them with their
-// defaults; `kiln settings` prints them). Row staging: schedules/gpu_row_staging.h; lane
-// combines: gpu_warp_rows.h.
+// defaults; `kiln settings` prints them; schedules/gpu_row_tuning.h reads them). Row staging:
+// schedules/gpu_row_staging.h; lane combines: gpu_warp_rows.h; reductions: gpu_reductions.h.
 // Their values as text, part of the disk cache's key of CUDA graphs.
 std::string gpu_schedule_tuning();
 

@@ -13,6 +13,7 @@
 
 #include "dsl/halide_def.h"
 #include "graph/graph.h"
+#include "schedules/lowerable.h"
 #include "schedules/region.h"
 
 namespace kiln {
@@ -45,25 +46,6 @@ struct LoweredRegion {
   // (a column sum and its reshape to a bias gradient are one Func, not two).
   std::map<int, int> reduction_epilogues;
 };
-
-// Whether the node is one pointwise expression of its inputs (unary, binary, where, cast, or a
-// copy, which may read through a view).
-bool is_pointwise(const GraphNode& n);
-
-// Whether the node is pointwise at the element it writes: is_pointwise, but not a copy (which may
-// read its input through a view, elsewhere than the element it writes).
-bool is_elementwise(const GraphNode& n);
-
-// Whether the node is one pointwise op cheap enough to compute again wherever it is read rather
-// than store (a comparison, a select, an add, a multiply, ...).
-bool is_cheap_pointwise(const GraphNode& n);
-
-// Whether the Halide lowering covers this node (others run through their eager kernels).
-bool lowerable(const Graph& g, const GraphNode& n);
-
-// Whether a matmul runs as a GEMM inside a pipeline: f32, b a packed weight (static K and N >= 32)
-// read by this matmul only, a 2-D, at most 256 rows and 1 MiB (as traced).
-bool gemm_lowerable(const Graph& g, const GraphNode& n);
 
 // The shape of the region's k-th input as the pipeline reads it (packed weights as panels).
 Shape region_input_shape(const Graph& g, const Region& r, size_t k);

@@ -1,0 +1,31 @@
+// The GPU row schedule's tunables, read once from the KILN_GPU_ROW_* and KILN_GPU_WARP_* settings
+// (dsl/settings.cpp lists them with their defaults; `kiln settings` prints them), for schedule
+// experiments (`kiln bench gpu` with these set). schedules/gpu_schedule.cpp and gpu_reductions.cpp
+// read them; gpu_schedule_tuning() (gpu_schedule.h) writes them into the disk cache's key.
+#pragma once
+#include <Halide.h>
+
+#include "schedules/gpu_row_constants.h"
+#include "schedules/gpu_warp_rows.h"
+
+namespace kiln {
+
+// Every split of the GPU schedule guards its tail: extents are rarely multiples of the factors.
+inline const Halide::TailStrategy kGuard = Halide::TailStrategy::GuardWithIf;
+
+struct RowTuning {
+  int threads = gpu_rows::kThreads;
+  bool stage = false;  // stage a block's row in shared memory
+  bool registers = true;  // keep a row in registers: a warp row of static length in its lanes, a block row's unrolled steps
+  bool host = true;  // compute per-row values that one row op reads in its rows (hosted_rows)
+  bool vector = false;
+  int warp = -1;  // 1: a warp per row always, 0: never, -1: by the rows' count and length
+  int unroll = gpu_rows::kRowUnroll;  // a row reduction's serial steps unrolled by this: loads of several steps in flight
+  int warp_rows = 0;  // rows per block (a warp each) of a warp-row op; 0: by the row length (warp_rows_per_block)
+  int row_width = 0;  // lanes per row of a short warp-row op; 0: by the row length (row_width)
+  warp_rows::LaneCombine combine = warp_rows::LaneCombine::vector;  // how a warp row's lanes are summed
+};
+
+const RowTuning& row_tuning();
+
+}  // namespace kiln
