@@ -105,8 +105,13 @@ void check(CUptiResult r, const char* call) {
   KILN_CHECK(false, "CUDA activity: ", call, " failed: ", what);
 }
 
+// The driver's and the runtime's API records are not kept: CUPTI writes an external correlation
+// record where an API record is made inside a pushed scope, so they are what links a kernel
+// (launched by Halide's runtime through the driver, or by cuBLAS and cuDNN through the runtime) to
+// its scope, as in PyTorch's profiler (Kineto).
 constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                         CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+                                         CUPTI_ACTIVITY_KIND_MEMSET,          CUPTI_ACTIVITY_KIND_DRIVER,
+                                         CUPTI_ACTIVITY_KIND_RUNTIME,         CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
 constexpr size_t kBufferBytes = 8 << 20;
 
 // A record as it arrives, before its external id is joined and its time converted.

@@ -10,7 +10,8 @@
 //   cuda_synchronize();
 //   std::vector<DeviceRecord> r = a.stop();
 //
-// bench/kernel_summary.cpp is the same API as an injection library for whole programs.
+// bench/kernel_summary.cpp is the same API as an injection library for whole programs; the two do
+// not record in one process (CUPTI takes one set of buffer callbacks).
 #pragma once
 #include <chrono>
 #include <cstdint>
