@@ -31,6 +31,7 @@ void cupti_pop_launch_scope() {}
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <string>
 #include <type_traits>
 #include <unordered_map>
 
@@ -51,6 +52,9 @@ struct Api {
   decltype(&cuptiGetResultString) result_string = nullptr;
   decltype(&cuptiActivityPushExternalCorrelationId) push_external = nullptr;
   decltype(&cuptiActivityPopExternalCorrelationId) pop_external = nullptr;
+  decltype(&cuptiGetVersion) version = nullptr;
+  // Optional (CUPTI 12.5 and later): device times on the host's steady clock.
+  decltype(&cuptiActivityRegisterTimestampCallback) register_timestamp = nullptr;
 };
 
 struct Loaded {
@@ -87,7 +91,20 @@ Loaded load() {
   resolve("cuptiGetResultString", a.result_string);
   resolve("cuptiActivityPushExternalCorrelationId", a.push_external);
   resolve("cuptiActivityPopExternalCorrelationId", a.pop_external);
-  if (!missing.empty()) l.reason = "libcupti lacks " + missing;
+  resolve("cuptiGetVersion", a.version);
+  if (!missing.empty()) {
+    l.reason = "libcupti lacks " + missing;
+    return l;
+  }
+  a.register_timestamp =
+      reinterpret_cast<decltype(a.register_timestamp)>(dlsym(lib, "cuptiActivityRegisterTimestampCallback"));
+  // The record layouts (CUpti_ActivityKernel10, ...) are the header's; another major version of
+  // the library lays them out differently.
+  uint32_t version = 0;
+  if (a.version(&version) != CUPTI_SUCCESS || version / 10000 != CUPTI_API_VERSION / 10000)
+    l.reason = "libcupti's API version " + std::to_string(version) + " is not the " +
+               std::to_string(CUPTI_API_VERSION / 10000) + ".x kiln was built with (CUPTI_API_VERSION " +
+               std::to_string(CUPTI_API_VERSION) + ")";
   return l;
 }
 
@@ -127,7 +144,8 @@ struct Collected {
   std::mutex mu;
   std::vector<Raw> records;
   std::unordered_map<uint32_t, uint64_t> external;  // CUPTI correlation id -> launch scope id
-  size_t dropped = 0;
+  size_t dropped = 0;  // records CUPTI could not buffer
+  size_t untimed = 0;  // records without timestamps (CUPTI short of device memory, or unfinished)
 };
 
 Collected& collected() {
@@ -211,7 +229,10 @@ void add(Collected& c, const CUpti_Activity* record) {
     }
     default: return;
   }
-  if (raw.start_ns == 0 || raw.end_ns < raw.start_ns) return;  // no timestamps
+  if (raw.start_ns == 0 || raw.end_ns < raw.start_ns) {
+    ++c.untimed;
+    return;
+  }
   c.records.push_back(std::move(raw));
 }
 
@@ -223,15 +244,27 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
 
 void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
   Collected& c = collected();
+  size_t dropped = 0;
+  if (api().dropped_records(context, stream, &dropped) != CUPTI_SUCCESS) dropped = 0;
   {
     std::lock_guard<std::mutex> lock(c.mu);
     CUpti_Activity* record = nullptr;
     while (api().next_record(buffer, valid, &record) == CUPTI_SUCCESS) add(c, record);
-    size_t dropped = 0;
-    if (api().dropped_records(context, stream, &dropped) == CUPTI_SUCCESS) c.dropped += dropped;
+    c.dropped += dropped;
   }
   std::free(buffer);
 }
+
+uint64_t steady_ns() {
+  return uint64_t(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
+uint64_t CUPTIAPI steady_timestamp() { return steady_ns(); }
+
+// Whether CUPTI reports times on the host's steady clock (its default on Linux is
+// CLOCK_REALTIME, which an NTP adjustment moves during a long profile).
+bool steady_timestamps = false;
 
 }  // namespace
 
@@ -249,6 +282,9 @@ CuptiActivity::CuptiActivity(std::chrono::steady_clock::time_point origin) : imp
   try {
     static std::once_flag registered;
     std::call_once(registered, [] {
+      // Before any kind is enabled, as CUPTI asks.
+      if (api().register_timestamp)
+        steady_timestamps = api().register_timestamp(steady_timestamp) == CUPTI_SUCCESS;
       check(api().register_callbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks");
     });
     {
@@ -256,9 +292,11 @@ CuptiActivity::CuptiActivity(std::chrono::steady_clock::time_point origin) : imp
       collected().records.clear();
       collected().external.clear();
       collected().dropped = 0;
+      collected().untimed = 0;
     }
     for (CUpti_ActivityKind k : kKinds) check(api().enable(k), "cuptiActivityEnable");
-    check(api().timestamp(&impl_->start_ns), "cuptiGetTimestamp");
+    if (steady_timestamps) impl_->start_ns = steady_ns();
+    else check(api().timestamp(&impl_->start_ns), "cuptiGetTimestamp");
     impl_->start_us =
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - origin).count();
   } catch (...) {
@@ -281,10 +319,9 @@ CuptiActivity::~CuptiActivity() {
 std::vector<DeviceRecord> CuptiActivity::stop() {
   if (impl_->stopped) return {};
   impl_->stopped = true;
-  CUptiResult flushed = api().flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  for (CUpti_ActivityKind k : kKinds) api().disable(k);
   recording = false;
-  check(flushed, "cuptiActivityFlushAll");
+  for (CUpti_ActivityKind k : kKinds) api().disable(k);  // then nothing new is written
+  check(api().flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll");
   Collected& c = collected();
   std::vector<DeviceRecord> out;
   std::lock_guard<std::mutex> lock(c.mu);
@@ -297,6 +334,11 @@ std::vector<DeviceRecord> CuptiActivity::stop() {
     out.push_back(std::move(r));
   }
   if (c.dropped) std::fprintf(stderr, "kiln: CUDA activity: CUPTI dropped %zu records (its buffers filled up)\n", c.dropped);
+  if (c.untimed)
+    std::fprintf(stderr,
+                 "kiln: CUDA activity: %zu records had no timestamps (unfinished at stop: synchronize first; or CUPTI "
+                 "was short of device memory)\n",
+                 c.untimed);
   c.records.clear();
   c.external.clear();
   std::stable_sort(out.begin(), out.end(),

@@ -1,7 +1,8 @@
-// The profiler with CUDA activity (dsl/profiler.h, dsl/cuda/cupti_activity.h): eager ops and a
-// compiled function on the device under Profiler({.cuda = true}); every kernel, copy and memset
-// comes back as a device event with non-negative times inside the profile's window, linked to
-// the host event that launched it (which starts before it runs); the regions of a compiled call
+// The profiler with CUDA activity (dsl/profiler.h, dsl/cuda/cupti_activity.h): eager ops (a
+// Halide kernel and a cuBLAS GEMM) and a compiled function on the device under
+// Profiler({.cuda = true}); every kernel, copy and memset comes back as a device event with
+// non-negative times inside the profile's window, each kernel linked to the host event that
+// launched it (which starts before it runs); the regions of a compiled call
 // launch kernels; the Chrome trace parses, names the device and its streams and draws an arrow
 // per launch; the table gives device times.
 #include <boost/property_tree/json_parser.hpp>
@@ -40,7 +41,8 @@ BOOST_AUTO_TEST_CASE(device_events_link_to_the_host_events_that_launched_them, *
   {
     RecordFunction r("eager");
     Tensor y = exp(x) + x;
-    Tensor host = y.to(Device::cpu());  // a device-to-host copy
+    Tensor z = matmul(y, x.t());        // cuBLAS, launched through the CUDA runtime
+    Tensor host = z.to(Device::cpu());  // a device-to-host copy
   }
   {
     RecordFunction r("compiled");
@@ -52,7 +54,7 @@ BOOST_AUTO_TEST_CASE(device_events_link_to_the_host_events_that_launched_them, *
   std::map<uint64_t, ProfileEvent> host;
   for (const ProfileEvent& e : ev)
     if (e.device < 0 && e.id) host[e.id] = e;
-  std::map<std::string, int> kinds, launchers;
+  std::map<std::string, int> kinds, launchers, launching_ops;
   int linked = 0;  // device events whose launching host event is in the profile
   for (const ProfileEvent& e : ev) {
     if (e.device < 0) continue;
@@ -68,10 +70,13 @@ BOOST_AUTO_TEST_CASE(device_events_link_to_the_host_events_that_launched_them, *
     BOOST_TEST_REQUIRE((it != host.end()), e.name << " names a host event that is not in the profile");
     BOOST_TEST(e.start_us >= it->second.start_us, e.name << " ran before " << it->second.name << " began");
     ++launchers[it->second.category];
+    if (it->second.category == "op") ++launching_ops[it->second.name];
   }
   BOOST_TEST(kinds["kernel"] >= 5);  // exp, add, and a kernel per compiled call at least
   BOOST_TEST(kinds["memcpy"] >= 1);
-  BOOST_TEST(launchers["op"] >= 2);
+  BOOST_TEST(launchers["op"] >= 3);
+  BOOST_TEST(launching_ops["exp"] >= 1);
+  BOOST_TEST(launching_ops["matmul"] >= 1);  // cuBLAS's kernels are linked too
   BOOST_TEST(launchers["region"] >= 3);
 
   std::string path = (std::filesystem::temp_directory_path() / ("kiln-cuda-trace-" + std::to_string(::getpid()) + ".json")).string();
