@@ -4,6 +4,8 @@
 #include <set>
 #include <sstream>
 
+#include "schedules/lower_region.h"
+
 namespace kiln {
 
 std::vector<int> step_of_nodes(const Graph& g, const std::vector<PlannedStep>& steps) {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "graph/graph.h"
-#include "schedules/lower_region.h"
+#include "schedules/region.h"
 
 namespace kiln {
 

@@ -4,6 +4,8 @@
 #include <atomic>
 #include <set>
 
+#include "schedules/lowerable.h"
+
 namespace kiln {
 
 namespace {
