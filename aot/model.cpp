@@ -30,6 +30,10 @@ class StaticFunctions final : public CodeLibrary {
     KILN_CHECK(it != functions_.end(), "model ", model_, ": its library has no compiled function '", name, "'");
     return it->second;
   }
+  const halide_device_interface_t* cuda_interface() const override {
+    throw_error("model ", model_, ": ahead-of-time models are compiled for the CPU (CUDA models are not built yet); "
+                "its inputs are on a CUDA device");
+  }
 
  private:
   std::string model_;

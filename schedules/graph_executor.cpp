@@ -11,7 +11,6 @@
 #include "dsl/profiler.h"
 #include "graph/logs.h"
 #include "schedules/in_place.h"
-#include "schedules/shared_library.h"
 #include "schedules/step_timing.h"
 
 namespace kiln {
@@ -42,18 +41,19 @@ std::vector<halide_dimension_t> halide_dims(const Tensor& t) {
 namespace {
 
 // A tensor as a raw halide_buffer_t for a cached pipeline: host memory, or CUDA memory tagged with
-// the standalone runtime's device interface (up to date on the device: Halide copies nothing).
+// the device interface of the runtime its code calls (up to date on the device: Halide copies
+// nothing).
 struct RawBuffer {
   halide_buffer_t buf{};
   std::vector<halide_dimension_t> dims;
 
-  explicit RawBuffer(const Tensor& t) : dims(halide_dims(t)) {
+  RawBuffer(const Tensor& t, const CodeLibrary& code) : dims(halide_dims(t)) {
     buf.type = halide_buffer_type(t.dtype());
     buf.dimensions = int32_t(dims.size());
     buf.dim = dims.data();
     if (t.device().is_cuda()) {
       buf.device = reinterpret_cast<uint64_t>(t.data_ptr());
-      buf.device_interface = runtime_cuda_interface();
+      buf.device_interface = code.cuda_interface();
     } else {
       buf.host = static_cast<uint8_t*>(t.data_ptr());
     }
@@ -189,7 +189,7 @@ class GraphExecutor final : public CompiledGraph {
     if (s.function) {
       std::vector<std::unique_ptr<RawBuffer>> buffers;
       std::vector<void*> args;
-      for (const Tensor& t : tensors) buffers.push_back(std::make_unique<RawBuffer>(t));
+      for (const Tensor& t : tensors) buffers.push_back(std::make_unique<RawBuffer>(t, *plan_.code));
       for (size_t k = 0; k < n_in; ++k) args.push_back(&buffers[k]->buf);
       for (int32_t& size : sizes) args.push_back(&size);
       for (size_t k = n_in; k < buffers.size(); ++k) args.push_back(&buffers[k]->buf);
@@ -259,6 +259,14 @@ std::shared_ptr<CompiledGraph> make_graph_executor(ExecutorPlan plan) {
 const ExecutorPlan* executor_plan(const CompiledGraph& g) {
   const auto* e = dynamic_cast<const GraphExecutor*>(&g);
   return e ? &e->plan() : nullptr;
+}
+
+void call_region(RegionFunction fn, void** args, const std::string& what) {
+  std::string message;
+  int status = call_halide(fn, args, message);
+  if (status != 0)
+    throw_error("halide backend: ", what, " failed (Halide error ", status, ")",
+                message.empty() ? std::string() : ": " + message);
 }
 
 }  // namespace kiln

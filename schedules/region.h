@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+struct halide_device_interface_t;  // HalideRuntime.h
+
 namespace kiln {
 
 // A region's pipeline as compiled code: its argv entry point (inputs, symbol sizes, outputs).
@@ -18,7 +20,14 @@ class CodeLibrary {
   virtual ~CodeLibrary() = default;
   // kiln::Error when there is no such function.
   virtual RegionFunction function(const std::string& name) const = 0;
+  // The CUDA device interface of the Halide runtime the functions call, which CUDA buffers passed
+  // to them carry (Halide refuses a buffer of another runtime's interface); kiln::Error where the
+  // code runs on the CPU only.
+  virtual const halide_device_interface_t* cuda_interface() const = 0;
 };
+
+// Calls a region's argv entry point; a Halide error becomes a kiln::Error naming `what`.
+void call_region(RegionFunction fn, void** args, const std::string& what);
 
 struct Region {
   std::vector<int> nodes;    // node indices, in graph order

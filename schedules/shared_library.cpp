@@ -160,12 +160,4 @@ RegionFunction SharedLibrary::function(const std::string& name) const {
   return symbol<RegionFunction>(handle_.get(), (name + "_argv").c_str(), path_);
 }
 
-void call_region(RegionFunction fn, void** args, const std::string& what) {
-  std::string message;
-  int status = call_halide(fn, args, message);
-  if (status != 0)
-    throw_error("halide backend: ", what, " failed (Halide error ", status, ")",
-                message.empty() ? std::string() : ": " + message);
-}
-
 }  // namespace kiln

@@ -52,6 +52,7 @@ class SharedLibrary final : public CodeLibrary {
  public:
   explicit SharedLibrary(const std::string& path);
   RegionFunction function(const std::string& name) const override;
+  const halide_device_interface_t* cuda_interface() const override { return runtime_cuda_interface(); }
   const std::string& path() const { return path_; }
 
  private:
@@ -59,7 +60,5 @@ class SharedLibrary final : public CodeLibrary {
   std::shared_ptr<void> handle_;
 };
 
-// Calls a region's argv entry point; a Halide error becomes a kiln::Error naming `what`.
-void call_region(RegionFunction fn, void** args, const std::string& what);
 
 }  // namespace kiln
