@@ -1,9 +1,8 @@
 #include "dsl/cuda/cuda_api.h"
 
-#include <dlfcn.h>
-
 #include <mutex>
 
+#include "dsl/cuda/dynamic_library.h"
 #include "dsl/error.h"
 
 namespace kiln {
@@ -16,19 +15,6 @@ struct Loaded {
   bool cublas_loaded = false;
   std::string cublas_reason;
 };
-
-template <typename F>
-bool resolve(void* lib, const char* name, F& slot, std::string& missing) {
-  slot = reinterpret_cast<F>(dlsym(lib, name));
-  if (!slot) missing += std::string(missing.empty() ? "" : ", ") + name;
-  return slot != nullptr;
-}
-
-void* open_first(std::initializer_list<const char*> names) {
-  for (const char* n : names)
-    if (void* h = dlopen(n, RTLD_NOW | RTLD_GLOBAL)) return h;
-  return nullptr;
-}
 
 void load_driver(Loaded& l) {
   void* lib = open_first({"libcuda.so.1", "libcuda.so"});

@@ -1,12 +1,11 @@
 #include "dsl/cuda/cudnn_api.h"
 
-#include <dlfcn.h>
-
 #include <memory>
 #include <mutex>
 #include <vector>
 
 #include "dsl/cuda/cuda_context.h"
+#include "dsl/cuda/dynamic_library.h"
 #include "dsl/error.h"
 
 namespace kiln {
@@ -18,21 +17,13 @@ struct Loaded {
   std::string reason;  // "" when loaded
 };
 
-template <typename F>
-void resolve(void* lib, const char* name, F& slot, std::string& missing) {
-  slot = reinterpret_cast<F>(dlsym(lib, name));
-  if (!slot) missing += std::string(missing.empty() ? "" : ", ") + name;
-}
-
 Loaded load() {
   Loaded l;
   if (!cuda_available()) {
     l.reason = "no CUDA device is usable: " + cuda_unavailable_reason();
     return l;
   }
-  void* lib = nullptr;
-  for (const char* n : {"libcudnn.so.9", "libcudnn.so", "/usr/local/cuda/lib64/libcudnn.so.9"})
-    if ((lib = dlopen(n, RTLD_NOW | RTLD_GLOBAL))) break;
+  void* lib = open_first({"libcudnn.so.9", "libcudnn.so", "/usr/local/cuda/lib64/libcudnn.so.9"});
   if (!lib) {
     l.reason = "cuDNN 9 (libcudnn.so.9) is not on the library path";
     return l;

@@ -24,7 +24,6 @@ void cupti_pop_launch_scope() {}
 
 #include <cupti.h>
 #include <cxxabi.h>
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <atomic>
@@ -32,10 +31,10 @@ void cupti_pop_launch_scope() {}
 #include <cstdlib>
 #include <mutex>
 #include <string>
-#include <type_traits>
 #include <unordered_map>
 
 #include "dsl/cuda/cuda_api.h"
+#include "dsl/cuda/dynamic_library.h"
 
 namespace kiln {
 
@@ -68,30 +67,24 @@ Loaded load() {
     l.reason = "no CUDA device is usable: " + cuda_unavailable_reason();
     return l;
   }
-  void* lib = nullptr;
-  for (const char* n : {"libcupti.so.13", "libcupti.so", "/usr/local/cuda/lib64/libcupti.so.13"})
-    if ((lib = dlopen(n, RTLD_NOW | RTLD_GLOBAL))) break;
+  void* lib = open_first({"libcupti.so.13", "libcupti.so", "/usr/local/cuda/lib64/libcupti.so.13"});
   if (!lib) {
     l.reason = "CUPTI (libcupti.so.13, in the CUDA toolkit's lib64) is not on the library path";
     return l;
   }
   std::string missing;
-  auto resolve = [&](const char* name, auto& slot) {
-    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(dlsym(lib, name));
-    if (!slot) missing += std::string(missing.empty() ? "" : ", ") + name;
-  };
   Api& a = l.api;
-  resolve("cuptiActivityEnable", a.enable);
-  resolve("cuptiActivityDisable", a.disable);
-  resolve("cuptiActivityRegisterCallbacks", a.register_callbacks);
-  resolve("cuptiActivityFlushAll", a.flush_all);
-  resolve("cuptiActivityGetNextRecord", a.next_record);
-  resolve("cuptiActivityGetNumDroppedRecords", a.dropped_records);
-  resolve("cuptiGetTimestamp", a.timestamp);
-  resolve("cuptiGetResultString", a.result_string);
-  resolve("cuptiActivityPushExternalCorrelationId", a.push_external);
-  resolve("cuptiActivityPopExternalCorrelationId", a.pop_external);
-  resolve("cuptiGetVersion", a.version);
+  resolve(lib, "cuptiActivityEnable", a.enable, missing);
+  resolve(lib, "cuptiActivityDisable", a.disable, missing);
+  resolve(lib, "cuptiActivityRegisterCallbacks", a.register_callbacks, missing);
+  resolve(lib, "cuptiActivityFlushAll", a.flush_all, missing);
+  resolve(lib, "cuptiActivityGetNextRecord", a.next_record, missing);
+  resolve(lib, "cuptiActivityGetNumDroppedRecords", a.dropped_records, missing);
+  resolve(lib, "cuptiGetTimestamp", a.timestamp, missing);
+  resolve(lib, "cuptiGetResultString", a.result_string, missing);
+  resolve(lib, "cuptiActivityPushExternalCorrelationId", a.push_external, missing);
+  resolve(lib, "cuptiActivityPopExternalCorrelationId", a.pop_external, missing);
+  resolve(lib, "cuptiGetVersion", a.version, missing);
   if (!missing.empty()) {
     l.reason = "libcupti lacks " + missing;
     return l;
@@ -176,6 +169,17 @@ const char* copy_name(uint8_t kind) {
   }
 }
 
+// The fields every kernel, memcpy and memset record has: where it ran, when, and the id of the API
+// call that launched it.
+template <typename Record>
+void place_and_time(Raw& raw, const Record& m) {
+  raw.record.device = int(m.deviceId);
+  raw.record.stream = m.streamId;
+  raw.start_ns = m.start;
+  raw.end_ns = m.end;
+  raw.correlation = m.correlationId;
+}
+
 // Called with collected().mu held.
 void add(Collected& c, const CUpti_Activity* record) {
   Raw raw;
@@ -186,40 +190,28 @@ void add(Collected& c, const CUpti_Activity* record) {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
       r.kind = "kernel";
       r.name = demangled(k->name);
-      r.device = int(k->deviceId);
-      r.stream = k->streamId;
       r.args = "\"grid\": [" + std::to_string(k->gridX) + ", " + std::to_string(k->gridY) + ", " +
                std::to_string(k->gridZ) + "], \"block\": [" + std::to_string(k->blockX) + ", " +
                std::to_string(k->blockY) + ", " + std::to_string(k->blockZ) +
                "], \"registers\": " + std::to_string(k->registersPerThread) +
                ", \"shared_bytes\": " + std::to_string(k->staticSharedMemory + k->dynamicSharedMemory);
-      raw.start_ns = k->start;
-      raw.end_ns = k->end;
-      raw.correlation = k->correlationId;
+      place_and_time(raw, *k);
       break;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
       r.kind = "memcpy";
       r.name = copy_name(m->copyKind);
-      r.device = int(m->deviceId);
-      r.stream = m->streamId;
       r.args = "\"bytes\": " + std::to_string(m->bytes);
-      raw.start_ns = m->start;
-      raw.end_ns = m->end;
-      raw.correlation = m->correlationId;
+      place_and_time(raw, *m);
       break;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
       r.kind = "memset";
       r.name = "memset";
-      r.device = int(m->deviceId);
-      r.stream = m->streamId;
       r.args = "\"bytes\": " + std::to_string(m->bytes);
-      raw.start_ns = m->start;
-      raw.end_ns = m->end;
-      raw.correlation = m->correlationId;
+      place_and_time(raw, *m);
       break;
     }
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
