@@ -3,9 +3,13 @@
 // compiled calls, each group in a scope of its own; prints the table and writes the Chrome trace.
 // With --device cuda, every kernel, copy and memset with its device time too (CUPTI).
 // --train profiles the training step (forward, loss, backward, AdamW) instead of the forward.
+// Last, what the profiler costs: the compiled call's median with and without it, and the device
+// time of what the profiled calls ran against the call's time.
+#include <algorithm>
 #include <cstdio>
 
 #include "bench/commands.h"
+#include "bench/timing.h"
 #include "bench/train_step.h"
 #include "bench/zoo.h"
 #include "kiln.h"
@@ -18,6 +22,25 @@ constexpr int kCalls = 5;
 
 void wait_for(Device d) {
   if (d.is_cuda()) cuda_synchronize(d.index);
+}
+
+// What the profiler costs and how much of a call its events account for: the compiled calls'
+// median with and without it (each call waited for), and the device time of the kernels, copies
+// and memsets that ran inside the profiled calls' scope, per call.
+void print_overhead(const std::vector<ProfileEvent>& events, const std::string& scope,
+                    std::vector<double> profiled_s, double plain_s) {
+  std::sort(profiled_s.begin(), profiled_s.end());
+  const double with_s = profiled_s[profiled_s.size() / 2];
+  double from = 0, to = -1, device_us = 0;
+  for (const ProfileEvent& e : events)
+    if (e.device < 0 && e.name == scope) from = e.start_us, to = e.start_us + e.duration_us;
+  for (const ProfileEvent& e : events)
+    if (e.device >= 0 && e.start_us >= from && e.start_us + e.duration_us <= to) device_us += e.duration_us;
+  std::printf("compiled call: %.3f ms without the profiler, %.3f ms with it (%+.1f%%)\n", plain_s * 1e3, with_s * 1e3,
+              100 * (with_s / plain_s - 1));
+  if (device_us > 0)
+    std::printf("device time of what a compiled call ran: %.3f ms, %.1f%% of the call without the profiler\n",
+                device_us / profiled_s.size() / 1e3, 100 * device_us / profiled_s.size() / 1e6 / plain_s);
 }
 
 }  // namespace
@@ -57,16 +80,26 @@ int run_profile(const BenchOptions& opts, const std::string& out_path) {
     compiled();
     wait_for(opts.device);
   }
+  std::vector<double> profiled_s;  // each compiled call to the device's end of it, profiled
+  const std::string calls_scope = "compiled, " + std::to_string(kCalls) + " calls";
   {
-    RecordFunction r("compiled, " + std::to_string(kCalls) + " calls");
-    for (int i = 0; i < kCalls; ++i) compiled();
-    wait_for(opts.device);
+    RecordFunction r(calls_scope);
+    for (int i = 0; i < kCalls; ++i) {
+      double t0 = now_seconds();
+      compiled();
+      wait_for(opts.device);
+      profiled_s.push_back(now_seconds() - t0);
+    }
   }
   p.stop();
   std::printf("kiln profile: %s (%s) on %s, %s\n\n%s", m.name.c_str(), m.description.c_str(),
               opts.device.str().c_str(), opts.train ? "training step" : "forward", p.table().c_str());
   p.save_chrome_trace(out_path);
   std::printf("\nwrote %s (%zu events; open it in Perfetto or chrome://tracing)\n", out_path.c_str(), p.events().size());
+  print_overhead(p.events(), calls_scope, profiled_s, time_median([&] {
+                   compiled();
+                   wait_for(opts.device);
+                 }).median_s);
   return 0;
 }
 

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "dsl/atomic_file.h"
+#include "dsl/cuda/cuda_context.h"
 #include "dsl/cuda/cupti_activity.h"
 #include "dsl/error.h"
 #include "dsl/settings.h"
@@ -56,8 +57,24 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
+// Whether the process profile records device activity (KILN_PROFILE_CUDA): "auto" where CUPTI
+// can record, "1" always (where it cannot, the profile says why and records host events), "0"
+// never. Nothing can be thrown before main.
+bool process_profile_cuda() {
+  std::string mode = setting("KILN_PROFILE_CUDA").value_or("auto");
+  if (mode == "0") return false;
+  if (mode != "1" && mode != "auto") {
+    std::cerr << "kiln: KILN_PROFILE_CUDA must be auto, 0 or 1, got \"" << mode << "\"; recording host events only\n";
+    return false;
+  }
+  std::string why = cupti_unavailable_reason();
+  if (why.empty()) return true;
+  if (mode == "1") std::cerr << "kiln: KILN_PROFILE_CUDA=1: CUDA activity: " << why << "; recording host events only\n";
+  return false;
+}
+
 // A profiler for the whole process when KILN_PROFILE names a file: started before main (the
-// first use of libkiln), its trace written at exit.
+// first use of libkiln), its trace written at exit, after the device has finished its work.
 struct ProcessProfile {
   std::string path;
   std::unique_ptr<Profiler> profiler;
@@ -65,10 +82,20 @@ struct ProcessProfile {
     std::optional<std::string> p = setting("KILN_PROFILE");
     if (!p) return;
     path = *p;
-    profiler = std::make_unique<Profiler>();
+    try {
+      profiler = std::make_unique<Profiler>(ProfilerOptions{.cuda = process_profile_cuda()});
+    } catch (const std::exception& e) {
+      std::cerr << "kiln: KILN_PROFILE: " << e.what() << "; recording host events only\n";
+      profiler = std::make_unique<Profiler>();
+    }
   }
   ~ProcessProfile() {
     if (!profiler) return;
+    try {
+      cuda_synchronize_created();  // the device's last work, before its activity is collected
+    } catch (const std::exception& e) {
+      std::cerr << "kiln: KILN_PROFILE: " << e.what() << "\n";
+    }
     profiler->stop();
     try {
       profiler->save_chrome_trace(path);

@@ -9,7 +9,8 @@
 //   p.save_chrome_trace("trace.json");
 //   std::cout << p.table();
 //
-// KILN_PROFILE=trace.json profiles a whole process (host events) and writes the trace at its exit.
+// KILN_PROFILE=trace.json profiles a whole process and writes the trace at its exit, with CUDA
+// activity where CUPTI can record it (KILN_PROFILE_CUDA: auto, 1 or 0).
 //
 // What records itself, by category: "op" (each eager op, with its inputs' shapes and dtypes),
 // "backward" (each node of autograd's backward), "optimizer" (each optimizer step),

@@ -8,12 +8,10 @@
 namespace kiln::gpu_reductions {
 
 using namespace Halide;
-using gpu_rows::kColumnChunkMin, gpu_rows::kColumnThreads, gpu_rows::kThreads;
+using gpu_rows::kColumnChunkMin, gpu_rows::kThreads;
 using warp_rows::fuse_all;
 constexpr int kWarp = warp_rows::kWarp;
 constexpr int64_t kFullPartials = 1 << 16;  // threads of a full reduction's first pass
-constexpr int64_t kColumnChunkMax = 256;    // rows per chunk of a split column reduction, at most
-constexpr int kColumnUnroll = 8;            // a thread's serial sum, unrolled: loads in flight together
 
 // One thread per point of `vars` (all of the stage's pure vars), kThreads per block.
 void thread_per_point(Stage s, const std::vector<Var>& vars) {
@@ -79,19 +77,20 @@ void full_reduction(Func g, int64_t length) {
 // A column reduction g, computed in the threads of its root f (one thread per kept element, its
 // pure init and its serial sum in registers: one kernel, not one per stage), or at the root of
 // the pipeline with a thread per kept element when f is undefined. With few kept elements and
-// long reductions, chunks of rows first, sized so that about kColumnThreads threads sum them
+// long reductions, chunks of rows first, sized so that about row_tuning().column_threads threads sum them
 // (fewer threads leave the loads' latency unhidden: [8192, 768] in chunks of 256 rows ran on
 // 24576 threads), each chunk's sum in one thread of a kernel of its own. Serial sums are unrolled.
 void column_reduction(Func g, int64_t kept, int64_t length, Func f) {
   std::vector<Var> v = pure_vars(g);
-  auto unrolled = [](Stage s, const std::vector<RVar>& rvars) {
+  const RowTuning& t = row_tuning();
+  auto unrolled = [&t](Stage s, const std::vector<RVar>& rvars) {
     if (rvars.size() != 1) return;
     const std::string& name = rvars[0].name();  // qualified ("r$3$x.ri") after an rfactor
     RVar r(name.substr(name.rfind('.') + 1)), ro("ru_o"), ri("ru_i");
-    s.split(r, ro, ri, kColumnUnroll, kGuard).unroll(ri);
+    s.split(r, ro, ri, t.column_unroll, kGuard).unroll(ri);
   };
   int64_t chunk = kColumnChunkMin;
-  while (chunk < kColumnChunkMax && kept * (length / chunk) > kColumnThreads) chunk *= 2;
+  while (chunk < t.column_chunk_max && kept * (length / chunk) > t.column_threads) chunk *= 2;
   bool split = g.num_update_definitions() == 1 && !g.rvars().empty() && kept < kFewColumns && length >= 4 * chunk;
   if (split) {
     try {

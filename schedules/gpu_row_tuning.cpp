@@ -21,6 +21,9 @@ const RowTuning& row_tuning() {
       throw_error("KILN_GPU_ROW_WIDTH: lanes per row must be a power of two from 1 to 32, got ", r.row_width);
     r.combine = flag_setting("KILN_GPU_WARP_COMBINE_SERIAL", false) ? warp_rows::LaneCombine::serial
                                                                    : warp_rows::LaneCombine::vector;
+    r.column_threads = int_setting("KILN_GPU_COLUMN_THREADS", gpu_rows::kColumnThreads, 1024, int64_t(1) << 24);
+    r.column_chunk_max = int_setting("KILN_GPU_COLUMN_CHUNK_MAX", gpu_rows::kColumnChunkMax, gpu_rows::kColumnChunkMin, 65536);
+    r.column_unroll = int(int_setting("KILN_GPU_COLUMN_UNROLL", gpu_rows::kColumnUnroll, 1, 16));
     return r;
   }();
   return t;

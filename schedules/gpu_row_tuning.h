@@ -24,6 +24,11 @@ struct RowTuning {
   int warp_rows = 0;  // rows per block (a warp each) of a warp-row op; 0: by the row length (warp_rows_per_block)
   int row_width = 0;  // lanes per row of a short warp-row op; 0: by the row length (row_width)
   warp_rows::LaneCombine combine = warp_rows::LaneCombine::vector;  // how a warp row's lanes are summed
+  // A column reduction with few kept elements (gpu_reductions::column_reduction): the threads its
+  // chunks of rows are sized for, the most rows a chunk, and the serial sum's unroll.
+  int64_t column_threads = gpu_rows::kColumnThreads;
+  int64_t column_chunk_max = gpu_rows::kColumnChunkMax;
+  int column_unroll = gpu_rows::kColumnUnroll;
 };
 
 const RowTuning& row_tuning();

@@ -46,7 +46,9 @@ constexpr int kShortRowWidth = 8;
 // A warp per row for rows this short (a block of 256 threads would idle), and for rows this long
 // when there are many; a block per row between (one H200, 2026-12-02, softmax GB/s block -> warp:
 // [1M, 64] 154 -> 570, [65536, 1024] 2035 -> 2496, [8192, 50304] 1202 -> 1856, [8192, 4096]
-// 2636 -> 1597).
+// 2636 -> 1597). Fewer blocks than rows, each taking its rows in turn so that a block's row stays
+// in the L2 cache between its passes, did worse (one H100, 2026-12-06, softmax [8192, 50304] of
+// copy: a warp a row 0.69, a block of 1024 a row 0.55, 132 such blocks 0.41, 264 of 512 0.61).
 constexpr int64_t kWarpRowMax = 1024, kWarpRowMin = 16384, kWarpRowsMin = 2048;
 
 // Rows per block of a warp-row op whose rows have `length` elements.
@@ -489,7 +491,9 @@ std::string gpu_schedule_tuning() {
          ",row_vector=" + std::to_string(t.vector) + ",row_warp=" + std::to_string(t.warp) +
          ",row_unroll=" + std::to_string(t.unroll) + ",warp_rows=" + std::to_string(t.warp_rows) + ",row_width=" + std::to_string(t.row_width) +
          ",row_registers=" + std::to_string(t.registers) + ",row_host=" + std::to_string(t.host) +
-         ",warp_combine=" + (t.combine == warp_rows::LaneCombine::vector ? "vector" : "serial");
+         ",warp_combine=" + (t.combine == warp_rows::LaneCombine::vector ? "vector" : "serial") +
+         ",column_threads=" + std::to_string(t.column_threads) + ",column_chunk_max=" + std::to_string(t.column_chunk_max) +
+         ",column_unroll=" + std::to_string(t.column_unroll);
 }
 
 void schedule_gpu(const Graph& g, const Region& r, LoweredRegion& lowered) {

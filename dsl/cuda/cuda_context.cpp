@@ -139,6 +139,19 @@ void cuda_synchronize(int index) {
   check_cuda(cuda_api().cuStreamSynchronize(c.stream), "cuda: waiting for the stream");
 }
 
+void cuda_synchronize_created() {
+  std::vector<CUstream> streams;
+  {
+    std::lock_guard<std::mutex> lock(contexts_mu);
+    for (const std::unique_ptr<CudaContext>& c : contexts())
+      if (c) streams.push_back(c->stream);
+  }
+  for (CUstream s : streams) {
+    waits++;
+    check_cuda(cuda_api().cuStreamSynchronize(s), "cuda: waiting for the stream");
+  }
+}
+
 CudaCounters cuda_counters() { return {h2d.load(), d2h.load(), d2d.load(), waits.load(), uploads.load()}; }
 
 namespace {

@@ -46,6 +46,8 @@ CudaContext& cuda_context(int index = 0);
 
 // Waits for all work queued on the stream (counted as a host wait).
 void cuda_synchronize(int index = 0);
+// Waits for the stream of every device whose context kiln has made; makes none.
+void cuda_synchronize_created();
 
 struct CudaCounters {
   uint64_t host_to_device = 0;    // copies, each direction separately

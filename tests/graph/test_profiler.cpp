@@ -2,12 +2,13 @@
 // optimizer step inside a user scope; a compiled function's first call with its trace, graph
 // passes and backend phases, later calls with their regions and no compile; the Chrome trace
 // parses as JSON with every event complete and nested where it ran; the table's self times add up
-// to no more than the window; one profiler at a time.
+// to no more than the window; one profiler at a time; KILN_PROFILE in a process of its own.
 #include <boost/property_tree/json_parser.hpp>
 #include <boost/property_tree/ptree.hpp>
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -238,4 +239,40 @@ BOOST_AUTO_TEST_CASE(compile_phases_add_up_to_the_compile_time) {
       BOOST_TEST(s.phase_s.count(phase), "no phase " << phase << ":" << text);
   // The eager backend "compiles" in microseconds, where bookkeeping outweighs the passes.
   if (s.compile_s > 0.01) BOOST_TEST(sum >= 0.75 * s.compile_s, "phases " << sum << " s of " << s.compile_s << " s:" << text);
+}
+
+// A case the next one runs in a process of its own, under KILN_PROFILE: an eager op that records
+// itself. Alone in the suite it only checks the op.
+BOOST_AUTO_TEST_CASE(a_matmul_for_the_process_profile) {
+  Tensor a = random_tensor({8, 16}, DType::f32, 3), b = random_tensor({16, 4}, DType::f32, 4);
+  Tensor c = matmul(a, b);
+  std::vector<int64_t> want{8, 4};
+  BOOST_TEST(c.shape() == want, to_string(c.shape()));
+}
+
+// KILN_PROFILE=trace.json profiles a whole process: this program run again with it set, only the
+// case above, writes at exit a trace that parses and holds the matmul. With KILN_PROFILE_CUDA=1
+// where CUPTI cannot record, the process says why and still writes its host events.
+BOOST_AUTO_TEST_CASE(kiln_profile_writes_the_whole_process_trace) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("kiln-test-process-profile-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::string exe = fs::read_symlink("/proc/self/exe").string();
+  const std::string cuda_mode = cupti_unavailable_reason().empty() ? "0" : "1";
+  fs::path trace = dir / "trace.json", err = dir / "stderr.txt";
+  std::string cmd = "KILN_PROFILE='" + trace.string() + "' KILN_PROFILE_CUDA=" + cuda_mode + " '" + exe +
+                    "' --run_test=a_matmul_for_the_process_profile > /dev/null 2> '" + err.string() + "'";
+  BOOST_TEST_REQUIRE(std::system(cmd.c_str()) == 0, cmd);
+  std::string log = file_bytes(err.string());
+  BOOST_TEST(log.find("written to " + trace.string()) != std::string::npos, log);
+  if (cuda_mode == "1") BOOST_TEST(log.find(cupti_unavailable_reason()) != std::string::npos, log);
+  boost::property_tree::ptree root;
+  std::istringstream in(file_bytes(trace.string()));
+  boost::property_tree::read_json(in, root);
+  bool matmul = false;
+  for (const auto& [key, e] : root.get_child("traceEvents"))
+    if (e.get<std::string>("cat", "") == "op" && e.get<std::string>("name", "") == "matmul") matmul = true;
+  BOOST_TEST(matmul, file_bytes(trace.string()).substr(0, 2000));
+  fs::remove_all(dir);
 }
