@@ -1,8 +1,9 @@
 // `kiln bench gpu`: kiln on a CUDA device, for the side-by-side run with PyTorch
 // (bench/torch/, scripts/gpu_run.sh): the device-to-device copy bandwidth, three memory-bound
-// kernels as compiled pipelines (and eager), every zoo model eager and compiled (forward, no
-// grad), and the host overhead of a compiled call. Device times are CUDA events around one call,
-// median after warm-up, as bench/torch/bench_torch.py measures PyTorch.
+// kernels as compiled pipelines (and eager), every zoo model eager, compiled and replayed as a
+// CUDA graph (its forward, no grad, and its training step), and the host overhead of a compiled
+// call. Device times are CUDA events around one call, median after warm-up, as
+// bench/torch/bench_torch.py measures PyTorch.
 #include <unistd.h>
 
 #include <algorithm>
@@ -107,7 +108,8 @@ int run_bench_gpu(const BenchOptions& options) {
   }
   report.set("kernels", kernels);
 
-  std::printf("\n%-18s %10s %12s %8s %10s %8s\n", "model", "eager ms", "compiled ms", "ratio", "cold s", "kernels");
+  std::printf("\n%-18s %10s %12s %8s %10s %8s %11s\n", "model", "eager ms", "compiled ms", "ratio", "cold s", "kernels",
+              "graphs ms");
   Json models = Json::array();
   for (const std::string& name : zoo::zoo_names()) {
     if (!opts.filter.empty() && name.find(opts.filter) == std::string::npos) continue;
@@ -119,8 +121,13 @@ int run_bench_gpu(const BenchOptions& options) {
     cuda_synchronize(d.index);
     double cold_s = zoo::compile_seconds(f.stats());
     double eager = device_ms([&] { m.forward(in); }), compiled = device_ms([&] { f(in); });
-    std::printf("%-18s %10.3f %12.3f %8.2f %10.3f %8d\n", name.c_str(), eager, compiled, compiled / eager, cold_s,
-                f.stats().kernels);
+    // The same compiled forward replayed as a CUDA graph (graph/cuda_graphs.h): captured in the
+    // warm-up calls.
+    zoo::ZooFunction graphed =
+        zoo::compile_zoo_model(m, {.backend = "halide", .name = m.name + " graphs", .mode = "reduce-overhead"});
+    double graphs = device_ms([&] { graphed(in); });
+    std::printf("%-18s %10.3f %12.3f %8.2f %10.3f %8d %11.3f\n", name.c_str(), eager, compiled, compiled / eager, cold_s,
+                f.stats().kernels, graphs);
     std::fflush(stdout);
     Json j = Json::object();
     j.set("name", name);
@@ -128,14 +135,19 @@ int run_bench_gpu(const BenchOptions& options) {
     j.set("kiln_compiled_ms", compiled);
     j.set("kiln_compile_cold_s", cold_s);
     j.set("kernels", f.stats().kernels);
-    TrainStepReport t = measure_train_step(name, d, {.backend = "halide"}, [&](const std::function<void()>& fn) {
+    j.set("kiln_graphs_ms", graphs);
+    auto timed = [&](const std::function<void()>& fn) {
       CudaTimer timer;
       timer.start();
       fn();
       return timer.stop_ms();
-    });
+    };
+    TrainStepReport t = measure_train_step(name, d, {.backend = "halide"}, timed);
     print_train_step(name, t, 3);
     set_train_step_json(j, t, "kiln_");
+    TrainStepReport tg = measure_train_step(name, d, {.backend = "halide", .mode = "reduce-overhead"}, timed);
+    std::printf("%-18s train step replayed as a CUDA graph: %.3f ms\n", name.c_str(), tg.compiled_ms);
+    j.set("kiln_graphs_train_ms", tg.compiled_ms);
     models.push(j);
   }
   report.set("models", models);

@@ -11,11 +11,12 @@ const std::vector<SettingInfo>& settings() {
   static const std::vector<SettingInfo> table = {
       {"KILN_LOGS", "none",
        "log channels of the compile path on stderr, comma-separated (graph_breaks, recompiles, guards, graph, "
-       "partition, fusion, schedule, output_code, perf; all or +all for every one); graph/logs.h"},
+       "partition, fusion, schedule, output_code, perf, perf_hints; all or +all for every one); graph/logs.h"},
       {"KILN_DEBUG_DIR", "none",
        "a folder that receives every captured and optimized graph (text, dot), each fusion plan and each "
        "region's schedule, stmt and assembly"},
       {"KILN_BACKEND", "eager", "the backend of compile() when CompileOptions::backend is empty (eager, halide)"},
+      {"KILN_CUDA_GRAPHS", "0", "1 replays every compiled call on CUDA as a CUDA graph (as compile's mode \"reduce-overhead\"); graph/cuda_graphs.h"},
       {"KILN_PROFILE", "none", "a file: the whole process is profiled and its Chrome trace written there at exit"},
       {"KILN_PROFILE_CUDA", "auto",
        "with KILN_PROFILE, CUDA kernels and copies too (CUPTI): auto where CUPTI can record, 1 always (else says why), 0 never"},

@@ -51,6 +51,10 @@ struct CompileOptions {
   // true = every size >= 2 symbolic from the start; false = always static.
   std::optional<bool> dynamic = std::nullopt;
   std::string name = {};  // for logs and reports; default "compiled function N"
+  // "default", or "reduce-overhead": calls on CUDA are captured and replayed as CUDA graphs
+  // (graph/cuda_graphs.h; their outputs are overwritten by the next call). KILN_CUDA_GRAPHS=1
+  // turns that on for every compile.
+  std::string mode = "default";
 };
 
 struct CompileStats {

@@ -21,6 +21,7 @@
 #include "graph/backend.h"
 #include "graph/compile.h"
 #include "graph/compile_graph.h"
+#include "graph/cuda_graphs.h"
 #include "graph/guards.h"
 #include "graph/logs.h"
 #include "dsl/settings.h"
@@ -65,6 +66,7 @@ struct CompiledCore::State {
   std::mutex trace_mu;  // one trace at a time
   std::mutex graphs_mu;
   std::map<uint64_t, std::shared_ptr<CompiledGraph>> graphs;  // by structural hash
+  bool cuda_graphs = false;  // graphs replayed as CUDA graphs (mode "reduce-overhead")
   std::set<std::pair<int, int>> auto_dynamic;                 // (argument, dim)
 
   std::atomic<int> cache_hits{0}, eager_calls{0}, compiles{0};
@@ -148,6 +150,7 @@ struct CompiledCore::State {
       for (const auto& [phase, t] : phases.seconds) os << " " << phase << " " << t << ",";
       log_line(LogChannel::perf, os.str());
     }
+    if (cuda_graphs) c = with_cuda_graphs(*g, std::move(c), label);
     graphs[h] = c;
     return c;
   }
@@ -286,6 +289,7 @@ CompiledCore::CompiledCore(TracedFn fn, CompileOptions options, const nn::Module
   }
   s_->backend = &backend(options.backend);
   s_->backend->check({options.scheduler});
+  s_->cuda_graphs = cuda_graphs_wanted(options.mode);
   s_->fn = std::move(fn);
   s_->options = std::move(options);
   s_->module = module;

@@ -68,6 +68,7 @@ std::string_view name(LogChannel c) {
     case LogChannel::schedule: return "schedule";
     case LogChannel::output_code: return "output_code";
     case LogChannel::perf: return "perf";
+    case LogChannel::perf_hints: return "perf_hints";
     case LogChannel::count: break;
   }
   return "?";

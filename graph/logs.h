@@ -10,7 +10,7 @@
 
 namespace kiln {
 
-enum class LogChannel { graph_breaks, recompiles, guards, graph, partition, fusion, schedule, output_code, perf, count };
+enum class LogChannel { graph_breaks, recompiles, guards, graph, partition, fusion, schedule, output_code, perf, perf_hints, count };
 std::string_view name(LogChannel c);
 
 // "graph_breaks,guards", "+all" or "all"; unknown names raise kiln::Error listing the channels.

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "dsl/cuda/cuda_context.h"
+#include "dsl/cuda/halide_device_memory.h"
 #include "dsl/eager/kernel_call.h"
 #include "dsl/error.h"
 #include "dsl/profiler.h"
@@ -86,6 +87,8 @@ void load_runtime() {
     symbol<void* (*)(int (*)(void*))>(h, "halide_set_cuda_release_context", path)(&kiln_cuda_release_context);
     symbol<void* (*)(int (*)(void*, void*, void**))>(h, "halide_set_cuda_get_stream", path)(&kiln_cuda_get_stream);
     symbol<int (*)(void*, bool)>(h, "halide_reuse_device_allocations", path)(nullptr, true);
+    symbol<void* (*)(void* (*)(void*, const char*))>(h, "halide_set_custom_get_library_symbol", path)(
+        &kiln_halide_get_library_symbol);
     // One thread pool for the process: the pipelines' parallel loops run on the eager kernels'
     // runtime (linked into kiln), so a pipeline's idle workers never spin beside a GEMM's.
     symbol<halide_do_par_for_t (*)(halide_do_par_for_t)>(h, "halide_set_custom_do_par_for", path)(&halide_do_par_for);

@@ -49,6 +49,12 @@ void load_driver(Loaded& l) {
   resolve(lib, "cuEventElapsedTime", a.cuEventElapsedTime, missing);
   resolve(lib, "cuEventDestroy_v2", a.cuEventDestroy, missing);
   resolve(lib, "cuGetErrorString", a.cuGetErrorString, missing);
+  resolve(lib, "cuStreamBeginCapture_v2", a.cuStreamBeginCapture, missing);
+  resolve(lib, "cuStreamEndCapture", a.cuStreamEndCapture, missing);
+  resolve(lib, "cuGraphInstantiateWithFlags", a.cuGraphInstantiateWithFlags, missing);
+  resolve(lib, "cuGraphLaunch", a.cuGraphLaunch, missing);
+  resolve(lib, "cuGraphExecDestroy", a.cuGraphExecDestroy, missing);
+  resolve(lib, "cuGraphDestroy", a.cuGraphDestroy, missing);
   resolve(lib, "cuProfilerStart", a.cuProfilerStart, missing);
   resolve(lib, "cuProfilerStop", a.cuProfilerStop, missing);
   if (!missing.empty()) {

@@ -18,6 +18,10 @@ using CUdeviceptr = unsigned long long;
 using CUcontext = struct CUctx_st*;
 using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
+using CUgraph = struct CUgraph_st*;
+using CUgraphExec = struct CUgraphExec_st*;
+// CUstreamCaptureMode: relaxed lets a capturing thread allocate (cuMemAlloc) as it runs.
+inline constexpr int kStreamCaptureModeRelaxed = 2;
 using cublasHandle_t = struct cublasContext*;
 using cublasStatus_t = int;
 using cublasLtHandle_t = struct cublasLtContext*;
@@ -87,6 +91,13 @@ struct CudaApi {
   CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent);
   CUresult (*cuEventDestroy)(CUevent);                       // cuEventDestroy_v2
   CUresult (*cuGetErrorString)(CUresult, const char**);
+  // CUDA graphs: a stream's launches captured, instantiated and replayed (graph/cuda_graphs.h).
+  CUresult (*cuStreamBeginCapture)(CUstream, int);           // cuStreamBeginCapture_v2
+  CUresult (*cuStreamEndCapture)(CUstream, CUgraph*);
+  CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec*, CUgraph, unsigned long long);
+  CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
+  CUresult (*cuGraphExecDestroy)(CUgraphExec);
+  CUresult (*cuGraphDestroy)(CUgraph);
   // Marks for a profiler (CUPTI, the kernel summary of bench/kernel_summary.cpp); no-ops without one.
   CUresult (*cuProfilerStart)();
   CUresult (*cuProfilerStop)();

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <vector>
 
+#include "dsl/cuda/halide_device_memory.h"
 #include "dsl/error.h"
 
 namespace kiln {
@@ -38,6 +39,8 @@ void install_halide_handlers() {
   halide_set_cuda_acquire_context(&kiln_cuda_acquire_context);
   halide_set_cuda_release_context(&kiln_cuda_release_context);
   halide_set_cuda_get_stream(&kiln_cuda_get_stream);
+  // Its intermediates' device memory, kept safe for CUDA graphs (halide_device_memory.h).
+  halide_set_custom_get_library_symbol(&kiln_halide_get_library_symbol);
   // Intermediates a kernel allocates on the device are kept for the next call.
   halide_reuse_device_allocations(nullptr, true);
 }

@@ -1,5 +1,6 @@
 // The caching allocator: size classes, reuse of freed blocks, statistics, the cache limit, and
-// tensors staying intact when their memory comes from the cache.
+// tensors staying intact when their memory comes from the cache, private pools.
+#include <thread>
 #include <vector>
 
 #include "dsl/caching_allocator.h"
@@ -114,4 +115,75 @@ BOOST_AUTO_TEST_CASE(caching_every_size_reaches_a_steady_state) {
   cache.release(p, 100);
   cache.empty_cache();
   BOOST_TEST(raw.releases == 4);
+}
+
+// A private pool (for CUDA graphs): what a thread allocates while its pool is open comes from the
+// pool and returns to it when freed, also after the pool was closed; outside allocations never get
+// its blocks, and empty_cache() leaves them; release_pool() hands them to the general cache.
+BOOST_AUTO_TEST_CASE(a_private_pool_keeps_its_blocks_to_itself) {
+  CountingAllocator raw;
+  CachingAllocator cache(raw, size_t(64) << 20, /*min_cached=*/0);
+  const size_t n = size_t(1) << 20;
+  CachingAllocator::PoolId pool = cache.create_pool();
+  void *a = nullptr, *b = nullptr, *out = nullptr;
+  {
+    PoolScope in(cache, pool);
+    a = cache.allocate(n);
+    cache.release(a, n);  // an intermediate, freed inside the capture
+    b = cache.allocate(n);
+    BOOST_TEST(b == a);  // reused inside the pool
+    out = cache.allocate(2 * n);  // an output that outlives the capture
+    cache.release(b, n);
+  }
+  BOOST_TEST(raw.allocations == 2);
+  BOOST_TEST(cache.pool_reserved(pool) == 3 * n);
+  void* outside = cache.allocate(n);  // the pool's cached block is not handed out
+  BOOST_TEST(outside != a);
+  BOOST_TEST(raw.allocations == 3);
+  cache.release(outside, n);
+  cache.empty_cache();  // gives back the general cache only
+  BOOST_TEST(raw.releases == 1);
+  BOOST_TEST(cache.pool_reserved(pool) == 3 * n);
+  cache.release(out, 2 * n);  // freed after the capture: back to the pool
+  {
+    PoolScope in(cache, pool);
+    BOOST_TEST(cache.allocate(2 * n) == out);
+    cache.release(out, 2 * n);
+  }
+  BOOST_TEST(cache.stats().allocated == 0u);
+  BOOST_TEST(cache.stats().reserved == 3 * n);
+  cache.release_pool(pool);
+  BOOST_TEST(cache.allocate(n) == a);  // now the general cache's
+  check_error([&] { cache.begin_pool(pool); }, {"pool", "released"});
+  check_error([&] { cache.release_pool(12345); }, {"pool 12345", "does not exist"});
+}
+
+// A pool released while one of its blocks is live: the block joins the general cache when freed.
+// Another thread's allocations while a pool is open are not the pool's.
+BOOST_AUTO_TEST_CASE(a_released_pools_live_blocks_and_other_threads) {
+  CountingAllocator raw;
+  CachingAllocator cache(raw, size_t(64) << 20, /*min_cached=*/0);
+  const size_t n = size_t(1) << 16;
+  CachingAllocator::PoolId pool = cache.create_pool();
+  void* live = nullptr;
+  void* other = nullptr;
+  {
+    PoolScope in(cache, pool);
+    live = cache.allocate(n);
+    std::thread t([&] { other = cache.allocate(n); });
+    t.join();
+    check_error([&] { PoolScope again(cache, pool); }, {"already has pool", "one at a time"});
+  }
+  BOOST_TEST(cache.pool_reserved(pool) == n);  // the other thread's block is not in it
+  cache.release(other, n);
+  cache.release_pool(pool);
+  cache.release(live, n);
+  BOOST_TEST(cache.stats().allocated == 0u);
+  BOOST_TEST(cache.stats().reserved == 2 * n);  // both in the general cache
+  void* x = cache.allocate(n);
+  void* y = cache.allocate(n);
+  BOOST_TEST(((x == live && y == other) || (x == other && y == live)));
+  BOOST_TEST(raw.allocations == 2);
+  cache.release(x, n);
+  cache.release(y, n);
 }

@@ -1,0 +1,112 @@
+// CUDA graphs (graph/cuda_graphs.h): compiled calls with mode "reduce-overhead" are captured once
+// and replayed. Every zoo model's forward, called many times with new input values each call
+// (new tensors, or one tensor refilled in place), gives what the same compiled function without
+// graphs gives, call by call; so does its SGD training step, parameters included; a call whose
+// outputs record autograd history runs as before, and its backward still matches.
+#include "bench/train_step.h"
+#include "bench/zoo.h"
+#include "cuda/cuda_available.h"
+#include "graph/cuda_graphs.h"
+#include "support/reference.h"
+
+using namespace kiln;
+using namespace kiln::test;
+
+namespace {
+
+constexpr int kCalls = 8;
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(zoo_forwards_replayed_match_plain_compiled_calls, *needs_cuda()) {
+  NoGradGuard no_grad;
+  for (const std::string& name : zoo::zoo_names(zoo::ZooSize::test)) {
+    BOOST_TEST_CONTEXT(name) {
+      manual_seed(1);
+      zoo::ZooModel m = zoo::make_zoo_model(name, zoo::ZooSize::test, kCuda);
+      zoo::ZooFunction plain = zoo::compile_zoo_model(m, {.backend = "halide", .name = "plain_" + name});
+      zoo::ZooFunction graphed =
+          zoo::compile_zoo_model(m, {.backend = "halide", .name = "graphed_" + name, .mode = "reduce-overhead"});
+      CudaGraphCounters before = cuda_graph_counters();
+      std::vector<TensorList> kept;  // new tensors every call: the graph copies them in
+      for (int call = 0; call < kCalls; ++call) {
+        manual_seed(100 + uint64_t(call));
+        kept.push_back(to_cuda(m.make_inputs()));
+        Tensor want = plain(kept.back())[0].to(Device::cpu());
+        Tensor got = graphed(kept.back())[0].to(Device::cpu());  // read before the next replay overwrites it
+        check_close(got, host_values(want), want.shape(), {1e-5, 1e-5}, name + " call " + std::to_string(call));
+      }
+      CudaGraphCounters after = cuda_graph_counters();
+      BOOST_TEST(after.captures >= before.captures + 1);
+      BOOST_TEST(after.replays >= before.replays + uint64_t(kCalls - 2));  // all but the warm-up calls
+      // One set of input tensors refilled in place: read in place by the graph.
+      TensorList same = to_cuda(m.make_inputs());
+      for (int call = 0; call < kCalls; ++call) {
+        manual_seed(200 + uint64_t(call));
+        TensorList fresh = to_cuda(m.make_inputs());
+        for (size_t i = 0; i < same.size(); ++i) same[i].copy_(fresh[i]);
+        Tensor want = plain(same)[0].to(Device::cpu());
+        Tensor got = graphed(same)[0].to(Device::cpu());
+        check_close(got, host_values(want), want.shape(), {1e-5, 1e-5}, name + " in place, call " + std::to_string(call));
+      }
+    }
+  }
+}
+
+// A whole training step (forward, loss, backward, SGD with momentum, written back) replayed: the
+// losses and parameters follow those of the same step compiled without graphs, from the same
+// weights and inputs.
+BOOST_AUTO_TEST_CASE(zoo_training_steps_replayed_match_plain_compiled_steps, *needs_cuda()) {
+  for (const std::string& name : zoo::zoo_names(zoo::ZooSize::test)) {
+    BOOST_TEST_CONTEXT(name) {
+      manual_seed(3);
+      zoo::ZooModel a = zoo::make_zoo_model(name, zoo::ZooSize::test, kCuda);
+      manual_seed(3);
+      zoo::ZooModel b = zoo::make_zoo_model(name, zoo::ZooSize::test, kCuda);
+      optim::SGD opt_a(a.module->parameters(), {.lr = 0.05, .momentum = 0.9});
+      optim::SGD opt_b(b.module->parameters(), {.lr = 0.05, .momentum = 0.9});
+      auto plain = compile([&](std::vector<Tensor> xs) { return bench::train_step(a, opt_a, xs); },
+                           {.backend = "halide", .fullgraph = true, .name = "plain_train_" + name});
+      auto graphed = compile([&](std::vector<Tensor> xs) { return bench::train_step(b, opt_b, xs); },
+                             {.backend = "halide", .fullgraph = true, .name = "graphed_train_" + name,
+                              .mode = "reduce-overhead"});
+      CudaGraphCounters before = cuda_graph_counters();
+      for (int step = 0; step < kCalls; ++step) {
+        manual_seed(10 + uint64_t(step));
+        TensorList xs = to_cuda(a.make_inputs());
+        Tensor want = plain(xs).to(Device::cpu());
+        Tensor got = graphed(xs).to(Device::cpu());
+        check_close(got, host_values(want), {}, {1e-5, 1e-5}, name + " loss of step " + std::to_string(step));
+      }
+      TensorList pa = a.module->parameters(), pb = b.module->parameters();
+      for (size_t k = 0; k < pa.size(); ++k)
+        check_close(pb[k].to(Device::cpu()), host_values(pa[k].to(Device::cpu())), pa[k].shape(), {1e-5, 1e-5},
+                    name + " parameter " + std::to_string(k));
+      BOOST_TEST(cuda_graph_counters().replays >= before.replays + uint64_t(kCalls - 2));
+    }
+  }
+}
+
+// Under grad mode with a parameter that requires grad, the outputs hang from the tape: such
+// calls are not replayed (the backward would read what the next replay overwrites) and their
+// gradients match the plain compiled function's.
+BOOST_AUTO_TEST_CASE(calls_that_record_autograd_run_without_graphs, *needs_cuda()) {
+  Tensor w = random_tensor({32, 16}, DType::f32, 5).to(kCuda).requires_grad_();
+  auto fn = [&](const Tensor& x) { return gelu(matmul(x, w)).sum(); };
+  auto plain = compile(fn, {.backend = "halide", .name = "plain_grad"});
+  auto graphed = compile(fn, {.backend = "halide", .name = "graphed_grad", .mode = "reduce-overhead"});
+  CudaGraphCounters before = cuda_graph_counters();
+  for (int call = 0; call < 4; ++call) {
+    Tensor x = random_tensor({8, 32}, DType::f32, 10 + uint64_t(call)).to(kCuda);
+    plain(x).backward();
+    Tensor want = w.grad().to(Device::cpu());
+    w.set_grad(Tensor());
+    graphed(x).backward();
+    check_close(w.grad().to(Device::cpu()), host_values(want), want.shape(), {1e-5, 1e-5},
+                "gradient at call " + std::to_string(call));
+    w.set_grad(Tensor());
+  }
+  CudaGraphCounters after = cuda_graph_counters();
+  BOOST_TEST(after.captures == before.captures);
+  BOOST_TEST(after.fallbacks >= before.fallbacks + 2);
+}
