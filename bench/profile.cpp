@@ -49,6 +49,7 @@ int run_profile(const BenchOptions& opts, const std::string& out_path) {
   KILN_CHECK(opts.device.is_cpu() || cuda_available(), "kiln profile: --device ", opts.device, " needs a CUDA device: ",
              cuda_unavailable_reason());
   zoo::ZooSize size = zoo::parse_zoo_size(opts.size);
+  if (size == zoo::ZooSize::real) set_float32_matmul_precision(Float32MatmulPrecision::high);  // TF32, as the real-size bench
   manual_seed(0);
   zoo::ZooModel m = zoo::make_zoo_model(opts.filter, size, opts.device);
   TensorList in = m.make_inputs();

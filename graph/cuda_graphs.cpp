@@ -51,8 +51,10 @@ struct Capture {
   std::string reason;                      // why it cannot be captured ("" while it can)
   CUgraphExec exec = nullptr;
   CachingAllocator* allocator = nullptr;
+  int allocator_index = 0;  // the device's
   CachingAllocator::PoolId pool = 0;
   std::unique_ptr<HalideMemoryHold> hold;
+  std::unique_ptr<CapturedArguments> arguments;  // launch arguments its copies read at each replay
   std::vector<std::optional<Tensor>> buffers;  // per input: the graph's copy, or none (read in place)
   std::vector<Address> in_place;               // per input: the address captured
   TensorList outputs;
@@ -63,8 +65,12 @@ struct Capture {
   ~Capture() { drop(); }
 
   void drop() {
-    if (exec) cuda_api().cuGraphExecDestroy(exec);
+    if (exec) {
+      cuda_synchronize(allocator_index);  // a replay in flight still reads its arguments
+      cuda_api().cuGraphExecDestroy(exec);
+    }
     exec = nullptr;
+    arguments.reset();
     outputs.clear();
     buffers.clear();
     if (pool != 0) allocator->release_pool(pool);  // live outputs join the general cache when freed
@@ -154,6 +160,9 @@ class CudaGraphed final : public CompiledGraph {
     const CudaApi& api = cuda_api();
     CudaContext& ctx = cuda_context(device.index);
     c.allocator = &cuda_caching_allocator(device.index);
+    c.allocator_index = device.index;
+    c.arguments = std::make_unique<CapturedArguments>();
+    c.arguments->index = device.index;
     c.pool = c.allocator->create_pool();
     c.hold = std::make_unique<HalideMemoryHold>();
     TensorList in = inputs;
@@ -184,6 +193,7 @@ class CudaGraphed final : public CompiledGraph {
     TensorList out;
     {
       PoolScope in_pool(*c.allocator, c.pool);
+      ArgumentCaptureScope arguments(*c.arguments);
       try {
         out = inner_->run(in);
       } catch (const std::exception& e) {

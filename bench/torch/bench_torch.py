@@ -23,6 +23,8 @@ def parse_args():
     p.add_argument("--models", help="comma-separated zoo models (default: all)")
     p.add_argument("--skip-max-autotune", action="store_true", help="no max-autotune-no-cudagraphs compiles")
     p.add_argument("--skip-train", action="store_true", help="no training steps")
+    p.add_argument("--skip-reduce-overhead", action="store_true",
+                   help="no mode=\"reduce-overhead\" compiles (CUDA graphs), forward and training step")
     p.add_argument("--skip-kernels", action="store_true", help="no copy and kernel bandwidths")
     p.add_argument("--keep-cache", action="store_true",
                    help="use the usual Inductor/Triton caches instead of fresh empty ones")
@@ -224,9 +226,9 @@ def train_step(forward, params, inputs, loss_fn):
     return step
 
 
-def bench_training(name, compile_model):
+def bench_training(name, compile_model, mode=None, prefix="torch_compile"):
     """Training step ms of a fresh copy of the model (train mode); compiled: the model's forward
-    and backward through torch.compile, loss and AdamW step eager."""
+    and backward through torch.compile(mode=mode), loss and AdamW step eager."""
     torch.manual_seed(0)
     model, make_inputs = zoo.make_model(name, "cuda")
     model.train()
@@ -234,9 +236,9 @@ def bench_training(name, compile_model):
     if not compile_model:
         return {"torch_eager_train_ms": time_ms(train_step(model, model.parameters(), inputs, loss_fn))}
     with fresh_compile_cache():
-        step = train_step(torch.compile(model), model.parameters(), inputs, loss_fn)
+        step = train_step(torch.compile(model, mode=mode), model.parameters(), inputs, loss_fn)
         cold = first_call_s(step)
-        return {"torch_compile_train_ms": time_ms(step), "torch_compile_train_cold_s": cold}
+        return {f"{prefix}_train_ms": time_ms(step), f"{prefix}_train_cold_s": cold}
 
 
 def bench_inference(row, name, args):
@@ -253,6 +255,10 @@ def bench_inference(row, name, args):
         measure(row, "torch_compile", ["torch_compile_ms", "torch_compile_cold_s"],
                 lambda: compiled_forward(model, inputs, None, "torch_compile"))
         log(f"  {name}: compile {fmt(row['torch_compile_ms'], 3)} ms, cold {fmt(row['torch_compile_cold_s'], 2)} s")
+        if not args.skip_reduce_overhead:
+            measure(row, "torch_reduce_overhead", ["torch_reduce_overhead_ms", "torch_reduce_overhead_cold_s"],
+                    lambda: compiled_forward(model, inputs, "reduce-overhead", "torch_reduce_overhead"))
+            log(f"  {name}: reduce-overhead {fmt(row['torch_reduce_overhead_ms'], 3)} ms")
         if args.skip_max_autotune:
             row.update(torch_max_autotune_ms=None, torch_max_autotune_cold_s=None)
             return
@@ -274,6 +280,11 @@ def bench_model(name, args):
             lambda: bench_training(name, True))
     log(f"  {name}: train eager {fmt(row['torch_eager_train_ms'], 3)} ms, "
         f"compile {fmt(row['torch_compile_train_ms'], 3)} ms")
+    if not args.skip_reduce_overhead:
+        measure(row, "torch_reduce_overhead_train",
+                ["torch_reduce_overhead_train_ms", "torch_reduce_overhead_train_cold_s"],
+                lambda: bench_training(name, True, "reduce-overhead", "torch_reduce_overhead"))
+        log(f"  {name}: train reduce-overhead {fmt(row['torch_reduce_overhead_train_ms'], 3)} ms")
     return row
 
 
@@ -288,7 +299,8 @@ def fmt(x, digits):
 MODEL_COLUMNS = [("eager ms", "torch_eager_ms", 3), ("compile ms", "torch_compile_ms", 3),
                  ("cold s", "torch_compile_cold_s", 2), ("autotune ms", "torch_max_autotune_ms", 3),
                  ("cold s", "torch_max_autotune_cold_s", 2), ("train eager ms", "torch_eager_train_ms", 3),
-                 ("train compile ms", "torch_compile_train_ms", 3)]
+                 ("train compile ms", "torch_compile_train_ms", 3),
+                 ("r-o ms", "torch_reduce_overhead_ms", 3), ("train r-o ms", "torch_reduce_overhead_train_ms", 3)]
 
 
 def print_report(report):

@@ -36,6 +36,7 @@ void load_driver(Loaded& l) {
   resolve(lib, "cuMemFree_v2", a.cuMemFree, missing);
   resolve(lib, "cuMemGetInfo_v2", a.cuMemGetInfo, missing);
   resolve(lib, "cuMemAllocHost_v2", a.cuMemAllocHost, missing);
+  resolve(lib, "cuMemFreeHost", a.cuMemFreeHost, missing);
   resolve(lib, "cuMemcpyHtoDAsync_v2", a.cuMemcpyHtoDAsync, missing);
   resolve(lib, "cuMemcpyDtoHAsync_v2", a.cuMemcpyDtoHAsync, missing);
   resolve(lib, "cuMemcpyDtoDAsync_v2", a.cuMemcpyDtoDAsync, missing);

@@ -78,6 +78,7 @@ struct CudaApi {
   CUresult (*cuMemFree)(CUdeviceptr);                        // cuMemFree_v2
   CUresult (*cuMemGetInfo)(size_t*, size_t*);                // cuMemGetInfo_v2
   CUresult (*cuMemAllocHost)(void**, size_t);                // cuMemAllocHost_v2 (pinned)
+  CUresult (*cuMemFreeHost)(void*);
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, CUstream);  // _v2
   CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, size_t, CUstream);        // _v2
   CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);  // _v2

@@ -168,16 +168,46 @@ struct ArgumentRing {
   size_t next = 0;
 };
 
+std::mutex arguments_mu;
+std::vector<CapturedArguments*> capturing_arguments;  // per device: where uploads go during a capture
+
 }  // namespace
+
+CapturedArguments::~CapturedArguments() {
+  for (void* h : host) cuda_api().cuMemFreeHost(h);
+  for (CUdeviceptr d : device) cuda_api().cuMemFree(d);
+}
+
+ArgumentCaptureScope::ArgumentCaptureScope(CapturedArguments& into) : index_(into.index) {
+  std::lock_guard<std::mutex> lock(arguments_mu);
+  if (capturing_arguments.size() <= size_t(index_)) capturing_arguments.resize(size_t(index_) + 1, nullptr);
+  capturing_arguments[size_t(index_)] = &into;
+}
+
+ArgumentCaptureScope::~ArgumentCaptureScope() {
+  std::lock_guard<std::mutex> lock(arguments_mu);
+  capturing_arguments[size_t(index_)] = nullptr;
+}
 
 CUdeviceptr cuda_upload_arguments(const void* src, size_t nbytes, int index) {
   KILN_CHECK(nbytes <= kArgumentSlotBytes, "cuda: internal: ", nbytes, " bytes of launch arguments exceed a slot of ",
              kArgumentSlotBytes);
-  static std::mutex mu;
   static std::vector<std::unique_ptr<ArgumentRing>> rings;
   CudaContext& c = cuda_context(index);
   const CudaApi& api = cuda_api();
-  std::lock_guard<std::mutex> lock(mu);
+  std::lock_guard<std::mutex> lock(arguments_mu);
+  if (size_t(index) < capturing_arguments.size() && capturing_arguments[size_t(index)]) {
+    CapturedArguments& kept = *capturing_arguments[size_t(index)];
+    void* host = nullptr;
+    CUdeviceptr device = 0;
+    check_cuda(api.cuMemAllocHost(&host, nbytes), "cuda: pinned memory for captured launch arguments");
+    kept.host.push_back(host);
+    check_cuda(api.cuMemAlloc(&device, nbytes), "cuda: device memory for captured launch arguments");
+    kept.device.push_back(device);
+    std::memcpy(host, src, nbytes);
+    check_cuda(api.cuMemcpyHtoDAsync(device, host, nbytes, c.stream), "cuda: uploading captured launch arguments");
+    return device;
+  }
   if (rings.size() <= size_t(index)) rings.resize(size_t(index) + 1);
   std::unique_ptr<ArgumentRing>& ring = rings[size_t(index)];
   if (!ring) {

@@ -70,6 +70,31 @@ void cuda_copy_on_device(CUdeviceptr dst, CUdeviceptr src, size_t nbytes, int in
 // kiln::Error when nbytes exceeds kArgumentSlotBytes.
 inline constexpr size_t kArgumentSlots = 64, kArgumentSlotBytes = 16 << 10;
 CUdeviceptr cuda_upload_arguments(const void* src, size_t nbytes, int index = 0);
+
+// Launch arguments uploaded while a CUDA graph is captured (graph/cuda_graphs.h): the ring's slots
+// are rewritten by later uploads, so each goes to pinned host memory and device memory of its own,
+// which the captured copy reads again at every replay, freed with the graph. Not counted in
+// CudaCounters::argument_uploads.
+struct CapturedArguments {
+  int index = 0;
+  std::vector<void*> host;
+  std::vector<CUdeviceptr> device;
+  CapturedArguments() = default;
+  CapturedArguments(const CapturedArguments&) = delete;
+  CapturedArguments& operator=(const CapturedArguments&) = delete;
+  ~CapturedArguments();
+};
+// Sends device `into.index`'s uploads into `into` for the scope's lifetime.
+class ArgumentCaptureScope {
+ public:
+  explicit ArgumentCaptureScope(CapturedArguments& into);
+  ~ArgumentCaptureScope();
+  ArgumentCaptureScope(const ArgumentCaptureScope&) = delete;
+  ArgumentCaptureScope& operator=(const ArgumentCaptureScope&) = delete;
+
+ private:
+  int index_;
+};
 // Fills n elements of `element_size` bytes (1, 2, 4 or 8) with the bytes at `value`, on the
 // stream (no host copy, no wait).
 void cuda_fill(CUdeviceptr dst, const void* value, size_t element_size, size_t n, int index = 0);
