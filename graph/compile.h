@@ -52,7 +52,7 @@ struct CompileOptions {
   std::optional<bool> dynamic = std::nullopt;
   std::string name = {};  // for logs and reports; default "compiled function N"
   // "default", or "reduce-overhead": calls on CUDA are captured and replayed as CUDA graphs
-  // (graph/cuda_graphs.h; their outputs are overwritten by the next call). KILN_CUDA_GRAPHS=1
+  // (graph/cuda_graphs.h; outputs still referenced at the next replay are copied out first). KILN_CUDA_GRAPHS=1
   // turns that on for every compile.
   std::string mode = "default";
 };

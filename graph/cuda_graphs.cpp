@@ -15,6 +15,7 @@
 #include "dsl/cuda/halide_device_memory.h"
 #include "dsl/error.h"
 #include "dsl/settings.h"
+#include "dsl/storage.h"
 #include "dsl/op_def.h"
 #include "graph/logs.h"
 
@@ -58,6 +59,10 @@ struct Capture {
   std::vector<std::optional<Tensor>> buffers;  // per input: the graph's copy, or none (read in place)
   std::vector<Address> in_place;               // per input: the address captured
   TensorList outputs;
+  std::vector<bool> in_graph_memory;           // per output: in the pool (not an input's own memory)
+  // The storages the last replay handed out over the graph's memory: any still referenced when
+  // the next replay starts is copied out first (keep_values).
+  std::vector<std::weak_ptr<Storage>> handed_out;
 
   Capture() = default;
   Capture(const Capture&) = delete;
@@ -70,12 +75,32 @@ struct Capture {
       cuda_api().cuGraphExecDestroy(exec);
     }
     exec = nullptr;
+    keep_values();
     arguments.reset();
     outputs.clear();
+    in_graph_memory.clear();
     buffers.clear();
     if (pool != 0) allocator->release_pool(pool);  // live outputs join the general cache when freed
     pool = 0;
     hold.reset();
+  }
+
+  // Outputs of the last replay that are still referenced get memory of their own, with their
+  // values copied on the stream before anything overwrites the graph's memory; the storage object
+  // is the same, so every view of them follows.
+  void keep_values() {
+    for (const std::weak_ptr<Storage>& w : handed_out) {
+      std::shared_ptr<Storage> st = w.lock();
+      if (!st) continue;
+      CachingAllocator& general = cuda_caching_allocator(st->device.index);
+      void* fresh = general.allocate(st->nbytes);
+      check_cuda(cuda_api().cuMemcpyDtoDAsync(CUdeviceptr(fresh), CUdeviceptr(st->data), st->nbytes,
+                                              cuda_context(st->device.index).stream),
+                 "cuda graphs: keeping an output of the last replay");
+      st->data = fresh;
+      st->allocator = &general;
+    }
+    handed_out.clear();
   }
 };
 
@@ -222,19 +247,42 @@ class CudaGraphed final : public CompiledGraph {
       return false;
     }
     c.outputs = std::move(out);
+    for (const Tensor& t : c.outputs) {
+      bool input = false;  // an input's own memory (a parameter written in place), read in place
+      for (size_t i = 0; i < inputs.size(); ++i)
+        input = input || (!c.buffers[i] && t.defined() && t.storage() == inputs[i].storage());
+      c.in_graph_memory.push_back(t.defined() && !input);
+    }
     ++captures;
     log_line(LogChannel::perf, label_ + ": captured a CUDA graph (" + std::to_string(inner_->kernel_count()) +
                                    " kernels a call before)");
     return true;
   }
 
+  // Outputs in the graph's memory go out on storages of their own that do not own it (one per
+  // replay), so that keep_values can give the ones still referenced at the next replay memory of
+  // their own.
   static TensorList replay(Capture& c, const TensorList& inputs, Device device) {
+    c.keep_values();
     for (size_t i = 0; i < inputs.size(); ++i)
       if (c.buffers[i]) c.buffers[i]->copy_(inputs[i]);
     check_cuda(cuda_api().cuGraphLaunch(c.exec, cuda_context(device.index).stream), "cuda graphs: launching a graph");
     ++replays;
     TensorList out;
-    for (const Tensor& t : c.outputs) out.push_back(t.defined() ? alias(t) : t);
+    std::map<const Storage*, std::shared_ptr<Storage>> handed;  // outputs sharing memory share a storage
+    for (size_t k = 0; k < c.outputs.size(); ++k) {
+      const Tensor& t = c.outputs[k];
+      if (!t.defined() || !c.in_graph_memory[k]) {
+        out.push_back(t.defined() ? alias(t) : t);
+        continue;
+      }
+      std::shared_ptr<Storage>& st = handed[t.storage().get()];
+      if (!st) {
+        st = std::make_shared<Storage>(t.storage()->data, t.storage()->nbytes, t.device(), nullptr);
+        c.handed_out.push_back(st);
+      }
+      out.push_back(Tensor::make_view(st, t.shape(), t.strides(), t.storage_offset(), t.dtype()));
+    }
     return out;
   }
 

@@ -11,9 +11,10 @@
 // private memory pool (CachingAllocator::create_pool) that nothing else is given, and the blocks
 // Halide's runtime frees are kept while the graph lives (dsl/cuda/halide_device_memory.h).
 //
-// Outputs live in the graph's memory and are overwritten by the next replay of the same graph:
-// clone what you keep across calls (`losses.push_back(step(x).clone())`), as with PyTorch's
-// CUDA graphs.
+// Outputs live in the graph's memory, which the next replay of the same graph overwrites. An
+// output (or a view of it) still referenced when that replay starts is first copied to memory of
+// its own, one device copy each, so kept outputs keep their values (`losses.push_back(step(x))`
+// is right); PyTorch's CUDA graphs raise an error on such reads instead.
 //
 // A call that cannot be captured runs as before, and its reason is logged once
 // (KILN_LOGS=perf_hints): inputs on the CPU, outputs that record autograd history (a backward

@@ -1,8 +1,9 @@
 // CUDA graphs (graph/cuda_graphs.h): compiled calls with mode "reduce-overhead" are captured once
 // and replayed. Every zoo model's forward, called many times with new input values each call
 // (new tensors, or one tensor refilled in place), gives what the same compiled function without
-// graphs gives, call by call; so does its SGD training step, parameters included; a call whose
-// outputs record autograd history runs as before, and its backward still matches.
+// graphs gives, call by call; so does its SGD training step, parameters included; outputs kept
+// across replays keep their values; a call whose outputs record autograd history runs as before,
+// and its backward still matches.
 #include "bench/train_step.h"
 #include "bench/zoo.h"
 #include "cuda/cuda_available.h"
@@ -109,4 +110,30 @@ BOOST_AUTO_TEST_CASE(calls_that_record_autograd_run_without_graphs, *needs_cuda(
   CudaGraphCounters after = cuda_graph_counters();
   BOOST_TEST(after.captures == before.captures);
   BOOST_TEST(after.fallbacks >= before.fallbacks + 2);
+}
+
+// Outputs kept across replays keep their values: each call's output, and a view of it, held until
+// all calls are done, against the plain compiled function's outputs of the same calls. The
+// outputs a replay writes over were copied out when the replay started.
+BOOST_AUTO_TEST_CASE(outputs_kept_across_replays_keep_their_values, *needs_cuda()) {
+  NoGradGuard no_grad;
+  Tensor w = random_tensor({64, 48}, DType::f32, 6).to(kCuda);
+  auto fn = [&](const Tensor& x) { return softmax(gelu(matmul(x, w)), -1); };
+  auto plain = compile(fn, {.backend = "halide", .name = "plain_kept"});
+  auto graphed = compile(fn, {.backend = "halide", .name = "graphed_kept", .mode = "reduce-overhead"});
+  CudaGraphCounters before = cuda_graph_counters();
+  std::vector<Tensor> inputs, kept, views, want;
+  for (int call = 0; call < kCalls; ++call) {
+    inputs.push_back(random_tensor({32, 64}, DType::f32, 40 + uint64_t(call)).to(kCuda));
+    want.push_back(plain(inputs.back()).to(Device::cpu()));
+    kept.push_back(graphed(inputs.back()));
+    views.push_back(kept.back().slice(0, 8, 16));
+  }
+  BOOST_TEST(cuda_graph_counters().replays >= before.replays + uint64_t(kCalls - 2));
+  for (int call = 0; call < kCalls; ++call) {
+    check_close(kept[size_t(call)].to(Device::cpu()), host_values(want[size_t(call)]), want[size_t(call)].shape(),
+                {1e-5, 1e-5}, "kept output of call " + std::to_string(call));
+    check_close(views[size_t(call)].to(Device::cpu()), host_values(want[size_t(call)].slice(0, 8, 16)), {8, 48},
+                {1e-5, 1e-5}, "view of the output of call " + std::to_string(call));
+  }
 }
