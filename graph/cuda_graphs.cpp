@@ -41,10 +41,6 @@ Layout layout_of(const TensorList& inputs) {
   return l;
 }
 
-Tensor alias(const Tensor& t) {
-  return Tensor::make_view(t.storage(), t.shape(), t.strides(), t.storage_offset(), t.dtype());
-}
-
 // One layout's captured graph and what its replays need.
 struct Capture {
   int warm_calls = 0;
@@ -273,7 +269,7 @@ class CudaGraphed final : public CompiledGraph {
     for (size_t k = 0; k < c.outputs.size(); ++k) {
       const Tensor& t = c.outputs[k];
       if (!t.defined() || !c.in_graph_memory[k]) {
-        out.push_back(t.defined() ? alias(t) : t);
+        out.push_back(t.defined() ? t.detach() : t);  // an input's own memory
         continue;
       }
       std::shared_ptr<Storage>& st = handed[t.storage().get()];

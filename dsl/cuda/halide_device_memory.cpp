@@ -17,7 +17,6 @@ std::mutex mu;
 int holds = 0;
 std::unordered_map<CUdeviceptr, size_t> sizes;                 // every block the runtime holds
 std::unordered_map<size_t, std::vector<CUdeviceptr>> kept;     // freed while held, by size
-size_t kept_bytes = 0, kept_blocks = 0;
 
 CUresult halide_mem_alloc(CUdeviceptr* p, size_t n) {
   {
@@ -26,8 +25,6 @@ CUresult halide_mem_alloc(CUdeviceptr* p, size_t n) {
     if (it != kept.end() && !it->second.empty()) {
       *p = it->second.back();
       it->second.pop_back();
-      kept_bytes -= n;
-      --kept_blocks;
       return 0;
     }
   }
@@ -45,8 +42,6 @@ CUresult halide_mem_free(CUdeviceptr p) {
     auto it = sizes.find(p);
     if (holds > 0 && it != sizes.end()) {
       kept[it->second].push_back(p);
-      kept_bytes += it->second;
-      ++kept_blocks;
       return 0;
     }
     if (it != sizes.end()) sizes.erase(it);
@@ -78,14 +73,8 @@ HalideMemoryHold::~HalideMemoryHold() {
         sizes.erase(p);
       }
     kept.clear();
-    kept_bytes = kept_blocks = 0;
   }
   for (CUdeviceptr p : release) cuda_api().cuMemFree(p);
-}
-
-HalideHeldMemory halide_held_memory() {
-  std::lock_guard<std::mutex> lock(mu);
-  return {kept_blocks, kept_bytes};
 }
 
 }  // namespace kiln

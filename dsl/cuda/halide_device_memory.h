@@ -28,10 +28,4 @@ class HalideMemoryHold {
   HalideMemoryHold& operator=(const HalideMemoryHold&) = delete;
 };
 
-// Blocks kept now, and their bytes, for tests.
-struct HalideHeldMemory {
-  size_t blocks = 0, bytes = 0;
-};
-HalideHeldMemory halide_held_memory();
-
 }  // namespace kiln
