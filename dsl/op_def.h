@@ -30,7 +30,8 @@ namespace kiln {
 struct HalideTensor;     // dsl/halide_def.h
 struct ViewIndexShapes;  // dsl/halide_def.h
 
-enum class ScheduleClass { pointwise, reduction, normalization, matmul, gather, data_movement, view, creation };
+// gather: reads rows at indices (embedding); scatter: adds rows at indices (embedding_backward).
+enum class ScheduleClass { pointwise, reduction, normalization, matmul, gather, scatter, data_movement, view, creation };
 std::string_view name(ScheduleClass c);
 
 // How the eager path runs the op: which generator family built its kernels.

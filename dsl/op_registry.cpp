@@ -51,6 +51,7 @@ std::string_view name(ScheduleClass c) {
     case ScheduleClass::normalization: return "normalization";
     case ScheduleClass::matmul: return "matmul";
     case ScheduleClass::gather: return "gather";
+    case ScheduleClass::scatter: return "scatter";
     case ScheduleClass::data_movement: return "data_movement";
     case ScheduleClass::view: return "view";
     case ScheduleClass::creation: return "creation";

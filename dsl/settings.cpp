@@ -17,6 +17,10 @@ const std::vector<SettingInfo>& settings() {
        "region's schedule, stmt and assembly"},
       {"KILN_BACKEND", "eager", "the backend of compile() when CompileOptions::backend is empty (eager, halide)"},
       {"KILN_CUDA_GRAPHS", "0", "1 replays every compiled call on CUDA as a CUDA graph (as compile's mode \"reduce-overhead\"); graph/cuda_graphs.h"},
+      {"KILN_CHECK_INDICES", "0",
+       "1 checks the indices of embedding and the targets of cross_entropy on CUDA tensors on the host too (each "
+       "call waits for the device; for debugging): an index out of range is a kiln::Error, where the kernels "
+       "otherwise clamp it"},
       {"KILN_PROFILE", "none", "a file: the whole process is profiled and its Chrome trace written there at exit"},
       {"KILN_PROFILE_CUDA", "auto",
        "with KILN_PROFILE, CUDA kernels and copies too (CUPTI): auto where CUPTI can record, 1 always (else says why), 0 never"},

@@ -18,6 +18,7 @@
 #include "dsl/storage.h"
 #include "dsl/op_def.h"
 #include "graph/logs.h"
+#include "schedules/step_timing.h"
 
 namespace kiln {
 
@@ -51,7 +52,7 @@ struct Capture {
   int allocator_index = 0;  // the device's
   CachingAllocator::PoolId pool = 0;
   std::unique_ptr<HalideMemoryHold> hold;
-  std::unique_ptr<CapturedArguments> arguments;  // launch arguments its copies read at each replay
+  std::unique_ptr<CapturedArguments> arguments;  // launch arguments its kernels read at each replay
   std::vector<std::optional<Tensor>> buffers;  // per input: the graph's copy, or none (read in place)
   std::vector<Address> in_place;               // per input: the address captured
   TensorList outputs;
@@ -236,6 +237,7 @@ class CudaGraphed final : public CompiledGraph {
       if (made != 0) failure = "cuGraphInstantiateWithFlags failed (" + std::to_string(made) + ")";
     }
     if (graph) api.cuGraphDestroy(graph);
+    if (failure.empty()) c.arguments->upload();
     if (!failure.empty()) {
       out.clear();
       c.reason = failure;
@@ -262,7 +264,10 @@ class CudaGraphed final : public CompiledGraph {
     c.keep_values();
     for (size_t i = 0; i < inputs.size(); ++i)
       if (c.buffers[i]) c.buffers[i]->copy_(inputs[i]);
+    StepTimer* timer = active_step_timer();  // `kiln bench gpu`'s breakdown: the replay is one step
+    if (timer) timer->before("cuda_graph", "a CUDA graph replay");
     check_cuda(cuda_api().cuGraphLaunch(c.exec, cuda_context(device.index).stream), "cuda graphs: launching a graph");
+    if (timer) timer->after();
     ++replays;
     TensorList out;
     std::map<const Storage*, std::shared_ptr<Storage>> handed;  // outputs sharing memory share a storage

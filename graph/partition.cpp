@@ -22,7 +22,8 @@ bool must_not_recompute(const GraphNode& n) {
     case ScheduleClass::matmul:
     case ScheduleClass::reduction:
     case ScheduleClass::normalization:
-    case ScheduleClass::gather: return true;
+    case ScheduleClass::gather:
+    case ScheduleClass::scatter: return true;
     default: return false;
   }
 }

@@ -35,7 +35,7 @@ std::string not_lowered_reason(const Graph& g, const GraphNode& n, const std::se
                  ? "attention runs as its eager kernel (cuBLAS products around one softmax kernel; no [T, T] scores kept)"
                  : "attention runs as cuDNN's fused flash attention (no [T, T] scores in memory)";
     }
-    if (op.host_checked) return "its indices are checked on the host before any read";
+    if (op.host_checked && !clamped_gather(g, n)) return "its indices are checked on the host before any read";
     if (n.outputs.size() != 1) return "it has several outputs";
     return "a dim has no product formula, or the op has no Halide definition";
   }
@@ -213,7 +213,8 @@ void recompute_index_values(const Graph& g, std::vector<PlannedStep>& steps) {
     int si = step_of[i];
     if (si < 0 || steps[size_t(si)].node >= 0 || !index_only[i]) continue;
     int v = g.nodes[i].outputs[0];
-    if (graph_outputs.count(v) || numel(g.values[size_t(v)].meta.shape) < 2) continue;
+    // Even a one-element constant (softmax's -inf fill): stored, it costs its maker a kernel on CUDA.
+    if (graph_outputs.count(v)) continue;
     // Regions reading it recompute it; an eager kernel reading it still gets it stored.
     std::set<int> targets;
     for (int r : readers[size_t(v)])

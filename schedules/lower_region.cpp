@@ -77,7 +77,8 @@ class Lowering {
         out_.materialized.push_back(func_of(v).func);
         stored_.insert(v);
       } else if (!is_pointwise(node) && node.op->schedule_class != ScheduleClass::view &&
-                 node.op->schedule_class != ScheduleClass::creation) {
+                 node.op->schedule_class != ScheduleClass::creation &&
+                 node.op->schedule_class != ScheduleClass::gather) {  // a gather: one load an element, inlined
         out_.materialized.push_back(out_.values.at(node.outputs[0]).func);
         stored_.insert(v);
       } else if (shared) {

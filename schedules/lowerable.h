@@ -19,6 +19,18 @@ bool is_elementwise(const GraphNode& n);
 // than store (a comparison, a select, an add, a multiply, ...).
 bool is_cheap_pointwise(const GraphNode& n);
 
+// Ops whose eager runners check indices or targets on the host (OpDef::host_checked) run as eager
+// steps: a pipeline would clamp a bad index rather than report it. On CUDA the eager kernels clamp
+// too (reading device indices on the host waits for the stream; KILN_CHECK_INDICES=1 does, and
+// is read when a graph compiles), so there a gather (embedding) is lowered with its definition's
+// clamp and fuses with its readers: GPT's token and position embeddings, their sum and the first
+// layer_norm become one kernel, as in torch.compile. Whether n is such a gather, with a table
+// that no other pipeline op reads (a row schedule would bound its reads to a row; the split
+// cross-entropy's gather of target logits stays eager). Other
+// host-checked ops keep their eager kernels (cross_entropy's tuned rows; a scatter-add pipeline
+// would add its rows one after another).
+bool clamped_gather(const Graph& g, const GraphNode& n);
+
 // Whether the Halide lowering covers this node (others run through their eager kernels).
 bool lowerable(const Graph& g, const GraphNode& n);
 

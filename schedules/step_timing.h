@@ -15,7 +15,7 @@
 namespace kiln {
 
 struct StepTime {
-  std::string category;  // "cublas_gemm", "pipeline", "eager_kernel"
+  std::string category;  // "cublas_gemm", "pipeline", "eager_kernel", "cuda_graph" (a whole replay)
   std::string what;      // "matmul", "a pipeline of 12 ops"
   double ms = 0;
   double gap_before_ms = 0;  // from the end of the previous step (host work between steps)

@@ -174,8 +174,15 @@ std::vector<CapturedArguments*> capturing_arguments;  // per device: where uploa
 }  // namespace
 
 CapturedArguments::~CapturedArguments() {
-  for (void* h : host) cuda_api().cuMemFreeHost(h);
   for (CUdeviceptr d : device) cuda_api().cuMemFree(d);
+}
+
+void CapturedArguments::upload() {
+  CudaContext& c = cuda_context(index);
+  for (size_t i = 0; i < device.size(); ++i)
+    check_cuda(cuda_api().cuMemcpyHtoDAsync(device[i], bytes[i].data(), bytes[i].size(), c.stream),
+               "cuda: uploading a captured graph's launch arguments");
+  check_cuda(cuda_api().cuStreamSynchronize(c.stream), "cuda: uploading a captured graph's launch arguments");
 }
 
 ArgumentCaptureScope::ArgumentCaptureScope(CapturedArguments& into) : index_(into.index) {
@@ -198,14 +205,11 @@ CUdeviceptr cuda_upload_arguments(const void* src, size_t nbytes, int index) {
   std::lock_guard<std::mutex> lock(arguments_mu);
   if (size_t(index) < capturing_arguments.size() && capturing_arguments[size_t(index)]) {
     CapturedArguments& kept = *capturing_arguments[size_t(index)];
-    void* host = nullptr;
     CUdeviceptr device = 0;
-    check_cuda(api.cuMemAllocHost(&host, nbytes), "cuda: pinned memory for captured launch arguments");
-    kept.host.push_back(host);
     check_cuda(api.cuMemAlloc(&device, nbytes), "cuda: device memory for captured launch arguments");
     kept.device.push_back(device);
-    std::memcpy(host, src, nbytes);
-    check_cuda(api.cuMemcpyHtoDAsync(device, host, nbytes, c.stream), "cuda: uploading captured launch arguments");
+    const char* bytes = static_cast<const char*>(src);
+    kept.bytes.emplace_back(bytes, bytes + nbytes);
     return device;
   }
   if (rings.size() <= size_t(index)) rings.resize(size_t(index) + 1);

@@ -71,18 +71,22 @@ void cuda_copy_on_device(CUdeviceptr dst, CUdeviceptr src, size_t nbytes, int in
 inline constexpr size_t kArgumentSlots = 64, kArgumentSlotBytes = 16 << 10;
 CUdeviceptr cuda_upload_arguments(const void* src, size_t nbytes, int index = 0);
 
-// Launch arguments uploaded while a CUDA graph is captured (graph/cuda_graphs.h): the ring's slots
-// are rewritten by later uploads, so each goes to pinned host memory and device memory of its own,
-// which the captured copy reads again at every replay, freed with the graph. Not counted in
+// Launch arguments uploaded while a CUDA graph is captured (graph/cuda_graphs.h). A captured
+// graph's arguments never change (they name the graph's own memory, which every replay reuses),
+// so none is copied inside the graph (a copy node costs a replay several microseconds of idle
+// device on each side): each gets device memory of its own, filled once by upload() after the
+// capture ends, read by every replay and freed with the graph. Not counted in
 // CudaCounters::argument_uploads.
 struct CapturedArguments {
   int index = 0;
-  std::vector<void*> host;
   std::vector<CUdeviceptr> device;
+  std::vector<std::vector<char>> bytes;  // what device[i] must hold
   CapturedArguments() = default;
   CapturedArguments(const CapturedArguments&) = delete;
   CapturedArguments& operator=(const CapturedArguments&) = delete;
   ~CapturedArguments();
+  // Copies every argument to its device memory and waits (call it after the capture has ended).
+  void upload();
 };
 // Sends device `into.index`'s uploads into `into` for the scope's lifetime.
 class ArgumentCaptureScope {

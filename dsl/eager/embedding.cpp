@@ -1,9 +1,11 @@
-// Eager runner of embedding: checks every index on the host, then gathers rows with the kernel for
+// Eager runner of embedding: checks every index on the host (CUDA indices with
+// KILN_CHECK_INDICES=1), then gathers rows with the kernel for
 // the weight's element size (rows move as raw bits) and the index dtype. Canonical form: weight
 // [V, D] with any strides, indices [N] (a contiguous copy when they are not), out dense [N, D].
 #include "dsl/eager/kernel_call.h"
 #include "dsl/eager/runners.h"
 #include "dsl/error.h"
+#include "dsl/settings.h"
 
 namespace kiln {
 
@@ -18,6 +20,17 @@ void check_indices(const I* idx, int64_t n, const Shape& weight_shape, const Sha
                "); indices must lie in [0, ", rows, ")");
 }
 
+// Contiguous indices checked against a table of weight_shape[0] rows. CUDA indices only with
+// KILN_CHECK_INDICES=1: reading them on the host waits for the stream, so the kernels clamp them.
+void check_indices_on_host(const Tensor& indices, const Shape& weight_shape) {
+  if (indices.device().is_cuda() && !flag_setting("KILN_CHECK_INDICES", false)) return;
+  Tensor host = indices.to(Device::cpu());
+  if (host.dtype() == DType::i32)
+    check_indices(static_cast<const int32_t*>(host.data_ptr()), host.numel(), weight_shape, indices.shape());
+  else
+    check_indices(static_cast<const int64_t*>(host.data_ptr()), host.numel(), weight_shape, indices.shape());
+}
+
 }  // namespace
 
 TensorList run_embedding(const OpDef& def, const TensorList& in, const Attrs& attrs) {
@@ -26,13 +39,7 @@ TensorList run_embedding(const OpDef& def, const TensorList& in, const Attrs& at
                              {in[1].shape(), in[1].dtype(), in[1].device()}}, attrs)[0];
   Tensor indices = in[1].is_contiguous() ? in[1] : in[1].contiguous();
   int64_t n = indices.numel();
-  if (om.device.is_cuda()) {
-    // Checking device indices on the host would wait for the stream: the kernel clamps them.
-  } else if (indices.dtype() == DType::i32) {
-    check_indices(static_cast<const int32_t*>(indices.data_ptr()), n, weight.shape(), indices.shape());
-  } else {
-    check_indices(static_cast<const int64_t*>(indices.data_ptr()), n, weight.shape(), indices.shape());
-  }
+  check_indices_on_host(indices, weight.shape());
   Tensor out = Tensor::empty(om.shape, {om.dtype, om.device});
   if (out.numel() == 0) return {out};
 
@@ -60,13 +67,7 @@ TensorList run_embedding_backward(const OpDef& def, const TensorList& in, const 
   Tensor indices = in[1].contiguous();
   int64_t n = indices.numel(), d = om.shape[1];
   Shape table{om.shape[0], d};
-  if (om.device.is_cuda()) {
-    // Checking device indices on the host would wait for the stream: the kernel clamps them.
-  } else if (indices.dtype() == DType::i32) {
-    check_indices(static_cast<const int32_t*>(indices.data_ptr()), n, table, indices.shape());
-  } else {
-    check_indices(static_cast<const int64_t*>(indices.data_ptr()), n, table, indices.shape());
-  }
+  check_indices_on_host(indices, table);
   DType kt = kernel_dtype("kiln_embedding_backward_" + std::string(name(indices.dtype())), om.dtype);
   Tensor grad = convert(in[0], kt).contiguous();
   Tensor out = Tensor::empty(om.shape, {kt, om.device});

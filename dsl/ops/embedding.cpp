@@ -1,6 +1,7 @@
 // embedding: a gather of rows. weight (V, D) of any dtype, indices of any shape with dtype i32 or
 // i64 -> indices.shape + (D). Indices must lie in [0, V); the eager runner checks them on the host
-// before the kernel runs (the Halide definition clamps so a bad index can never read outside).
+// before the kernel runs (CUDA indices only with KILN_CHECK_INDICES=1: the CUDA kernel clamps, as
+// the Halide definition does, so a bad index can never read outside).
 #include "dsl/halide_def.h"
 #include "dsl/ops/op_tables.h"
 #include "dsl/ops/runtime_attrs.h"
@@ -78,7 +79,7 @@ std::vector<HalideTensor> define_embedding_backward(const std::vector<HalideTens
 void add_embedding_ops(std::vector<OpDef>& defs) {
   OpDef b;
   b.name = "embedding_backward";
-  b.schedule_class = ScheduleClass::gather;
+  b.schedule_class = ScheduleClass::scatter;
   b.family = KernelFamily::embedding_backward;
   b.host_checked = true;
   b.num_inputs = 2;

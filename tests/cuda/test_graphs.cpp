@@ -2,13 +2,18 @@
 // and replayed. Every zoo model's forward, called many times with new input values each call
 // (new tensors, or one tensor refilled in place), gives what the same compiled function without
 // graphs gives, call by call; so does its SGD training step, parameters included; outputs kept
-// across replays keep their values; a call whose outputs record autograd history runs as before,
-// and its backward still matches.
+// across replays keep their values; a call whose outputs record autograd history, or that reads
+// the device on the host, runs as before, and still matches.
+#include <iostream>
+#include <sstream>
+
 #include "bench/train_step.h"
 #include "bench/zoo.h"
 #include "cuda/cuda_available.h"
 #include "graph/cuda_graphs.h"
+#include "graph/logs.h"
 #include "support/reference.h"
+#include "support/scoped_env.h"
 
 using namespace kiln;
 using namespace kiln::test;
@@ -136,4 +141,37 @@ BOOST_AUTO_TEST_CASE(outputs_kept_across_replays_keep_their_values, *needs_cuda(
     check_close(views[size_t(call)].to(Device::cpu()), host_values(want[size_t(call)].slice(0, 8, 16)), {8, 48},
                 {1e-5, 1e-5}, "view of the output of call " + std::to_string(call));
   }
+}
+
+// A call that waits for the device cannot be captured: with KILN_CHECK_INDICES=1 the embedding
+// reads its CUDA indices on the host. Such calls run without graphs, say why under perf_hints,
+// and give the plain compiled function's values; an index out of range is then an error.
+BOOST_AUTO_TEST_CASE(calls_that_read_the_device_on_the_host_run_without_graphs, *needs_cuda()) {
+  NoGradGuard no_grad;
+  ScopedEnv check("KILN_CHECK_INDICES", "1");
+  set_logs("perf_hints");
+  Tensor table = random_tensor({10, 16}, DType::f32, 7).to(kCuda);
+  auto fn = [&](const Tensor& idx) { return gelu(embedding(table, idx)); };
+  auto plain = compile(fn, {.backend = "halide", .name = "plain_checked"});
+  auto graphed = compile(fn, {.backend = "halide", .name = "graphed_checked", .mode = "reduce-overhead"});
+  CudaGraphCounters before = cuda_graph_counters();
+  std::ostringstream logged;
+  std::streambuf* saved = std::cerr.rdbuf(logged.rdbuf());
+  for (int call = 0; call < 4; ++call) {
+    manual_seed(60 + uint64_t(call));
+    Tensor idx = randint(0, 10, {12}, {DType::i64, Device::cpu()}).to(kCuda);
+    Tensor want = plain(idx).to(Device::cpu());
+    check_close(graphed(idx).to(Device::cpu()), host_values(want), want.shape(), {1e-6, 1e-6},
+                "call " + std::to_string(call));
+  }
+  std::cerr.rdbuf(saved);
+  set_logs("");
+  CudaGraphCounters after = cuda_graph_counters();
+  BOOST_TEST(after.captures == before.captures);
+  BOOST_TEST(after.fallbacks >= before.fallbacks + 1);
+  BOOST_TEST_INFO("perf_hints: " << logged.str());
+  BOOST_TEST(logged.str().find("graphed_checked") != std::string::npos);
+  BOOST_TEST(logged.str().find("not replayed as a CUDA graph") != std::string::npos);
+  Tensor bad = full({3}, 10, {DType::i64, Device::cpu()}).to(kCuda);
+  BOOST_CHECK_THROW(embedding(table, bad), Error);
 }

@@ -9,20 +9,10 @@
 
 #include "dsl/settings.h"
 #include "support/reference.h"
+#include "support/scoped_env.h"
 
 using namespace kiln;
 using namespace kiln::test;
-
-namespace {
-
-// Sets a variable for one scope.
-struct ScopedEnv {
-  std::string name;
-  ScopedEnv(std::string n, const char* value) : name(std::move(n)) { ::setenv(name.c_str(), value, 1); }
-  ~ScopedEnv() { ::unsetenv(name.c_str()); }
-};
-
-}  // namespace
 
 BOOST_AUTO_TEST_CASE(settings_read_typed_values_with_fallbacks) {
   ::unsetenv("KILN_CACHE_MAX_MB");

@@ -15,6 +15,7 @@
 #include "bench/zoo.h"
 #include "support/fuzz_program.h"
 #include "support/reference.h"
+#include "support/scoped_env.h"
 #include "dsl/ops/math_functions.h"
 #include "graph/backend.h"
 #include "graph/graph.h"
@@ -612,6 +613,30 @@ BOOST_AUTO_TEST_CASE(a_long_row_softmax_runs_as_chunks_then_rows) {
   BOOST_TEST(launches[2].blocks * launches[2].threads * 4 == rows * C);
   auto loads = [](const std::string& ptx) { return count(ptx, "ld.global.nc.f32") + count(ptx, "ld.global.f32"); };
   BOOST_TEST(loads(kernel_ptx(stmt, "_kernel_exp")) == 5);  // a thread's 4 logits and its row's log-sum-exp
+}
+
+// GPT's input: token and position embeddings (the positions an arange), their sum and the first
+// layer_norm are one region and one CUDA kernel (the gathers clamp their indices, as CUDA's eager
+// kernel does): three kernels and two [B, T, C] round trips fewer than the gathers as eager steps.
+// With KILN_CHECK_INDICES=1 the gathers run eagerly again, their indices checked on the host.
+BOOST_AUTO_TEST_CASE(token_and_position_embeddings_fuse_into_the_first_layer_norm) {
+  auto build = [] {
+    Builder b;
+    int tokens = b.input({8, 1024}, DType::i64), wte = b.input({50304, 768}), wpe = b.input({1024, 768});
+    int gamma = b.input({768}), beta = b.input({768});
+    Attrs range{{"start", 0.0}, {"end", 1024.0}, {"step", 1.0}, {"dtype", std::string("i64")}, {"device", std::string("cuda:0")}};
+    int x = b.op("add", {b.op("embedding", {wte, tokens}), b.op("embedding", {wpe, b.op("arange", {}, range)})});
+    b.g.outputs = {b.op("layer_norm", {x, gamma, beta}, {{"normalized_shape", std::vector<int64_t>{768}}, {"eps", 1e-5}})};
+    return b;
+  };
+  Builder b = build();
+  auto [launches, stmt] = launches_of(b.g);
+  BOOST_TEST(launches.size() == 1u);
+  Builder checked = build();
+  test::ScopedEnv check("KILN_CHECK_INDICES", "1");
+  int eager = 0;
+  for (const PlannedStep& s : plan_fusion(checked.g)) eager += s.node >= 0;
+  BOOST_TEST(eager == 2);
 }
 
 // GPT-2's loss, split by split_long_reductions: every region of the rows' log-sum-exps, the
