@@ -83,7 +83,7 @@ std::shared_ptr<CompiledGraph> compile_graph(const Graph& captured, Backend& cho
   // the fusion plan (KILN_LOGS=fusion).
   std::vector<std::string> epilogues;
   std::vector<std::string>* notes = log_enabled(LogChannel::fusion) ? &epilogues : nullptr;
-  step(label, "cuBLAS bias epilogues", *g, [&] { return recorded ? 0 : cublas_bias_epilogue(*g, notes); });
+  step(label, "cuBLAS bias epilogues", *g, [&] { return recorded ? 0 : cublas_bias_epilogue(*g, notes, backend.fuses_ops()); });
   step(label, "cuBLAS GELU epilogues", *g, [&] { return recorded ? 0 : cublas_gelu_epilogues(*g, notes); });
   step(label, "cuBLAS bias-gradient epilogues", *g, [&] { return recorded ? 0 : cublas_bias_grad_epilogues(*g, notes); });
   for (const std::string& e : epilogues) log_line(LogChannel::fusion, label + ": cuBLAS epilogue: " + e);

@@ -1,6 +1,11 @@
 // cublas_bias_epilogue (graph/passes.h): on CUDA, add(matmul(a, b), bias) with a bias along the
 // product's last dim becomes matmul_bias(a, b, bias), which cuBLASLt computes with the bias added
-// in its epilogue: the product is written once, with no pass of its own to add the bias.
+// in its epilogue: the product is written once, with no pass of its own to add the bias. Where the
+// backend fuses and every reader of the sum is a pointwise op (a residual add before layer_norm,
+// an erf GELU), the bias joins their pipeline instead, where it costs no pass either: cuBLASLt's
+// bias GEMMs at small sizes were slower than its plain ones (tiny_gpt's [512, 256] x [256, 64]
+// with its bias ran as a split-K GEMM and its reduction, 9.2 us on an H100, where plain GEMMs of
+// its size took 3.5).
 #include <optional>
 
 #include "dsl/eager/matmul.h"
@@ -18,11 +23,26 @@ std::string describe(const Graph& g, const GraphNode& n, int product, int bias) 
   return "add(matmul " + shape(m.inputs[0]) + " x " + shape(m.inputs[1]) + ", " + shape(bias) + ")";
 }
 
+// Whether every reader of add node n's sum is a pointwise op that a pipeline computes (not a
+// random draw, and not a tanh GELU, which cublas_gelu_epilogues moves into the GEMM's epilogue
+// with the bias).
+bool read_by_pipelines_only(const Graph& g, const GraphNode& n, const std::vector<std::vector<int>>& readers,
+                            const std::set<int>& outputs) {
+  int sum = n.outputs[0];
+  if (outputs.count(sum) || readers[size_t(sum)].empty()) return false;
+  for (int r : readers[size_t(sum)]) {
+    const GraphNode& reader = g.nodes[size_t(r)];
+    if (!reader.op->pointwise || reader.op->random) return false;
+    if (reader.op->name == "gelu" && reader.attrs.get_or<std::string>("approximate", "none") == "tanh") return false;
+  }
+  return true;
+}
+
 // Why add node n keeps apart from the matmul whose product it reads ("" when they fold: `matmul`
 // and `bias_input` then say which product and which input of n is the bias); nullopt when n is no
 // add of a matmul's product on CUDA.
 std::optional<std::string> bias_fold(const Graph& g, const GraphNode& n, const std::vector<std::vector<int>>& readers,
-                                     const std::set<int>& outputs, int& matmul, int& bias_input) {
+                                     const std::set<int>& outputs, bool fused_readers, int& matmul, int& bias_input) {
   if (n.op->name != "add" || n.inputs.size() != 2 || n.inputs[0] == n.inputs[1]) return std::nullopt;
   const Value& sum = g.values[size_t(n.outputs[0])];
   if (!sum.meta.device.is_cuda()) return std::nullopt;
@@ -44,6 +64,8 @@ std::optional<std::string> bias_fold(const Graph& g, const GraphNode& n, const s
       reason = "mixed dtypes";
     else if (!cublas_bias_epilogue_applies(x.meta.shape, x.strides, w.meta.shape, w.strides, p.meta.shape))
       reason = "cuBLASLt cannot read the operands in place as one matrix product";
+    else if (fused_readers && read_by_pipelines_only(g, n, readers, outputs))
+      reason = "its readers are pointwise: the bias is added in their pipeline";
     if (reason.empty()) {
       matmul = p.producer, bias_input = k == 0 ? 1 : 0;
       return "";
@@ -55,7 +77,7 @@ std::optional<std::string> bias_fold(const Graph& g, const GraphNode& n, const s
 
 }  // namespace
 
-int cublas_bias_epilogue(Graph& g, std::vector<std::string>* notes) {
+int cublas_bias_epilogue(Graph& g, std::vector<std::string>* notes, bool fused_readers) {
   std::vector<std::vector<int>> readers = readers_of(g);
   std::set<int> outputs(g.outputs.begin(), g.outputs.end());
   std::vector<int> folds(g.nodes.size(), -1), bias_of(g.nodes.size(), -1);
@@ -63,7 +85,7 @@ int cublas_bias_epilogue(Graph& g, std::vector<std::string>* notes) {
   int count = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     int m = -1, bias = -1;
-    std::optional<std::string> why = bias_fold(g, g.nodes[i], readers, outputs, m, bias);
+    std::optional<std::string> why = bias_fold(g, g.nodes[i], readers, outputs, fused_readers, m, bias);
     if (!why) continue;
     if (notes)
       notes->push_back(m < 0 ? *why : describe(g, g.nodes[i], g.nodes[i].inputs[size_t(1 - bias)], g.nodes[i].inputs[size_t(bias)]) +

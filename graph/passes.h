@@ -50,8 +50,10 @@ int cublas_gemm_operands(Graph& g);
 // (where cublas_bias_epilogue_applies, dsl/eager/matmul.h). GPT-2's q, k, v projection otherwise
 // wrote its [8192, 2304] product and read it back to add the bias, 36 us a layer on an H200.
 // Runs after differentiation: matmul_bias has no derivative rule. `notes` gets a line per add of
-// a matmul's product on CUDA: folded, or kept apart and why. Returns the matmuls folded.
-int cublas_bias_epilogue(Graph& g, std::vector<std::string>* notes = nullptr);
+// a matmul's product on CUDA: folded, or kept apart and why. With `fused_readers` (the backend
+// fuses ops), a sum that only pointwise ops read keeps its add, which their pipeline computes
+// (except before a tanh GELU, which joins the epilogue). Returns the matmuls folded.
+int cublas_bias_epilogue(Graph& g, std::vector<std::string>* notes = nullptr, bool fused_readers = false);
 
 // On CUDA, after cublas_bias_epilogue, GELU in its tanh form (GPT-2's) moves into the epilogue of
 // the cuBLASLt GEMM beside it: gelu(matmul_bias(a, b, bias)) becomes matmul_bias_gelu(a, b, bias),

@@ -245,6 +245,32 @@ BOOST_AUTO_TEST_CASE(cublas_bias_epilogue_folds_a_linears_bias_on_cuda_only) {
   }
 }
 
+// With a backend that fuses, a Linear's sum read only by pointwise ops (a residual add, an erf
+// GELU) keeps its add, which their pipeline computes; a sum read by a view or a tanh GELU (whose
+// epilogue takes the bias too) or returned still folds. The graph, run on the CPU, gives the same
+// values.
+BOOST_AUTO_TEST_CASE(cublas_bias_epilogue_leaves_the_bias_to_pointwise_readers_when_ops_fuse) {
+  Builder b;
+  b.device = Device::cuda(0);
+  int x = b.input({4, 6}), w = b.input({6, 8}), bias = b.input({8}), res = b.input({4, 8});
+  auto linear = [&] { return b.op("add", {b.op("matmul", {x, w}), bias}); };
+  int residual = b.op("add", {linear(), res});                           // kept: a pointwise reader
+  int erf = b.op("gelu", {linear()}, {{"approximate", std::string("none")}});  // kept: erf GELU
+  int tanh = b.op("gelu", {linear()}, {{"approximate", std::string("tanh")}});  // folded: the GELU epilogue's
+  int viewed = b.op("transpose", {linear()}, {{"dim0", int64_t(0)}, {"dim1", int64_t(1)}});  // folded
+  int returned = linear();                                               // folded
+  b.g.outputs = {residual, erf, tanh, viewed, returned};
+  Graph g = b.g;
+  std::vector<std::string> notes;
+  BOOST_TEST(cublas_bias_epilogue(g, &notes, /*fused_readers=*/true) == 3);
+  check_valid(g);
+  BOOST_TEST(lines_with(notes, "kept apart, its readers are pointwise: the bias is added in their pipeline") == 2);
+  BOOST_TEST(count_op(g, "matmul_bias") == 3);
+  check_same_on_cpu(b.g, g, 35, "cublas_bias_epilogue with fused readers");
+  Graph unfused = b.g;
+  BOOST_TEST(cublas_bias_epilogue(unfused, nullptr, /*fused_readers=*/false) == 5);
+}
+
 // GELU's tanh form moves into the cuBLASLt GEMM beside it, on CUDA only: a Linear's product,
 // bias and GELU become matmul_bias_gelu, writing GELU's input too (aux) only where something else
 // reads it; gelu_backward of a product read by nothing else becomes matmul_gelu_backward. Kept:
