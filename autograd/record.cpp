@@ -11,11 +11,7 @@ namespace kiln {
 
 namespace {
 
-Tensor alias(const Tensor& t) {
-  return Tensor::make_view(t.storage(), t.shape(), t.strides(), t.storage_offset(), t.dtype());
-}
-
-SavedTensor save(const Tensor& t) { return {alias(t), t.storage()->version.load()}; }
+SavedTensor save(const Tensor& t) { return {t.alias(), t.storage()->version.load()}; }
 
 void record(const OpDef& def, const TensorList& inputs, TensorList& outputs, const Attrs& attrs) {
   if (!grad_enabled() || !is_differentiable(def)) return;
@@ -31,7 +27,7 @@ void record(const OpDef& def, const TensorList& inputs, TensorList& outputs, con
   for (const Tensor& t : inputs) node->inputs.push_back(save(t));
   for (Tensor& out : outputs) {
     for (const Tensor& in : inputs)
-      if (out.impl_ptr() == in.impl_ptr()) out = alias(out);  // an op that returned its input
+      if (out.impl_ptr() == in.impl_ptr()) out = out.alias();  // an op that returned its input
     node->outputs.push_back(save(out));
   }
   for (size_t k = 0; k < outputs.size(); ++k) {

@@ -46,7 +46,7 @@ bool Tensor::is_leaf() const {
 
 Tensor Tensor::detach() const {
   if (is_traced()) return trace_hooks().alias(*this);
-  return make_view(storage(), impl().shape, impl().strides, storage_offset(), dtype());
+  return alias();
 }
 
 std::string Tensor::grad_fn_name() const {

@@ -54,6 +54,9 @@ class Tensor {
   // A view of `storage` (no copy).
   static Tensor make_view(std::shared_ptr<Storage> storage, Shape shape, Strides strides,
                           int64_t offset, DType dtype);
+  // A new tensor object over the same memory, shape, strides and dtype, with no autograd history
+  // and not traced (what the tape saves, and what detach() is outside a trace).
+  Tensor alias() const { return make_view(storage(), impl().shape, impl().strides, storage_offset(), dtype()); }
 
   bool defined() const { return impl_ != nullptr; }
   // Symbolic: a value of a function being traced by kiln::compile (no data until it is needed).

@@ -9,10 +9,6 @@ namespace kiln {
 
 namespace {
 
-Tensor alias(const Tensor& t) {
-  return Tensor::make_view(t.storage(), t.shape(), t.strides(), t.storage_offset(), t.dtype());
-}
-
 struct Halves {
   std::shared_ptr<CompiledGraph> forward, backward;
   int forward_outputs = 0;
@@ -62,7 +58,7 @@ class AutogradFunction final : public CompiledGraph {
     size_t extra = size_t(h.forward_outputs);
     for (int i : h.saved_from_input) {
       const Tensor& t = i >= 0 ? inputs[size_t(i)] : outs[extra++];
-      node->inputs.push_back({alias(t), t.storage()->version.load()});
+      node->inputs.push_back({t.alias(), t.storage()->version.load()});
     }
     std::vector<std::pair<Shape, TensorOptions>> tangent_like(size_t(h.tangents));
     std::vector<const TensorImpl*> taken;
@@ -71,7 +67,7 @@ class AutogradFunction final : public CompiledGraph {
       int t = h.tangent_of_output[k];
       if (t < 0) continue;
       Tensor& r = results[k];
-      if (std::find(taken.begin(), taken.end(), &r.impl()) != taken.end()) r = alias(r);  // an input, or twice
+      if (std::find(taken.begin(), taken.end(), &r.impl()) != taken.end()) r = r.alias();  // an input, or twice
       taken.push_back(&r.impl());
       tangent_like[size_t(t)] = {r.shape(), r.options()};
       auto meta = std::make_shared<AutogradMeta>();

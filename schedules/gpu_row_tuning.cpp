@@ -1,11 +1,23 @@
 #include "schedules/gpu_row_tuning.h"
 
+#include <utility>
+
 #include "dsl/error.h"
 #include "dsl/settings.h"
 
 namespace kiln {
 
-const RowTuning& row_tuning() {
+namespace {
+
+thread_local const RowTuning* current = nullptr;
+
+}  // namespace
+
+const RowTuning& row_tuning() { return current ? *current : default_row_tuning(); }
+
+const RowTuning* exchange_row_tuning(const RowTuning* t) { return std::exchange(current, t); }
+
+const RowTuning& default_row_tuning() {
   static const RowTuning t = [] {
     RowTuning r;
     r.threads = int(int_setting("KILN_GPU_ROW_THREADS", gpu_rows::kThreads, warp_rows::kWarp, 1024));

@@ -31,6 +31,12 @@ struct RowTuning {
   int column_unroll = gpu_rows::kColumnUnroll;
 };
 
+// The tunables the schedule of the region being scheduled on this thread uses: the region's own
+// where its schedule file gives them (a RowTuningScope, region_schedule.h), else the settings'.
 const RowTuning& row_tuning();
+// The settings' tunables, for every region without a schedule of its own.
+const RowTuning& default_row_tuning();
+// Sets this thread's tunables (null: the settings') and returns the previous; RowTuningScope's.
+const RowTuning* exchange_row_tuning(const RowTuning* t);
 
 }  // namespace kiln

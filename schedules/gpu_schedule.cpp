@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -15,6 +16,7 @@
 #include "schedules/gpu_row_tuning.h"
 #include "schedules/gpu_transpose.h"
 #include "schedules/gpu_warp_rows.h"
+#include "schedules/region_schedule.h"
 #include "schedules/schedule_roots.h"
 
 namespace kiln {
@@ -486,7 +488,7 @@ bool schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, co
 }  // namespace
 
 std::string gpu_schedule_tuning() {
-  const RowTuning& t = row_tuning();
+  const RowTuning& t = default_row_tuning();
   return "row_threads=" + std::to_string(t.threads) + ",row_stage=" + std::to_string(t.stage) +
          ",row_vector=" + std::to_string(t.vector) + ",row_warp=" + std::to_string(t.warp) +
          ",row_unroll=" + std::to_string(t.unroll) + ",warp_rows=" + std::to_string(t.warp_rows) + ",row_width=" + std::to_string(t.row_width) +
@@ -498,6 +500,9 @@ std::string gpu_schedule_tuning() {
 
 void schedule_gpu(const Graph& g, const Region& r, LoweredRegion& lowered) {
   KILN_CHECK(lowered.gemms.empty(), "kiln GPU schedule: a GEMM was lowered into a CUDA pipeline");
+  // The region's own tunables where KILN_SCHEDULE_DIR holds a schedule for it (region_schedule.h).
+  std::optional<RegionSchedule> own = region_schedule_of(g, r);
+  RowTuningScope tuning(own ? apply_region_schedule(*own, default_row_tuning()) : default_row_tuning());
   std::vector<ScheduleRoot> roots = schedule_roots(lowered);
   std::set<std::string> shared = shared_funcs(roots);
   std::vector<Hosted> hosted = row_tuning().host ? hosted_rows(g, r, roots) : std::vector<Hosted>(roots.size());

@@ -128,7 +128,7 @@ class HalideBackend final : public Backend {
       } catch (const Error& e) {  // a cached library that does not load: rebuild it once
         if (exporting) throw;
         log_line(LogChannel::output_code, std::string("halide: ") + e.what() + "; rebuilding");
-        remove_cache_entry(graph_key(*g, fusion, options), ".so");
+        remove_cache_entry(graph_key(*g, fusion, steps, options), ".so");
         library = load_or_build(*g, fusion, steps, options, prefix);
       }
       return executor(std::move(g), steps, std::move(library), std::move(in_place), std::move(over), options.label);

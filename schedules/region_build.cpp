@@ -10,6 +10,7 @@
 #include "schedules/gpu_math.h"
 #include "schedules/gpu_schedule.h"
 #include "schedules/jit_target.h"
+#include "schedules/region_schedule.h"
 #include "schedules/region_signature.h"
 #include "schedules/schedule_source.h"
 #include "schedules/shared_library.h"
@@ -95,7 +96,12 @@ void build_region(const Graph& g, RegionStep& s, const BackendOptions& options, 
   for (const std::string& c : s.specialized)
     log_line(LogChannel::schedule, name + ": a specialize() branch for " + c);
   if (log_enabled(LogChannel::schedule) || !debug_dir().empty()) {
-    std::string source = "// " + name + " (" + options.scheduler + " schedule)\n" + schedule_source(s.lowered.outputs);
+    // A CUDA region's key names the file of KILN_SCHEDULE_DIR that would give it its own tunables.
+    std::string own;
+    if (s.cuda)
+      own = "; region schedule key " + region_schedule_key(region_signature(g, s.region)) +
+            (region_schedule_of(g, s.region) ? ", its schedule file applied" : "");
+    std::string source = "// " + name + " (" + options.scheduler + " schedule" + own + ")\n" + schedule_source(s.lowered.outputs);
     log_line(LogChannel::schedule, source);
     debug_dump(name + ".schedule", "cpp", source);
   }

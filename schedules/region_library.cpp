@@ -18,6 +18,7 @@
 #include "schedules/gpu_schedule.h"
 #include "schedules/jit_target.h"
 #include "schedules/object_export.h"
+#include "schedules/region_schedule.h"
 
 namespace kiln {
 
@@ -48,7 +49,8 @@ size_t compile_threads() {
 // Everything the generated code depends on besides kiln's and Halide's versions (which cache_key
 // adds): the graph with its layouts and size hints, the fusion plan (its regions, and which outputs
 // overwrite which tensors), the scheduler, the target.
-std::string graph_key(const Graph& g, const std::string& plan, const BackendOptions& options) {
+std::string graph_key(const Graph& g, const std::string& plan, const std::vector<RegionStep>& steps,
+                      const BackendOptions& options) {
   std::ostringstream os;
   os << g.text() << "\nplan\n" << plan << "\nhash " << g.structural_hash() << "\nlayouts";
   for (const Value& v : g.values) {
@@ -59,6 +61,9 @@ std::string graph_key(const Graph& g, const std::string& plan, const BackendOpti
   os << "\nwrites";  // outputs computed in place are read back, not recomputed (in_place.h)
   for (const auto& [output, input] : g.writes) os << ' ' << output << "->" << input;
   bool cuda = g.on_cuda();
+  for (const RegionStep& s : steps)
+    if (s.node < 0 && s.cuda)
+      if (std::optional<RegionSchedule> own = region_schedule_of(g, s.region)) os << "\nschedule\n" << own->text;
   return cache_key({os.str(), options.scheduler, aot_target(cuda).to_string(), cuda ? gpu_schedule_tuning() : ""});
 }
 
@@ -66,7 +71,7 @@ std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, const std::string& 
                                              const BackendOptions& options, const std::string& prefix) {
   auto t0 = std::chrono::steady_clock::now();
   ObjectExport* exporting = ObjectExport::current();
-  std::string key = graph_key(g, plan, options);
+  std::string key = graph_key(g, plan, steps, options);
   std::string path = exporting ? std::string() : find_cache_entry(key, ".so");
   bool hit = !path.empty();
   std::vector<RegionStep*> all = region_steps(steps);

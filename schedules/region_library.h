@@ -12,8 +12,10 @@
 
 namespace kiln {
 
-// The cache key of a graph compiled with fusion plan `plan` (its text) and `options`.
-std::string graph_key(const Graph& g, const std::string& plan, const BackendOptions& options);
+// The cache key of a graph compiled with fusion plan `plan` (its text), its region `steps` (CUDA
+// regions with schedule files of their own add those, region_schedule.h) and `options`.
+std::string graph_key(const Graph& g, const std::string& plan, const std::vector<RegionStep>& steps,
+                      const BackendOptions& options);
 
 // Compiles the region steps into one shared library in the disk cache (unless it is there
 // already), one function per distinct pipeline named after `prefix`, and points each region step

@@ -136,11 +136,16 @@ CudaContext& cuda_context(int index) {
   return *v[size_t(index)];
 }
 
-void cuda_synchronize(int index) {
-  CudaContext& c = cuda_context(index);
+namespace {
+
+void wait_for(CUstream s) {
   waits++;
-  check_cuda(cuda_api().cuStreamSynchronize(c.stream), "cuda: waiting for the stream");
+  check_cuda(cuda_api().cuStreamSynchronize(s), "cuda: waiting for the stream");
 }
+
+}  // namespace
+
+void cuda_synchronize(int index) { wait_for(cuda_context(index).stream); }
 
 void cuda_synchronize_created() {
   std::vector<CUstream> streams;
@@ -149,10 +154,7 @@ void cuda_synchronize_created() {
     for (const std::unique_ptr<CudaContext>& c : contexts())
       if (c) streams.push_back(c->stream);
   }
-  for (CUstream s : streams) {
-    waits++;
-    check_cuda(cuda_api().cuStreamSynchronize(s), "cuda: waiting for the stream");
-  }
+  for (CUstream s : streams) wait_for(s);
 }
 
 CudaCounters cuda_counters() { return {h2d.load(), d2h.load(), d2d.load(), waits.load(), uploads.load()}; }
@@ -182,7 +184,7 @@ void CapturedArguments::upload() {
   for (size_t i = 0; i < device.size(); ++i)
     check_cuda(cuda_api().cuMemcpyHtoDAsync(device[i], bytes[i].data(), bytes[i].size(), c.stream),
                "cuda: uploading a captured graph's launch arguments");
-  check_cuda(cuda_api().cuStreamSynchronize(c.stream), "cuda: uploading a captured graph's launch arguments");
+  wait_for(c.stream);
 }
 
 ArgumentCaptureScope::ArgumentCaptureScope(CapturedArguments& into) : index_(into.index) {

@@ -9,6 +9,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <unistd.h>
 
@@ -25,6 +26,8 @@
 #include "schedules/gpu_math.h"
 #include "schedules/gpu_schedule.h"
 #include "schedules/lower_region.h"
+#include "schedules/region_schedule.h"
+#include "schedules/region_signature.h"
 #include "schedules/shared_library.h"
 
 using namespace kiln;
@@ -758,3 +761,71 @@ BOOST_AUTO_TEST_CASE(fuzz_programs_compile_for_cuda) {
   }
 }
 
+
+// A region's own schedule (schedules/region_schedule.h): a file named after the region's key in
+// KILN_SCHEDULE_DIR sets its tunables for it alone. A layer_norm over rows of 8192 runs a block
+// a row at 256 threads by default; its file asks for 512, and the kernels launch 512, while a
+// softmax region without a file keeps 256.
+BOOST_AUTO_TEST_CASE(a_regions_schedule_file_sets_its_own_row_threads) {
+  auto layer_norm_rows = [] {
+    Builder b;
+    int x = b.input({64, 8192}), w = b.input({8192}), bias = b.input({8192});
+    b.g.outputs = {b.op("layer_norm", {x, w, bias}, {{"normalized_shape", std::vector<int64_t>{8192}}, {"eps", 1e-5}})};
+    return b;
+  };
+  auto max_threads = [](const std::vector<GpuLaunch>& launches) {
+    int most = 0;
+    for (const GpuLaunch& l : launches) most = std::max(most, int(l.threads));
+    return most;
+  };
+  Builder plain = layer_norm_rows();
+  BOOST_TEST(max_threads(launches_of(plain.g).first) == 256);
+
+  Builder tuned = layer_norm_rows();
+  std::vector<PlannedStep> plan = plan_fusion(tuned.g);
+  BOOST_TEST_REQUIRE(plan.size() == 1u);
+  std::string key = region_schedule_key(region_signature(tuned.g, plan[0].region));
+  BOOST_TEST(key.size() == 16u);
+  auto dir = std::filesystem::temp_directory_path() / ("kiln-region-schedules-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream f(dir / (key + ".schedule"));
+    f << "# layer_norm rows of 8192\ngpu.row.threads 512   # twice the default\n";
+  }
+  test::ScopedEnv schedules("KILN_SCHEDULE_DIR", dir.c_str());
+  BOOST_TEST(max_threads(launches_of(tuned.g).first) == 512);
+  Builder other;
+  other.g.outputs = {other.op("softmax", {other.input({64, 8192})}, {{"dim", int64_t(-1)}})};
+  BOOST_TEST(max_threads(launches_of(other.g).first) == 256);
+  std::filesystem::remove_all(dir);
+}
+
+// A schedule's text: directives in order, comments and blank lines skipped; an unknown
+// directive, a value out of range and a value that is not a whole number are errors naming the
+// file, the line and the directive.
+BOOST_AUTO_TEST_CASE(region_schedule_text_is_checked_line_by_line) {
+  RegionSchedule s = parse_region_schedule("# comment\n\ngpu.row.threads 128\ngpu.row.registers 0\n", "a.schedule");
+  BOOST_TEST(s.directives.size() == 2u);
+  RowTuning t = apply_region_schedule(s, RowTuning{});
+  BOOST_TEST(t.threads == 128);
+  BOOST_TEST(!t.registers);
+  auto error_of = [](const std::string& text) {
+    try {
+      parse_region_schedule(text, "r.schedule");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  std::string unknown = error_of("gpu.row.threads 64\ngpu.row.thread 64\n");
+  BOOST_TEST(unknown.find("r.schedule:2") != std::string::npos, unknown);
+  BOOST_TEST(unknown.find("unknown directive 'gpu.row.thread'") != std::string::npos, unknown);
+  BOOST_TEST(unknown.find("gpu.row.threads 32..1024") != std::string::npos, unknown);  // the known ones listed
+  std::string range = error_of("gpu.row.threads 2048\n");
+  BOOST_TEST(range.find("r.schedule:1") != std::string::npos, range);
+  BOOST_TEST(range.find("must lie in [32, 1024], got 2048") != std::string::npos, range);
+  std::string word = error_of("gpu.row.unroll four\n");
+  BOOST_TEST(word.find("takes a whole number, got 'four'") != std::string::npos, word);
+  std::string two = error_of("gpu.row.unroll 4 8\n");
+  BOOST_TEST(two.find("takes one whole number") != std::string::npos, two);
+}
