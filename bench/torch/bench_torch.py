@@ -26,6 +26,8 @@ def parse_args():
     p.add_argument("--skip-reduce-overhead", action="store_true",
                    help="no mode=\"reduce-overhead\" compiles (CUDA graphs), forward and training step")
     p.add_argument("--skip-kernels", action="store_true", help="no copy and kernel bandwidths")
+    p.add_argument("--attention", choices=["mirror", "sdpa"], default="mirror",
+                   help="the models' attention: kiln's chain op by op (default), or F.scaled_dot_product_attention")
     p.add_argument("--keep-cache", action="store_true",
                    help="use the usual Inductor/Triton caches instead of fresh empty ones")
     return p.parse_args()
@@ -48,6 +50,16 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import zoo  # noqa: E402  (bench/torch/zoo.py, beside this script)
+import zoo_real  # noqa: E402  (its set_attention swaps in F.scaled_dot_product_attention)
+
+ATTENTION = ARGS.attention if ARGS is not None else "mirror"
+
+
+def make_model(name):
+    """zoo.make_model(name, "cuda") with the attention --attention asks for."""
+    model, make_inputs = zoo.make_model(name, "cuda")
+    zoo_real.set_attention(model, ATTENTION)
+    return model, make_inputs
 
 WARMUP = 10          # calls before timing (after the compiling call for compiled functions)
 MIN_ITERS = 50       # timed calls: at least this many ...
@@ -230,7 +242,7 @@ def bench_training(name, compile_model, mode=None, prefix="torch_compile"):
     """Training step ms of a fresh copy of the model (train mode); compiled: the model's forward
     and backward through torch.compile(mode=mode), loss and AdamW step eager."""
     torch.manual_seed(0)
-    model, make_inputs = zoo.make_model(name, "cuda")
+    model, make_inputs = make_model(name)
     model.train()
     inputs, loss_fn = make_inputs(), zoo.make_loss(name, "cuda")
     if not compile_model:
@@ -244,7 +256,7 @@ def bench_training(name, compile_model, mode=None, prefix="torch_compile"):
 def bench_inference(row, name, args):
     """Eager, torch.compile and max-autotune forward ms (and cold compile s), under no_grad."""
     torch.manual_seed(0)
-    model, make_inputs = zoo.make_model(name, "cuda")
+    model, make_inputs = make_model(name)
     inputs = make_inputs()
     row["inputs"] = [list(t.shape) for t in inputs]
     row["parameters"] = sum(p.numel() for p in model.parameters())
@@ -346,7 +358,7 @@ def main(args):
         sys.exit("bench_torch: needs a CUDA device")
     names = selected_models(args)
     configure_torch()
-    report = {"device": torch.cuda.get_device_name(), "torch_version": torch.__version__,
+    report = {"device": torch.cuda.get_device_name(), "torch_version": torch.__version__, "attention": ATTENTION,
               "cuda_version": torch.version.cuda, "tf32": False, "fresh_cache": CACHE_ROOT is not None,
               "timing": {"warmup": WARMUP, "min_iters": MIN_ITERS, "min_seconds": MIN_SECONDS,
                          "max_iters": MAX_ITERS, "statistic": "median of per-call CUDA event times"},

@@ -5,8 +5,9 @@
 #   y = module(*make_inputs())                        # (64, 1024)
 #
 # Every forward mirrors kiln's op by op: the attention is matmul, scale, causal where, softmax,
-# matmul (not F.scaled_dot_product_attention, which kiln does not have), the causal mask is
-# built from arange on every call as kiln builds it, GELU is the exact erf form (kiln's
+# matmul (the chain kiln's compiled f32 graphs run on CUDA; bench_torch.py --attention sdpa swaps
+# in F.scaled_dot_product_attention through zoo_real.set_attention), the causal mask is built from
+# arange on every call as kiln builds it, GELU is the exact erf form (kiln's
 # default), LayerNorm eps is 1e-5. Initialisations follow kiln's (PyTorch's defaults; GPT-2's
 # N(0, 0.02) embeddings in TinyGpt); they do not change the timings.
 import math
