@@ -28,8 +28,11 @@ struct TrainStepReport {
 // (at least 15 each and 2 s in all).
 using StepMs = std::function<double(const std::function<void()>&)>;
 
+// Without `eager_column` only the compiled step is timed (eager_ms and saved_bytes_eager stay 0):
+// a second variant of the compiled step, such as its CUDA-graph replay, beside a first call's
+// eager column.
 TrainStepReport measure_train_step(const std::string& model, Device device, CompileOptions options,
-                                   const StepMs& step_ms);
+                                   const StepMs& step_ms, bool eager_column = true);
 
 // One line: "mlp  train step: eager 1.23 ms, compiled ..., saved for backward: ..."; `digits`
 // after the point for milliseconds.
