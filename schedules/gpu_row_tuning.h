@@ -5,6 +5,10 @@
 #pragma once
 #include <Halide.h>
 
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
 #include "schedules/gpu_row_constants.h"
 #include "schedules/gpu_warp_rows.h"
 
@@ -30,6 +34,23 @@ struct RowTuning {
   int64_t column_chunk_max = gpu_rows::kColumnChunkMax;
   int column_unroll = gpu_rows::kColumnUnroll;
 };
+
+// One tunable of RowTuning: its directive in a region's schedule file (region_schedule.h), the
+// setting that gives its default for every region, its range (0..1 for a flag) and what it sets.
+// default_row_tuning() reads each from its setting; a schedule file's directives set them per
+// region. (vector, row_width and combine are settings only.)
+struct RowTunable {
+  const char* directive;  // "gpu.row.threads"
+  const char* setting;    // "KILN_GPU_ROW_THREADS"
+  int64_t lo, hi;
+  bool flag;  // read from its setting as a flag (1/0, true/false)
+  int64_t (*get)(const RowTuning&);
+  void (*set)(RowTuning&, int64_t);
+  const char* what;
+};
+const std::vector<RowTunable>& row_tunables();
+// The tunable of this directive, or null.
+const RowTunable* find_row_tunable(std::string_view directive);
 
 // The tunables the schedule of the region being scheduled on this thread uses: the region's own
 // where its schedule file gives them (a RowTuningScope, region_schedule.h), else the settings'.

@@ -498,11 +498,9 @@ std::string gpu_schedule_tuning() {
          ",column_unroll=" + std::to_string(t.column_unroll);
 }
 
-void schedule_gpu(const Graph& g, const Region& r, LoweredRegion& lowered) {
+void schedule_gpu(const Graph& g, const Region& r, LoweredRegion& lowered, const RowTuning& tuning) {
   KILN_CHECK(lowered.gemms.empty(), "kiln GPU schedule: a GEMM was lowered into a CUDA pipeline");
-  // The region's own tunables where KILN_SCHEDULE_DIR holds a schedule for it (region_schedule.h).
-  std::optional<RegionSchedule> own = region_schedule_of(g, r);
-  RowTuningScope tuning(own ? apply_region_schedule(*own, default_row_tuning()) : default_row_tuning());
+  RowTuningScope scope(tuning);
   std::vector<ScheduleRoot> roots = schedule_roots(lowered);
   std::set<std::string> shared = shared_funcs(roots);
   std::vector<Hosted> hosted = row_tuning().host ? hosted_rows(g, r, roots) : std::vector<Hosted>(roots.size());

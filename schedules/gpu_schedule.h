@@ -26,11 +26,15 @@
 #pragma once
 #include <string>
 
+#include "schedules/gpu_row_tuning.h"
 #include "schedules/lower_region.h"
 
 namespace kiln {
 
-void schedule_gpu(const Graph& g, const Region& r, LoweredRegion& lowered);
+// `tuning`: the region's own tunables where it has a schedule file (region_schedule.h's
+// row_tuning_of), else the settings'.
+void schedule_gpu(const Graph& g, const Region& r, LoweredRegion& lowered,
+                  const RowTuning& tuning = default_row_tuning());
 
 // The row schedule's tunables, for schedule experiments (`kiln bench gpu` with these set), are
 // the KILN_GPU_ROW_* and KILN_GPU_WARP_* settings (dsl/settings.cpp lists them with their

@@ -113,6 +113,7 @@ class HalideBackend final : public Backend {
       s.node = p.node;
       s.region = std::move(p.region);
       s.cuda = p.node < 0 && (on_cuda(*g, s.region.inputs) || on_cuda(*g, s.region.outputs));
+      if (s.cuda) s.own_schedule = region_schedule_of(*g, s.region);
       if (p.node >= 0 && packs_weight(*g, g->nodes[size_t(p.node)]))
         s.packed_b = std::make_shared<PackedWeight>(PackedWeight::Layout::dense);
       s.packers = region_packers(s.region);

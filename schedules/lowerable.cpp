@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "dsl/settings.h"
+#include "dsl/index_checks.h"
 #include "schedules/weight_packing.h"
 
 namespace kiln {
@@ -55,8 +55,8 @@ bool read_by_pipeline_ops(const Graph& g, int v) {
 }  // namespace
 
 bool clamped_gather(const Graph& g, const GraphNode& n) {
-  return n.op->schedule_class == ScheduleClass::gather && g.values[size_t(n.outputs.at(0))].meta.device.is_cuda() &&
-         !flag_setting("KILN_CHECK_INDICES", false) && !read_by_pipeline_ops(g, n.inputs.at(0));
+  return n.op->schedule_class == ScheduleClass::gather && !indices_checked_on_host(g.values[size_t(n.outputs.at(0))].meta.device) &&
+         !read_by_pipeline_ops(g, n.inputs.at(0));
 }
 
 bool lowerable(const Graph& g, const GraphNode& n) {

@@ -46,7 +46,7 @@ void schedule(const Graph& g, RegionStep& s, const std::string& scheduler) {
   if (s.cuda) {  // Halide 14's one GPU autoscheduler (li2018) is slow and weak: kiln's own schedule
     if (scheduler != "kiln")
       log_line(LogChannel::schedule, "halide: " + scheduler + " schedules CPU code only; kiln's GPU schedule runs");
-    schedule_gpu(g, s.region, s.lowered);
+    schedule_gpu(g, s.region, s.lowered, row_tuning_of(s.own_schedule));
     return;
   }
   if (scheduler != "kiln") {
@@ -100,7 +100,7 @@ void build_region(const Graph& g, RegionStep& s, const BackendOptions& options, 
     std::string own;
     if (s.cuda)
       own = "; region schedule key " + region_schedule_key(region_signature(g, s.region)) +
-            (region_schedule_of(g, s.region) ? ", its schedule file applied" : "");
+            (s.own_schedule ? ", its schedule file applied" : "");
     std::string source = "// " + name + " (" + options.scheduler + " schedule" + own + ")\n" + schedule_source(s.lowered.outputs);
     log_line(LogChannel::schedule, source);
     debug_dump(name + ".schedule", "cpp", source);

@@ -12,6 +12,7 @@
 #include "graph/backend.h"
 #include "schedules/graph_executor.h"
 #include "schedules/lower_region.h"
+#include "schedules/region_schedule.h"
 #include "schedules/size_specialization.h"
 
 namespace kiln {
@@ -19,6 +20,9 @@ namespace kiln {
 // A step as the executor runs it, with what compiling its region takes.
 struct RegionStep : ExecutorStep {
   bool cuda = false;  // the region's values live on the GPU: CUDA target, GPU schedule
+  // A CUDA region's own schedule from KILN_SCHEDULE_DIR, read once when the step is made: the
+  // disk cache's key, the GPU schedule and the schedule log all use this one.
+  std::optional<RegionSchedule> own_schedule;
   LoweredRegion lowered;
   Halide::Pipeline pipeline;
   std::vector<std::string> specialized;  // specialize() branches added (size_specialization.h)

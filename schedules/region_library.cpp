@@ -62,8 +62,7 @@ std::string graph_key(const Graph& g, const std::string& plan, const std::vector
   for (const auto& [output, input] : g.writes) os << ' ' << output << "->" << input;
   bool cuda = g.on_cuda();
   for (const RegionStep& s : steps)
-    if (s.node < 0 && s.cuda)
-      if (std::optional<RegionSchedule> own = region_schedule_of(g, s.region)) os << "\nschedule\n" << own->text;
+    if (s.own_schedule) os << "\nschedule\n" << s.own_schedule->text;
   return cache_key({os.str(), options.scheduler, aot_target(cuda).to_string(), cuda ? gpu_schedule_tuning() : ""});
 }
 

@@ -47,6 +47,8 @@ std::optional<RegionSchedule> region_schedule_of(const Graph& g, const Region& r
 
 // `base` with the schedule's directives applied.
 RowTuning apply_region_schedule(const RegionSchedule& s, RowTuning base);
+// The tunables of a region with this schedule (none: the settings').
+RowTuning row_tuning_of(const std::optional<RegionSchedule>& own);
 
 // "gpu.row.threads 32..1024: threads per block of a block row", one line each.
 std::string region_schedule_directives();

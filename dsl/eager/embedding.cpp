@@ -5,7 +5,7 @@
 #include "dsl/eager/kernel_call.h"
 #include "dsl/eager/runners.h"
 #include "dsl/error.h"
-#include "dsl/settings.h"
+#include "dsl/index_checks.h"
 
 namespace kiln {
 
@@ -20,10 +20,10 @@ void check_indices(const I* idx, int64_t n, const Shape& weight_shape, const Sha
                "); indices must lie in [0, ", rows, ")");
 }
 
-// Contiguous indices checked against a table of weight_shape[0] rows. CUDA indices only with
-// KILN_CHECK_INDICES=1: reading them on the host waits for the stream, so the kernels clamp them.
+// Contiguous indices checked against a table of weight_shape[0] rows where they are checked on the
+// host (dsl/index_checks.h); else the kernels clamp them.
 void check_indices_on_host(const Tensor& indices, const Shape& weight_shape) {
-  if (indices.device().is_cuda() && !flag_setting("KILN_CHECK_INDICES", false)) return;
+  if (!indices_checked_on_host(indices.device())) return;
   Tensor host = indices.to(Device::cpu());
   if (host.dtype() == DType::i32)
     check_indices(static_cast<const int32_t*>(host.data_ptr()), host.numel(), weight_shape, indices.shape());

@@ -20,7 +20,7 @@
 #include "dsl/eager/runners.h"
 #include "dsl/eager/strided_view.h"
 #include "dsl/error.h"
-#include "dsl/settings.h"
+#include "dsl/index_checks.h"
 
 namespace kiln {
 
@@ -190,11 +190,9 @@ TensorList run_cross_entropy(const OpDef& def, const TensorList& in, const Attrs
   const Tensor &input = in[0], &targets = in[1];
   int64_t classes = input.size(-1), rows = input.dim() == 2 ? input.size(0) : 1;
   int64_t t_stride = targets.dim() == 1 ? targets.stride(0) : 0;
-  // Device targets are checked on the host only with KILN_CHECK_INDICES=1 (reading them waits for
-  // the stream); otherwise the kernel clamps them.
+  // Targets are checked where dsl/index_checks.h says; otherwise the kernel clamps them.
   Tensor host_targets;
-  if (!input.device().is_cuda()) host_targets = targets;
-  else if (flag_setting("KILN_CHECK_INDICES", false)) host_targets = targets.to(Device::cpu());
+  if (indices_checked_on_host(input.device())) host_targets = targets.to(Device::cpu());
   const int64_t* t = host_targets.defined() ? static_cast<const int64_t*>(host_targets.data_ptr()) : nullptr;
   int64_t host_stride = host_targets.defined() && host_targets.dim() == 1 ? host_targets.stride(0) : 0;
   for (int64_t n = 0; t && n < rows; ++n) {

@@ -52,6 +52,12 @@ struct Builder {
 
 // Lowers, schedules and compiles every region of g for CUDA; returns the regions' statements.
 // A graph of eager steps only (a fuzz program that is one matmul) has none to return.
+// kiln's GPU schedule with the region's own tunables where KILN_SCHEDULE_DIR has a file for it,
+// as the halide backend schedules a CUDA region (RegionStep::own_schedule).
+void schedule_as_the_backend_does(const Graph& g, const Region& r, LoweredRegion& lowered) {
+  schedule_gpu(g, r, lowered, row_tuning_of(region_schedule_of(g, r)));
+}
+
 enum class Regions { expected, optional };
 std::vector<std::string> compile_for_cuda(Graph& g, const std::string& what, Regions regions = Regions::expected) {
   std::vector<std::string> stmts;
@@ -69,7 +75,7 @@ std::vector<std::string> compile_for_cuda(Graph& g, const std::string& what, Reg
     }
     LoweredRegion lowered = lower_region(g, step.region);
     Halide::Pipeline p = cuda_pipeline(lowered.outputs);  // as the halide backend builds CUDA pipelines
-    schedule_gpu(g, step.region, lowered);
+    schedule_as_the_backend_does(g, step.region, lowered);
     // The backend's launch check runs inside every CUDA compile (region_library.cpp): its cost is
     // part of what is tested here.
     record_gpu_launches(p, region_sizes(g, step.region, lowered));
@@ -257,7 +263,7 @@ std::pair<std::vector<GpuLaunch>, std::string> launches_of(Graph& g) {
   BOOST_TEST_REQUIRE(plan.size() == 1u);
   LoweredRegion lowered = lower_region(g, plan[0].region);
   Halide::Pipeline p = cuda_pipeline(lowered.outputs);  // as the halide backend builds CUDA pipelines
-  schedule_gpu(g, plan[0].region, lowered);
+  schedule_as_the_backend_does(g, plan[0].region, lowered);
   auto launches = record_gpu_launches(p, region_sizes(g, plan[0].region, lowered));
   auto path = std::filesystem::temp_directory_path() / ("kiln-gpu-launches-" + std::to_string(::getpid()) + ".stmt");
   p.compile_to_lowered_stmt(path.string(), pipeline_arguments(plan[0].region, lowered), Halide::Text, aot_target(true));
