@@ -1,14 +1,16 @@
 # cmake --install: kiln's headers (under include/kiln, as the source tree lays them out), its
 # libraries (the eager kernels as one archive), the `kiln` program, and a versioned CMake package:
-# find_package(kiln 0.1) gives kiln::kiln and kiln_add_model(). tests/install/ builds a program and an
+# find_package(kiln 0.1) gives kiln::kiln, kiln::runtime and kiln_add_model(). tests/install/ builds a program and an
 # ahead-of-time model against an installed tree.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(KILN_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/kiln)
 set_target_properties(kiln_defs PROPERTIES EXPORT_NAME defs)
+set_target_properties(kiln_defs_runtime PROPERTIES EXPORT_NAME defs_runtime)
+set_target_properties(kiln_runtime PROPERTIES EXPORT_NAME runtime)
 set_target_properties(kiln_eager_kernels PROPERTIES EXPORT_NAME eager_kernels)
-install(TARGETS kiln kiln_defs kiln_eager_kernels EXPORT kilnTargets
+install(TARGETS kiln kiln_runtime kiln_defs kiln_defs_runtime kiln_eager_kernels EXPORT kilnTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS kiln_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/kiln.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln)

@@ -10,7 +10,8 @@
 # line), compiles every fused region through Halide for this machine's CPU, and writes, under
 # ${CMAKE_CURRENT_BINARY_DIR}/NAME.kiln/: NAME.h, NAME.cpp, NAME_regions.o and NAME.safetensors
 # (aot/model_sources.h). Target NAME is the static library of those, with NAME.h on its include
-# path: `NAME::Model m(path); Tensor y = m.forward(x);`. Its property KILN_WEIGHTS is the path of
+# path: `NAME::Model m(path); Tensor y = m.forward(x);`. It links kiln::runtime (eager ops,
+# autograd and the model's run time, without libHalide or LLVM). Its property KILN_WEIGHTS is the path of
 # NAME.safetensors. DYNAMIC "x:0:2..512" lets input x's dim 0 take any size from 2 to 512; every
 # other size is fixed by the examples. SPECIALIZE "x.1 % 16 == 0" gives every pipeline sized by
 # that dynamic dim a specialize() branch for sizes that satisfy it (the same schedule, compiled
@@ -64,6 +65,6 @@ int main(int argc, char** argv) { return kiln::aot::generator_main(&${M_ENTRY}, 
   add_library(${name} STATIC ${dir}/${name}.cpp ${dir}/${name}_regions.o)
   set_source_files_properties(${dir}/${name}_regions.o PROPERTIES EXTERNAL_OBJECT TRUE GENERATED TRUE)
   target_include_directories(${name} PUBLIC ${dir})
-  target_link_libraries(${name} PUBLIC kiln::kiln)
+  target_link_libraries(${name} PUBLIC kiln::runtime)  # no libHalide, no LLVM
   set_target_properties(${name} PROPERTIES KILN_WEIGHTS ${dir}/${name}.safetensors)
 endfunction()

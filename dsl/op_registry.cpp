@@ -7,6 +7,11 @@
 
 namespace kiln {
 
+namespace halide_tables {
+// Weak: defined in kiln_defs, which a run-time-only program (kiln::runtime) does not link.
+void add_all_ops(std::vector<OpDef>& defs) __attribute__((weak));
+}  // namespace halide_tables
+
 namespace {
 
 struct Registry {
@@ -14,17 +19,12 @@ struct Registry {
   std::unordered_map<std::string_view, size_t> index;
 
   Registry() {
-    add_unary_ops(defs);
-    add_binary_ops(defs);
-    add_cast_ops(defs);
-    add_view_ops(defs);
-    add_reduce_ops(defs);
-    add_normalization_ops(defs);
-    add_matmul_ops(defs);
-    add_embedding_ops(defs);
-    add_cat_ops(defs);
-    add_creation_ops(defs);
-    add_attention_ops(defs);
+    // The tables with their Halide definitions where kiln_defs is linked, else the run time's
+    // (dsl/ops/op_tables.h).
+    if (halide_tables::add_all_ops)
+      halide_tables::add_all_ops(defs);
+    else
+      runtime_tables::add_all_ops(defs);
     for (size_t i = 0; i < defs.size(); ++i) {
       bool fresh = index.emplace(defs[i].name, i).second;
       KILN_CHECK(fresh, "op registry: op '", defs[i].name, "' is defined twice");

@@ -98,7 +98,8 @@ Backend& backend(std::string_view name) {
     if (x->name() == name) return *x;
   std::string known;
   for (auto& x : r.backends) known += (known.empty() ? "" : ", ") + std::string(x->name());
-  throw_error("compile: unknown backend '", name, "' (registered: ", known, ")");
+  throw_error("compile: unknown backend '", name, "' (registered: ", known, ")",
+              name == "halide" ? "; the halide backend is kiln::kiln's, and this program links kiln::runtime only" : "");
 }
 
 std::vector<std::string> backend_names() {

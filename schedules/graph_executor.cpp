@@ -1,6 +1,7 @@
 #include "schedules/graph_executor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <optional>
 
@@ -25,6 +26,12 @@ std::vector<std::shared_ptr<PackedWeight>> region_packers(const Region& r) {
 }
 
 std::string region_what(const Region& r) { return "a pipeline of " + std::to_string(r.nodes.size()) + " ops"; }
+
+namespace {
+std::atomic<int64_t> in_place_run{0};
+}  // namespace
+
+int64_t in_place_outputs_run() { return in_place_run.load(); }
 
 std::vector<halide_dimension_t> halide_dims(const Tensor& t) {
   const TensorImpl& ti = t.impl();
@@ -102,7 +109,7 @@ class GraphExecutor final : public CompiledGraph {
         alone = !inputs[j].shares_storage_with(t) || std::count(positions.begin(), positions.end(), int(j)) > 0;
       if (alone) into[v] = t;
     }
-    if (!into.empty()) count_in_place_outputs(int64_t(into.size()));
+    in_place_run += int64_t(into.size());
     std::vector<int64_t> symbols(size_t(g.shape_env->symbol_count()), -1);
     for (const SymbolSource& src : symbol_sources_) symbols[size_t(src.symbol)] = inputs[src.input].impl().shape[src.dim];
     bool perf = log_enabled(LogChannel::perf);

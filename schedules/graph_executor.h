@@ -53,6 +53,11 @@ const ExecutorPlan* executor_plan(const CompiledGraph& g);
 // The weight packers of a region's inputs: one for each it reads as packed panels, else null.
 std::vector<std::shared_ptr<PackedWeight>> region_packers(const Region& r);
 
+// Outputs computed in place in this process so far (ExecutorPlan::in_place): the executor still
+// checks at run time that no other input shares the tensor's memory; otherwise the output gets its
+// own.
+int64_t in_place_outputs_run();
+
 // "a pipeline of 7 ops": a region in log lines and errors.
 std::string region_what(const Region& r);
 

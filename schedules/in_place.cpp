@@ -1,7 +1,6 @@
 #include "schedules/in_place.h"
 
 #include <algorithm>
-#include <atomic>
 #include <set>
 
 #include "schedules/lowerable.h"
@@ -10,7 +9,6 @@ namespace kiln {
 
 namespace {
 
-std::atomic<int64_t> run_count{0};
 
 struct Uses {
   std::vector<std::vector<int>> readers;  // per value: the nodes that read it
@@ -133,8 +131,5 @@ std::map<int, int> reused_intermediates(const Graph& g, const std::vector<Planne
   }
   return over;
 }
-
-int64_t in_place_outputs_run() { return run_count.load(); }
-void count_in_place_outputs(int64_t n) { run_count += n; }
 
 }  // namespace kiln

@@ -30,9 +30,7 @@ std::map<int, std::vector<int>> in_place_outputs(const Graph& g, const std::vect
 std::map<int, int> reused_intermediates(const Graph& g, const std::vector<PlannedStep>& steps,
                                         const std::map<int, std::vector<int>>& in_place);
 
-// Outputs the halide backend has computed in place in this process so far (at run time it still
-// checks that no other input shares the tensor's memory; otherwise the output gets its own).
-int64_t in_place_outputs_run();
-void count_in_place_outputs(int64_t n);
+// At run time the graph executor computes these outputs in place (in_place_outputs_run(),
+// graph_executor.h, counts them).
 
 }  // namespace kiln

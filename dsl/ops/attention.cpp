@@ -78,7 +78,7 @@ OpDef attention_op(const std::string& name, int inputs, ShapeRule infer) {
 
 }  // namespace
 
-void add_attention_ops(std::vector<OpDef>& defs) {
+void KILN_OP_TABLES::add_attention_ops(std::vector<OpDef>& defs) {
   defs.push_back(attention_op("attention", 3, infer_attention));
   OpDef backward = attention_op("attention_backward", 6, infer_attention_backward);
   backward.differentiable = false;  // runs inside a backward only

@@ -29,7 +29,7 @@ OpDef& binary(std::vector<OpDef>& defs, std::string name, Result result, std::fu
     DType t = result == Result::boolean ? DType::bool_ : compute(in);
     return std::vector<TensorMeta>{{s, t, dev}};
   };
-  d.pointwise = [f](const std::vector<Expr>& in, const Attrs&) { return f(in[0], in[1]); };
+  d.pointwise = KILN_HALIDE([f](const std::vector<Expr>& in, const Attrs&) { return f(in[0], in[1]); });
   d.differentiable = result != Result::boolean;  // comparisons: piecewise constant
   d.comparison = d.cheap = result == Result::boolean;
   defs.push_back(std::move(d));
@@ -38,21 +38,21 @@ OpDef& binary(std::vector<OpDef>& defs, std::string name, Result result, std::fu
 
 }  // namespace
 
-void add_binary_ops(std::vector<OpDef>& defs) {
+void KILN_OP_TABLES::add_binary_ops(std::vector<OpDef>& defs) {
   using R = Result;
-  binary(defs, "add", R::promoted, [](Expr a, Expr b) { return a + b; }).cheap = true;
-  binary(defs, "sub", R::promoted, [](Expr a, Expr b) { return a - b; }).cheap = true;
-  binary(defs, "mul", R::promoted, [](Expr a, Expr b) { return a * b; }).cheap = true;
-  binary(defs, "div", R::floating, [](Expr a, Expr b) { return a / b; });
-  binary(defs, "pow", R::floating, [](Expr a, Expr b) { return Halide::pow(a, b); });
-  binary(defs, "maximum", R::promoted, [](Expr a, Expr b) { return Halide::max(a, b); }).cheap = true;
-  binary(defs, "minimum", R::promoted, [](Expr a, Expr b) { return Halide::min(a, b); }).cheap = true;
-  binary(defs, "eq", R::boolean, [](Expr a, Expr b) { return a == b; });
-  binary(defs, "ne", R::boolean, [](Expr a, Expr b) { return a != b; });
-  binary(defs, "lt", R::boolean, [](Expr a, Expr b) { return a < b; });
-  binary(defs, "le", R::boolean, [](Expr a, Expr b) { return a <= b; });
-  binary(defs, "gt", R::boolean, [](Expr a, Expr b) { return a > b; });
-  binary(defs, "ge", R::boolean, [](Expr a, Expr b) { return a >= b; });
+  binary(defs, "add", R::promoted, KILN_HALIDE([](Expr a, Expr b) { return a + b; })).cheap = true;
+  binary(defs, "sub", R::promoted, KILN_HALIDE([](Expr a, Expr b) { return a - b; })).cheap = true;
+  binary(defs, "mul", R::promoted, KILN_HALIDE([](Expr a, Expr b) { return a * b; })).cheap = true;
+  binary(defs, "div", R::floating, KILN_HALIDE([](Expr a, Expr b) { return a / b; }));
+  binary(defs, "pow", R::floating, KILN_HALIDE([](Expr a, Expr b) { return Halide::pow(a, b); }));
+  binary(defs, "maximum", R::promoted, KILN_HALIDE([](Expr a, Expr b) { return Halide::max(a, b); })).cheap = true;
+  binary(defs, "minimum", R::promoted, KILN_HALIDE([](Expr a, Expr b) { return Halide::min(a, b); })).cheap = true;
+  binary(defs, "eq", R::boolean, KILN_HALIDE([](Expr a, Expr b) { return a == b; }));
+  binary(defs, "ne", R::boolean, KILN_HALIDE([](Expr a, Expr b) { return a != b; }));
+  binary(defs, "lt", R::boolean, KILN_HALIDE([](Expr a, Expr b) { return a < b; }));
+  binary(defs, "le", R::boolean, KILN_HALIDE([](Expr a, Expr b) { return a <= b; }));
+  binary(defs, "gt", R::boolean, KILN_HALIDE([](Expr a, Expr b) { return a > b; }));
+  binary(defs, "ge", R::boolean, KILN_HALIDE([](Expr a, Expr b) { return a >= b; }));
 
   OpDef w;
   w.name = "where";
@@ -73,44 +73,16 @@ void add_binary_ops(std::vector<OpDef>& defs) {
   // branch that reads the condition from host memory, which on CUDA is a device-only buffer (a
   // null read; tests/cuda/test_mixed_precision.cpp). The bits of the chosen operand are kept
   // exactly, inf and NaN included.
-  w.pointwise = [](const std::vector<Expr>& in, const Attrs&) {
+  w.pointwise = KILN_HALIDE([](const std::vector<Expr>& in, const Attrs&) {
     Expr c = in[0] != 0;
     Halide::Type t = in[1].type(), bits = Halide::UInt(t.bits());
     if (t.is_bool()) return (c && in[1]) || (!c && in[2]);
     Expr take_a = Halide::cast(bits, 0) - Halide::cast(bits, c);  // all ones or zero
     Expr a = Halide::reinterpret(bits, in[1]), b = Halide::reinterpret(bits, in[2]);
     return Halide::reinterpret(t, (a & take_a) | (b & ~take_a));
-  };
+  });
   w.cheap = true;
   defs.push_back(std::move(w));
-}
-
-DType result_type(const std::vector<TensorMeta>& in) {
-  auto cat = [](DType t) { return t == DType::bool_ ? 0 : is_integral(t) ? 1 : 2; };
-  bool have_dims = false, have_scalar = false;
-  DType dims_t = DType::bool_, scalar_t = DType::bool_;
-  for (const TensorMeta& m : in) {
-    DType& acc = m.shape.empty() ? scalar_t : dims_t;
-    bool& seen = m.shape.empty() ? have_scalar : have_dims;
-    acc = seen ? promote_types(acc, m.dtype) : m.dtype;
-    seen = true;
-  }
-  if (!have_dims) return scalar_t;
-  if (!have_scalar || cat(scalar_t) <= cat(dims_t)) return dims_t;
-  return is_floating(scalar_t) ? DType::f32 : scalar_t;  // int tensor with float scalar -> f32
-}
-
-Shape broadcast_all(std::string_view op, const std::vector<TensorMeta>& in) {
-  Shape s = in[0].shape;
-  for (size_t i = 1; i < in.size(); ++i) s = broadcast_shapes(op, s, in[i].shape);
-  return s;
-}
-
-Device common_device(std::string_view op, const std::vector<TensorMeta>& in) {
-  for (const TensorMeta& m : in)
-    KILN_CHECK(m.device == in[0].device, op, ": tensors are on different devices (", in[0].device,
-               " and ", m.device, "); move them with to(Device)");
-  return in[0].device;
 }
 
 }  // namespace kiln

@@ -5,7 +5,7 @@
 
 namespace kiln {
 
-void add_cast_ops(std::vector<OpDef>& defs) {
+void KILN_OP_TABLES::add_cast_ops(std::vector<OpDef>& defs) {
   OpDef d;
   d.name = "cast";
   d.schedule_class = ScheduleClass::pointwise;
@@ -20,7 +20,7 @@ void add_cast_ops(std::vector<OpDef>& defs) {
   };
   // The generator converts the stored input to its value type first; the result is stored as
   // the target dtype by the kernel's store_value.
-  d.pointwise = [](const std::vector<Halide::Expr>& in, const Attrs&) { return in[0]; };
+  d.pointwise = KILN_HALIDE([](const std::vector<Halide::Expr>& in, const Attrs&) { return in[0]; });
   defs.push_back(std::move(d));
 }
 

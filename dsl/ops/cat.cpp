@@ -91,14 +91,14 @@ std::vector<HalideTensor> define_cat(const std::vector<HalideTensor>& in, const 
 
 }  // namespace
 
-void add_cat_ops(std::vector<OpDef>& defs) {
+void KILN_OP_TABLES::add_cat_ops(std::vector<OpDef>& defs) {
   OpDef d;
   d.name = "cat";
   d.schedule_class = ScheduleClass::data_movement;
   d.family = KernelFamily::cat;
   d.num_inputs = -1;
   d.infer = infer_cat;
-  d.define = define_cat;
+  d.define = KILN_HALIDE(define_cat);
   defs.push_back(std::move(d));
 }
 

@@ -43,7 +43,7 @@ Shape shape_attr(const std::vector<TensorMeta>&, const Attrs& a) { return a.get<
 // The Halide definition of a creation op whose element depends on its index and attributes
 // alone: value(i, attrs, count) for a 1-d result, or the same value everywhere (full).
 void define_by_index(OpDef& d, std::function<Halide::Expr(const Halide::Expr& i, const Attrs&, int64_t count)> value) {
-  d.define = [shape_of = d.infer, value, name = d.name](const std::vector<HalideTensor>&, const Attrs& a) {
+  d.define = KILN_HALIDE([shape_of = d.infer, value, name = d.name](const std::vector<HalideTensor>&, const Attrs& a) {
     TensorMeta m = shape_of({}, a)[0];
     std::vector<Halide::Var> v = halide_vars(int(m.shape.size()));
     Halide::Func out(name);
@@ -52,7 +52,7 @@ void define_by_index(OpDef& d, std::function<Halide::Expr(const Halide::Expr& i,
     std::vector<Halide::Expr> shape;
     for (int64_t n : m.shape) shape.push_back(Halide::Expr(int32_t(n)));
     return std::vector<HalideTensor>{{out, shape, m.dtype}};
-  };
+  });
 }
 
 Halide::Expr range_value(const Halide::Expr& i, std::string_view op, const Attrs& a, int64_t count) {
@@ -61,40 +61,9 @@ Halide::Expr range_value(const Halide::Expr& i, std::string_view op, const Attrs
 
 }  // namespace
 
-RangeParams range_params(std::string_view op, const Attrs& a, int64_t count) {
-  RangeParams r;
-  r.start = a.get<double>("start");
-  if (op == "arange") {
-    r.step = a.get<double>("step");
-    r.last = r.start + double(count - 1) * r.step;
-  } else {
-    KILN_CHECK(op == "linspace", "range_params: ", op, " is not a range op");
-    int64_t steps = a.get<int64_t>("steps");
-    r.step = steps > 1 ? (a.get<double>("end") - r.start) / double(steps - 1) : 0;
-    r.last = steps > 1 ? a.get<double>("end") : r.start;
-    r.exact_last = steps > 1;
-  }
-  return r;
-}
-
-double range_element(const RangeParams& r, int64_t i, int64_t count) {
-  return r.exact_last && i == count - 1 ? r.last : r.start + double(i) * r.step;
-}
-
-Halide::Expr range_element(const RangeParams& r, const Halide::Expr& i, int64_t count) {
-  if (r.exact_last)
-    return range_element(Halide::Expr(r.start), Halide::Expr(r.step), Halide::Expr(r.last), i, Halide::Expr(int32_t(count)));
-  return Halide::Expr(r.start) + Halide::cast<double>(i) * Halide::Expr(r.step);
-}
-
-Halide::Expr range_element(const Halide::Expr& start, const Halide::Expr& step, const Halide::Expr& last,
-                           const Halide::Expr& i, const Halide::Expr& count) {
-  return Halide::select(i == count - 1, last, start + Halide::cast<double>(i) * step);
-}
-
-void add_creation_ops(std::vector<OpDef>& defs) {
+void KILN_OP_TABLES::add_creation_ops(std::vector<OpDef>& defs) {
   OpDef full = creation_op("full", 0, false, shape_attr);
-  define_by_index(full, [](const Halide::Expr&, const Attrs& a, int64_t) { return Halide::Expr(a.get<double>("value")); });
+  define_by_index(full, KILN_HALIDE([](const Halide::Expr&, const Attrs& a, int64_t) { return Halide::Expr(a.get<double>("value")); }));
   defs.push_back(std::move(full));
   OpDef arange = creation_op("arange", 0, false, [](const std::vector<TensorMeta>&, const Attrs& a) {
     double start = a.get<double>("start"), end = a.get<double>("end"), step = a.get<double>("step");
@@ -103,14 +72,14 @@ void add_creation_ops(std::vector<OpDef>& defs) {
                " has the wrong sign");
     return Shape{int64_t(std::ceil((end - start) / step))};
   });
-  define_by_index(arange, [](const Halide::Expr& i, const Attrs& a, int64_t count) { return range_value(i, "arange", a, count); });
+  define_by_index(arange, KILN_HALIDE([](const Halide::Expr& i, const Attrs& a, int64_t count) { return range_value(i, "arange", a, count); }));
   defs.push_back(std::move(arange));
   OpDef linspace = creation_op("linspace", 0, false, [](const std::vector<TensorMeta>&, const Attrs& a) {
     int64_t steps = a.get<int64_t>("steps");
     KILN_CHECK(steps >= 0, "linspace: steps must be >= 0, got ", steps);
     return Shape{steps};
   });
-  define_by_index(linspace, [](const Halide::Expr& i, const Attrs& a, int64_t count) { return range_value(i, "linspace", a, count); });
+  define_by_index(linspace, KILN_HALIDE([](const Halide::Expr& i, const Attrs& a, int64_t count) { return range_value(i, "linspace", a, count); }));
   defs.push_back(std::move(linspace));
   defs.push_back(creation_op("rand", 0, true, shape_attr));
   defs.push_back(creation_op("randn", 0, true, shape_attr));

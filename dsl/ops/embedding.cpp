@@ -76,7 +76,7 @@ std::vector<HalideTensor> define_embedding_backward(const std::vector<HalideTens
 
 }  // namespace
 
-void add_embedding_ops(std::vector<OpDef>& defs) {
+void KILN_OP_TABLES::add_embedding_ops(std::vector<OpDef>& defs) {
   OpDef b;
   b.name = "embedding_backward";
   b.schedule_class = ScheduleClass::scatter;
@@ -84,7 +84,7 @@ void add_embedding_ops(std::vector<OpDef>& defs) {
   b.host_checked = true;
   b.num_inputs = 2;
   b.infer = infer_embedding_backward;
-  b.define = define_embedding_backward;
+  b.define = KILN_HALIDE(define_embedding_backward);
   b.differentiable = false;  // runs inside a backward only
   defs.push_back(std::move(b));
 
@@ -95,7 +95,7 @@ void add_embedding_ops(std::vector<OpDef>& defs) {
   d.host_checked = true;
   d.num_inputs = 2;
   d.infer = infer_embedding;
-  d.define = define_embedding;
+  d.define = KILN_HALIDE(define_embedding);
   defs.push_back(std::move(d));
 }
 

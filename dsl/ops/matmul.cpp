@@ -195,7 +195,7 @@ std::vector<HalideTensor> define_matmul_bias_grad(const std::vector<HalideTensor
 
 }  // namespace
 
-void add_matmul_ops(std::vector<OpDef>& defs) {
+void KILN_OP_TABLES::add_matmul_ops(std::vector<OpDef>& defs) {
   OpDef d;
   d.name = "matmul";
   d.schedule_class = ScheduleClass::matmul;
@@ -203,7 +203,7 @@ void add_matmul_ops(std::vector<OpDef>& defs) {
   d.gemm = true;
   d.num_inputs = 2;
   d.infer = infer_matmul;
-  d.define = define_matmul;
+  d.define = KILN_HALIDE(define_matmul);
   d.autocast = AutocastRule::lower_precision;
   defs.push_back(d);
   // The product with its bias added in cuBLASLt's epilogue: made on CUDA by a compile pass
@@ -211,7 +211,7 @@ void add_matmul_ops(std::vector<OpDef>& defs) {
   d.name = "matmul_bias";
   d.num_inputs = 3;
   d.infer = infer_matmul_bias;
-  d.define = define_matmul_bias;
+  d.define = KILN_HALIDE(define_matmul_bias);
   d.differentiable = false;
   d.autocast = AutocastRule::none;  // made after autocast's casts, from a product already cast
   defs.push_back(d);
@@ -220,18 +220,18 @@ void add_matmul_ops(std::vector<OpDef>& defs) {
   // compile pass cublas_gelu_epilogues (graph/passes.h) after differentiation.
   d.name = "matmul_bias_gelu";
   d.infer = infer_matmul_bias_gelu;
-  d.define = define_matmul_bias_gelu;
+  d.define = KILN_HALIDE(define_matmul_bias_gelu);
   defs.push_back(d);
   d.name = "matmul_gelu_backward";
   d.infer = infer_matmul_gelu_backward;
-  d.define = define_matmul_gelu_backward;
+  d.define = KILN_HALIDE(define_matmul_gelu_backward);
   defs.push_back(d);
   // A Linear's weight gradient with its bias gradient summed in cuBLASLt's epilogue (BGRADB): made
   // on CUDA by the compile pass cublas_bias_grad_epilogues (graph/passes.h).
   d.name = "matmul_bias_grad";
   d.num_inputs = 2;
   d.infer = infer_matmul_bias_grad;
-  d.define = define_matmul_bias_grad;
+  d.define = KILN_HALIDE(define_matmul_bias_grad);
   defs.push_back(std::move(d));
 }
 

@@ -41,7 +41,7 @@ void rows_op(std::vector<OpDef>& defs, const std::string& name, bool log_space) 
     row_dim(name, a, int(in[0].shape.size()));
     return std::vector<TensorMeta>{{in[0].shape, to_floating(in[0].dtype), in[0].device}};
   };
-  d.define = [name, log_space](const std::vector<HalideTensor>& in, const Attrs& a) {
+  d.define = KILN_HALIDE([name, log_space](const std::vector<HalideTensor>& in, const Attrs& a) {
     const HalideTensor& x = in[0];
     std::vector<int> dims = row_dim(name, a, x.rank());
     DType out = to_floating(x.dtype);
@@ -56,7 +56,7 @@ void rows_op(std::vector<OpDef>& defs, const std::string& name, bool log_space) 
     HalideTensor y{Func(Internal::unique_name(name)), x.shape, out};
     y.func(v) = store_value(log_space ? shifted : exp(shifted), out);
     return std::vector<HalideTensor>{y};
-  };
+  });
   d.autocast = AutocastRule::f32;
   defs.push_back(std::move(d));
 }
@@ -76,7 +76,7 @@ void rows_backward_op(std::vector<OpDef>& defs, const std::string& name, bool lo
     row_dim(name, a, int(in[0].shape.size()));
     return std::vector<TensorMeta>{{in[0].shape, to_floating(in[0].dtype), in[0].device}};
   };
-  d.define = [name, log_space](const std::vector<HalideTensor>& in, const Attrs& a) {
+  d.define = KILN_HALIDE([name, log_space](const std::vector<HalideTensor>& in, const Attrs& a) {
     const HalideTensor &y = in[0], &dy = in[1];
     std::vector<int> dims = row_dim(name, a, y.rank());
     DType out = to_floating(y.dtype);
@@ -91,7 +91,7 @@ void rows_backward_op(std::vector<OpDef>& defs, const std::string& name, bool lo
     HalideTensor dx{Func(Internal::unique_name(name)), y.shape, out};
     dx.func(v) = store_value(log_space ? g - exp(yv) * s(row) : yv * (g - s(row)), out);
     return std::vector<HalideTensor>{dx};
-  };
+  });
   defs.push_back(std::move(d));
 }
 
@@ -253,7 +253,7 @@ std::vector<HalideTensor> define_cross_entropy_backward(const std::vector<Halide
 
 }  // namespace
 
-void add_normalization_ops(std::vector<OpDef>& defs) {
+void KILN_OP_TABLES::add_normalization_ops(std::vector<OpDef>& defs) {
   rows_op(defs, "softmax", false);
   rows_op(defs, "log_softmax", true);
   rows_backward_op(defs, "softmax_backward", false);
@@ -265,7 +265,7 @@ void add_normalization_ops(std::vector<OpDef>& defs) {
   ln.family = KernelFamily::layer_norm;
   ln.num_inputs = -1;
   ln.infer = infer_layer_norm;
-  ln.define = define_layer_norm;
+  ln.define = KILN_HALIDE(define_layer_norm);
   ln.autocast = AutocastRule::f32;
   defs.push_back(std::move(ln));
 
@@ -276,7 +276,7 @@ void add_normalization_ops(std::vector<OpDef>& defs) {
   lnb.num_inputs = -1;
   lnb.differentiable = false;
   lnb.infer = infer_layer_norm_backward;
-  lnb.define = define_layer_norm_backward;
+  lnb.define = KILN_HALIDE(define_layer_norm_backward);
   defs.push_back(std::move(lnb));
 
   OpDef ce;
@@ -286,7 +286,7 @@ void add_normalization_ops(std::vector<OpDef>& defs) {
   ce.host_checked = true;
   ce.num_inputs = 2;
   ce.infer = infer_cross_entropy;
-  ce.define = define_cross_entropy;
+  ce.define = KILN_HALIDE(define_cross_entropy);
   ce.autocast = AutocastRule::f32;
   defs.push_back(std::move(ce));
 
@@ -298,7 +298,7 @@ void add_normalization_ops(std::vector<OpDef>& defs) {
   ceb.num_inputs = 4;
   ceb.differentiable = false;
   ceb.infer = infer_cross_entropy_backward;
-  ceb.define = define_cross_entropy_backward;
+  ceb.define = KILN_HALIDE(define_cross_entropy_backward);
   defs.push_back(std::move(ceb));
 }
 

@@ -114,7 +114,7 @@ void reduce_op(std::vector<OpDef>& defs, const std::string& name, Kind kind) {
   d.infer = [name, kind](const std::vector<TensorMeta>& in, const Attrs& a) {
     return std::vector<TensorMeta>{infer_reduce(name, kind, in[0], a)};
   };
-  d.define = [name, kind](const std::vector<HalideTensor>& in, const Attrs& a) {
+  d.define = KILN_HALIDE([name, kind](const std::vector<HalideTensor>& in, const Attrs& a) {
     const HalideTensor& x = in[0];
     std::vector<int> dims = reduced_dims(name, kind, a, x.rank());
     ReductionIndex ix(x, dims);
@@ -125,13 +125,13 @@ void reduce_op(std::vector<OpDef>& defs, const std::string& name, Kind kind) {
     y.func(k) = store_value(f(k), out);
     if (a.get_or<bool>("keepdim", false)) y = keep_dims(y, dims, x.rank());
     return std::vector<HalideTensor>{y};
-  };
+  });
   defs.push_back(std::move(d));
 }
 
 }  // namespace
 
-void add_reduce_ops(std::vector<OpDef>& defs) {
+void KILN_OP_TABLES::add_reduce_ops(std::vector<OpDef>& defs) {
   reduce_op(defs, "sum", Kind::sum);
   reduce_op(defs, "mean", Kind::mean);
   reduce_op(defs, "max", Kind::max);

@@ -34,9 +34,9 @@ OpDef gelu_backward_op() {
     DType t = to_floating(result_type(in));
     return std::vector<TensorMeta>{{broadcast_all("gelu_backward", in), t, common_device("gelu_backward", in)}};
   };
-  d.pointwise = [](const std::vector<Expr>& in, const Attrs& a) {
+  d.pointwise = KILN_HALIDE([](const std::vector<Expr>& in, const Attrs& a) {
     return in[0] * gelu_grad_expr(in[1], a.get_or<std::string>("approximate", "none"));
-  };
+  });
   return d;
 }
 
@@ -56,9 +56,9 @@ OpDef isfinite_op() {
   d.infer = [](const std::vector<TensorMeta>& in, const Attrs&) {
     return std::vector<TensorMeta>{{in[0].shape, DType::bool_, in[0].device}};
   };
-  d.pointwise = [](const std::vector<Expr>& in, const Attrs&) {
+  d.pointwise = KILN_HALIDE([](const std::vector<Expr>& in, const Attrs&) {
     return in[0].type().is_float() ? Halide::is_finite(in[0]) : Halide::Internal::const_true();
-  };
+  });
   return d;
 }
 
@@ -76,23 +76,23 @@ OpDef& unary(std::vector<OpDef>& defs, std::string name, bool float_only, std::f
     if (name == "gelu") check_approximate(name, a);
     return std::vector<TensorMeta>{{in[0].shape, t, in[0].device}};
   };
-  d.pointwise = [f](const std::vector<Expr>& in, const Attrs& a) { return f(in[0], a); };
+  d.pointwise = KILN_HALIDE([f](const std::vector<Expr>& in, const Attrs& a) { return f(in[0], a); });
   defs.push_back(std::move(d));
   return defs.back();
 }
 
 }  // namespace
 
-void add_unary_ops(std::vector<OpDef>& defs) {
-  using A = const Attrs&;
+void KILN_OP_TABLES::add_unary_ops(std::vector<OpDef>& defs) {
+  using A [[maybe_unused]] = const Attrs&;  // unused where KILN_HALIDE drops the definitions
   constexpr bool same = false, floating = true;  // unary_ops.h's result column: float only?
 #define KILN_DEFINE_UNARY(name, result, is_cheap, definition, derivative) \
-  unary(defs, #name, result, [](Expr x, A) { return definition; }).cheap = is_cheap;
+  unary(defs, #name, result, KILN_HALIDE([](Expr x, A) { return definition; })).cheap = is_cheap;
   KILN_UNARY_OPS(KILN_DEFINE_UNARY)
 #undef KILN_DEFINE_UNARY
-  unary(defs, "gelu", true, [](Expr x, A a) {
+  unary(defs, "gelu", true, KILN_HALIDE([](Expr x, A a) {
     return gelu_expr(x, a.get_or<std::string>("approximate", "none"));
-  });
+  }));
   defs.push_back(gelu_backward_op());
   defs.push_back(isfinite_op());
 }

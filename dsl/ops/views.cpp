@@ -208,7 +208,7 @@ int unsqueezed(int64_t rank, const Attrs& a) {
 
 }  // namespace
 
-void add_view_ops(std::vector<OpDef>& defs) {
+void KILN_OP_TABLES::add_view_ops(std::vector<OpDef>& defs) {
   defs.push_back(view_op(
       "view",
       [](const ViewMeta& in, const Attrs& a) {
@@ -219,10 +219,10 @@ void add_view_ops(std::vector<OpDef>& defs) {
                    to_string(to), " without a copy; use reshape()");
         return v;
       },
-      reshape_index, true));
+      KILN_HALIDE(reshape_index), true));
   // detach: the same view, cut from autograd (no derivative rule). Tensor::detach() makes it
   // directly; graph capture records it as this op so replays cut the tape too.
-  OpDef detach = view_op("detach", [](const ViewMeta& in, const Attrs&) { return in; }, same_index);
+  OpDef detach = view_op("detach", [](const ViewMeta& in, const Attrs&) { return in; }, KILN_HALIDE(same_index));
   detach.differentiable = false;
   defs.push_back(std::move(detach));
   defs.push_back(view_op(
@@ -242,7 +242,7 @@ void add_view_ops(std::vector<OpDef>& defs) {
                    " cannot be merged without a copy; use reshape()");
         return v;
       },
-      reshape_index, true));
+      KILN_HALIDE(reshape_index), true));
   defs.push_back(view_op(
       "unflatten",
       [](const ViewMeta& in, const Attrs& a) {
@@ -263,19 +263,19 @@ void add_view_ops(std::vector<OpDef>& defs) {
         v.strides.insert(v.strides.end(), in.strides.begin() + d + 1, in.strides.end());
         return v;
       },
-      reshape_index, true));
+      KILN_HALIDE(reshape_index), true));
   defs.push_back(view_op(
       "permute",
       [](const ViewMeta& in, const Attrs& a) { return permuted(in, permute_order(int64_t(in.shape.size()), a)); },
-      [](const std::vector<Expr>& o, const ViewIndexShapes& s, const Attrs& a) {
+      KILN_HALIDE([](const std::vector<Expr>& o, const ViewIndexShapes& s, const Attrs& a) {
         return permuted_index(o, permute_order(int64_t(s.in.size()), a));
-      }));
+      })));
   defs.push_back(view_op(
       "transpose",
       [](const ViewMeta& in, const Attrs& a) { return permuted(in, transpose_order(int64_t(in.shape.size()), a)); },
-      [](const std::vector<Expr>& o, const ViewIndexShapes& s, const Attrs& a) {
+      KILN_HALIDE([](const std::vector<Expr>& o, const ViewIndexShapes& s, const Attrs& a) {
         return permuted_index(o, transpose_order(int64_t(s.in.size()), a));
-      }));
+      })));
   defs.push_back(view_op(
       "expand",
       [](const ViewMeta& in, const Attrs& a) {
@@ -298,13 +298,13 @@ void add_view_ops(std::vector<OpDef>& defs) {
         return v;
       },
       // A dim broadcast from size 1 reads index 0; new leading dims are not read.
-      [](const std::vector<Expr>& o, const ViewIndexShapes& s, const Attrs&) {
+      KILN_HALIDE([](const std::vector<Expr>& o, const ViewIndexShapes& s, const Attrs&) {
         size_t r = s.in.size(), off = s.out.size() - r;
         std::vector<Expr> i(r);
         for (size_t d = 0; d < r; ++d)
           i[d] = s.in_dim_is_one(int(d)) && !s.out_dim_is_one(int(d + off)) ? Expr(0) : o[d + off];
         return i;
-      }));
+      })));
   defs.push_back(view_op(
       "squeeze",
       [](const ViewMeta& in, const Attrs& a) {
@@ -317,12 +317,12 @@ void add_view_ops(std::vector<OpDef>& defs) {
         }
         return v;
       },
-      [](const std::vector<Expr>& o, const ViewIndexShapes& s, const Attrs& a) {
+      KILN_HALIDE([](const std::vector<Expr>& o, const ViewIndexShapes& s, const Attrs& a) {
         std::vector<bool> drop = squeezed(s.in, a);
         std::vector<Expr> i(s.in.size());
         for (size_t d = 0, k = 0; d < s.in.size(); ++d) i[d] = drop[d] ? Expr(0) : o[k++];
         return i;
-      },
+      }),
       true));
   defs.push_back(view_op(
       "unsqueeze",
@@ -335,13 +335,13 @@ void add_view_ops(std::vector<OpDef>& defs) {
         v.strides.insert(v.strides.begin() + d, st);
         return v;
       },
-      [](const std::vector<Expr>& o, const ViewIndexShapes& s, const Attrs& a) {
+      KILN_HALIDE([](const std::vector<Expr>& o, const ViewIndexShapes& s, const Attrs& a) {
         size_t u = size_t(unsqueezed(int64_t(s.in.size()), a));
         std::vector<Expr> i;
         for (size_t d = 0; d < o.size(); ++d)
           if (d != u) i.push_back(o[d]);
         return i;
-      },
+      }),
       true));
   defs.push_back(view_op(
       "slice",
@@ -363,14 +363,14 @@ void add_view_ops(std::vector<OpDef>& defs) {
         return v;
       },
       // The same start rule as the layout's, on the pipeline's (possibly symbolic) extent.
-      [](const std::vector<Expr>& o, const ViewIndexShapes& s, const Attrs& a) {
+      KILN_HALIDE([](const std::vector<Expr>& o, const ViewIndexShapes& s, const Attrs& a) {
         size_t d = size_t(wrap_dim("slice", a.get<int64_t>("dim"), int64_t(s.in.size())));
         Expr n = s.in_extent[d], start = Expr(int32_t(a.get<int64_t>("start")));
         start = Halide::clamp(Halide::select(start < 0, start + n, start), 0, n);
         std::vector<Expr> i = o;
         i[d] = start + o[d] * int32_t(a.get<int64_t>("step"));
         return i;
-      }));
+      })));
 
   OpDef c;
   c.name = "contiguous";
@@ -378,7 +378,7 @@ void add_view_ops(std::vector<OpDef>& defs) {
   c.family = KernelFamily::copy;
   c.num_inputs = 1;
   c.infer = [](const std::vector<TensorMeta>& in, const Attrs&) { return std::vector<TensorMeta>{in[0]}; };
-  c.pointwise = [](const std::vector<Halide::Expr>& in, const Attrs&) { return in[0]; };
+  c.pointwise = KILN_HALIDE([](const std::vector<Halide::Expr>& in, const Attrs&) { return in[0]; });
   defs.push_back(std::move(c));
 }
 

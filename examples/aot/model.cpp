@@ -1,7 +1,7 @@
 // The models compiled ahead of time: a two-layer GPT over 32 tokens from a vocabulary of 96
 // (kiln's nn::TinyGpt), in inference mode (make_example_gpt), and its whole training step with
 // AdamW (make_example_gpt_train: forward, cross-entropy against next tokens, backward, update).
-// kiln_add_model calls them at build time; main.cpp calls them again for the kiln::compile
+// kiln_add_model calls them at build time; check.cpp calls them again for the kiln::compile
 // reference.
 #include "kiln.h"
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <unistd.h>
 
+#include "schedules/graph_executor.h"
 #include "schedules/in_place.h"
 #include "support/reference.h"
 
