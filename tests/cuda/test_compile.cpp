@@ -5,12 +5,17 @@
 // CUDA. KILN_FUZZ_PROGRAMS sets the number of eager programs (default 300; a fifth are compiled),
 // KILN_FUZZ_FIRST_SEED the first seed, KILN_FUZZ_PRINT=1 prints each program before it runs.
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <iostream>
+#include <regex>
+#include <unistd.h>
 
 #include "cuda/cuda_available.h"
 #include "support/fuzz_compare.h"
 #include "support/fuzz_program.h"
+#include "support/scoped_env.h"
 #include "bench/train_step.h"
 #include "bench/zoo.h"
 
@@ -250,4 +255,55 @@ BOOST_AUTO_TEST_CASE(reductions_over_outer_and_inner_dims_match_the_cpu, *needs_
       }
     }
   }
+}
+
+// A region's own schedule file (schedules/region_schedule.h) on the GPU: a layer norm's rows,
+// compiled with kiln's defaults, then with a file for each of its regions (by the key the
+// schedule dump prints) that gives it 512 threads a row and unrolls its reductions by 4. The second compile
+// applies the file (its dump says so) and computes the same values (within f32 rounding: the
+// row sums are added in another order).
+BOOST_AUTO_TEST_CASE(a_region_schedule_file_gives_the_default_schedules_values, *needs_cuda()) {
+  auto dir = std::filesystem::temp_directory_path() / ("kiln-cuda-region-schedule-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "dump");
+  std::filesystem::create_directories(dir / "schedules");
+  auto fn = [](std::vector<Tensor> v) {
+    return TensorList{layer_norm(v[0] * 2.0 + 1.0, {3000}, v[1], v[2], 1e-5)};
+  };
+  manual_seed(25);
+  TensorList xs = to_cuda({randn({257, 3000}), randn({3000}), randn({3000})});
+  auto dumped_key = [&]() {
+    std::regex key_line("region schedule key ([0-9a-f]{16})(, its schedule file applied)?");
+    std::vector<std::pair<std::string, bool>> keys;
+    for (const auto& e : std::filesystem::directory_iterator(dir / "dump")) {
+      std::string text = test::file_bytes(e.path().string());
+      for (std::sregex_iterator m(text.begin(), text.end(), key_line), end; m != end; ++m)
+        keys.emplace_back((*m)[1].str(), (*m)[2].matched);
+    }
+    std::filesystem::remove_all(dir / "dump");
+    std::filesystem::create_directories(dir / "dump");
+    return keys;
+  };
+  // A disk cache of its own: both compiles build their regions (and dump their schedules).
+  test::ScopedEnv cache("KILN_CACHE_DIR", (dir / "cache").c_str());
+  set_debug_dir((dir / "dump").string());
+  TensorList want = compile(fn, {.backend = "halide", .name = "cuda_schedule_file_default"})(xs);
+  std::vector<std::pair<std::string, bool>> keys = dumped_key();
+  BOOST_TEST_REQUIRE(!keys.empty());
+  for (const auto& [key, applied] : keys) {
+    BOOST_TEST(!applied);
+    std::ofstream f(dir / "schedules" / (key + ".schedule"));
+    f << "# the layer norm's rows: twice the default threads\ngpu.row.threads 512\ngpu.row.unroll 4\n";
+  }
+  test::ScopedEnv schedules("KILN_SCHEDULE_DIR", (dir / "schedules").c_str());
+  TensorList got = compile(fn, {.backend = "halide", .name = "cuda_schedule_file_tuned"})(xs);
+  std::vector<std::pair<std::string, bool>> tuned = dumped_key();
+  BOOST_TEST_REQUIRE(tuned.size() == keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    BOOST_TEST(tuned[i].first == keys[i].first);
+    BOOST_TEST(tuned[i].second, "region " << keys[i].first << ": its schedule file was not applied");
+  }
+  check_close(got[0].to(Device::cpu()), host_values(want[0].to(Device::cpu())), want[0].shape(), {1e-5, 1e-5}, "layer norm");
+  set_debug_dir("");
+  std::filesystem::remove_all(dir);
 }
