@@ -1,6 +1,7 @@
 #include "schedules/gpu_row_staging.h"
 
 #include <map>
+#include <set>
 
 namespace kiln {
 
@@ -37,6 +38,36 @@ bool reads_in_place(const Func& f, const ImageParam& p) {
   return reads.ok;
 }
 
+// Whether every call of `callee` in g's definitions (pure and update) reads the row of g's own
+// point: each argument past the first (the row's elements, which a staged row holds whole, as a
+// reduction along it reads them) is one of g's own vars. A gather (an embedding's row picked by
+// an index) or a read of another row needs rows the block has not staged.
+bool calls_within_own_row(const Func& g, const std::string& callee) {
+  struct Calls : Internal::IRVisitor {
+    std::string name;
+    std::set<std::string> own;
+    bool ok = true;
+    using Internal::IRVisitor::visit;
+    void visit(const Internal::Call* c) override {
+      if (c->name == name)
+        for (size_t i = 1; i < c->args.size(); ++i) {
+          const auto* v = c->args[i].as<Internal::Variable>();
+          ok = ok && v && own.count(v->name);
+        }
+      Internal::IRVisitor::visit(c);
+    }
+  } calls;
+  calls.name = callee;
+  for (const Var& v : g.args()) calls.own.insert(v.name());
+  const Internal::Function& f = g.function();
+  for (const Expr& e : f.definition().values()) e.accept(&calls);
+  for (const Internal::Definition& u : f.updates()) {
+    for (const Expr& e : u.values()) e.accept(&calls);
+    for (const Expr& e : u.args()) e.accept(&calls);
+  }
+  return calls.ok;
+}
+
 // The Funcs of root (its Func, its reductions, the Funcs inlined into them) that read input p:
 // they call the ImageParam's own Func (Halide names it "<param>_im"), which p.in() may wrap.
 // Empty when one of them is also inlined into another root (the pipeline's other outputs: a
@@ -50,6 +81,13 @@ std::vector<Func> stageable_readers(const ScheduleRoot& root, const ImageParam& 
     if (shared.count(f.name()) || !reads_in_place(f, p)) return {};
     direct.push_back(f);
   }
+  // The readers' own readers must stay within the row too (an embedding reads its table's wrapper
+  // at the row its index picks).
+  for (const Func& reader : direct)
+    for (const Func& g : root_funcs(root))
+      if (g.name() != reader.name() && Internal::find_direct_calls(g.function()).count(reader.name()) &&
+          !calls_within_own_row(g, reader.name()))
+        return {};
   return direct;
 }
 

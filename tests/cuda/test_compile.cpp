@@ -307,3 +307,21 @@ BOOST_AUTO_TEST_CASE(a_region_schedule_file_gives_the_default_schedules_values, 
   set_debug_dir("");
   std::filesystem::remove_all(dir);
 }
+
+// GPT-2's input at its real size: token and position embeddings gathered inside the first layer
+// norm's region (the gathers clamp their indices), a block a row of 768. The tables are read at
+// the rows the indices pick, so the schedule stages none of their rows (gpu_row_staging.cpp:
+// their readers' readers gather); against the CPU on random tokens.
+BOOST_AUTO_TEST_CASE(embeddings_gathered_inside_a_layer_norm_region_match_the_cpu, *needs_cuda()) {
+  auto fn = [](std::vector<Tensor> v) {
+    Tensor positions = arange(0, double(v[0].size(1)), 1, {.dtype = DType::i64, .device = v[0].device()});
+    Tensor x = embedding(v[1], v[0]) + embedding(v[2], positions);
+    return TensorList{layer_norm(x, {v[1].size(1)}, v[3], v[4], 1e-5)};
+  };
+  manual_seed(50304);
+  TensorList xs = {randint(0, 50304, {8, 1024}, {.dtype = DType::i64}), randn({50304, 768}), randn({1024, 768}),
+                   randn({768}), randn({768})};
+  TensorList want = fn(xs);
+  TensorList got = compile(fn, {.backend = "halide", .name = "cuda_gpt2_input"})(to_cuda(xs));
+  check_close(got[0].to(Device::cpu()), host_values(want[0]), want[0].shape(), {1e-4, 1e-4}, "layer_norm of the embeddings");
+}
