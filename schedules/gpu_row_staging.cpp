@@ -1,5 +1,6 @@
 #include "schedules/gpu_row_staging.h"
 
+#include <functional>
 #include <map>
 #include <set>
 
@@ -9,33 +10,40 @@ using namespace Halide;
 
 namespace {
 
+// Whether every call of `callee` inside `exprs` passes `ok` on its arguments.
+bool every_call(const std::vector<Expr>& exprs, const std::string& callee,
+                const std::function<bool(const std::vector<Expr>&)>& ok) {
+  struct Calls : Internal::IRVisitor {
+    const std::string& name;
+    const std::function<bool(const std::vector<Expr>&)>& ok;
+    bool all = true;
+    Calls(const std::string& n, const std::function<bool(const std::vector<Expr>&)>& o) : name(n), ok(o) {}
+    using Internal::IRVisitor::visit;
+    void visit(const Internal::Call* c) override {
+      if (c->name == name) all = all && ok(c->args);
+      Internal::IRVisitor::visit(c);
+    }
+  } calls(callee, ok);
+  for (const Expr& e : exprs) e.accept(&calls);
+  return calls.all;
+}
+
 // Whether f reads p only at f's own point (f(x, y) = ... p(x, y) ...), or, for p of lower rank, at
 // f's leading vars (f(x, y) = ... w(x) ...: a layer_norm weight along the row): a block's rows of
 // f then need the same rows of p. A transposed read could need far more than a row a warp.
 bool reads_in_place(const Func& f, const ImageParam& p) {
-  struct Reads : Internal::IRVisitor {
-    std::string name;
-    std::vector<std::string> args;
-    bool ok = true;
-    using Internal::IRVisitor::visit;
-    void visit(const Internal::Call* c) override {
-      if (c->name == name) {
-        bool same = c->args.size() == args.size();
-        for (size_t i = 0; same && i < args.size(); ++i) {
-          const auto* v = c->args[i].as<Internal::Variable>();
-          same = v && v->name == args[i];
-        }
-        ok = ok && same;
-      }
-      Internal::IRVisitor::visit(c);
-    }
-  } reads;
-  reads.name = Func(p).name();
-  for (const Var& v : f.args())
-    if (int(reads.args.size()) < p.dimensions()) reads.args.push_back(v.name());
   if (f.function().has_update_definition()) return false;
-  for (const Expr& e : f.function().definition().values()) e.accept(&reads);
-  return reads.ok;
+  std::vector<std::string> own;
+  for (const Var& v : f.args())
+    if (int(own.size()) < p.dimensions()) own.push_back(v.name());
+  return every_call(f.function().definition().values(), Func(p).name(), [&](const std::vector<Expr>& args) {
+    if (args.size() != own.size()) return false;
+    for (size_t i = 0; i < args.size(); ++i) {
+      const auto* v = args[i].as<Internal::Variable>();
+      if (!v || v->name != own[i]) return false;
+    }
+    return true;
+  });
 }
 
 // Whether every call of `callee` in g's definitions (pure and update) reads the row of g's own
@@ -43,29 +51,21 @@ bool reads_in_place(const Func& f, const ImageParam& p) {
 // reduction along it reads them) is one of g's own vars. A gather (an embedding's row picked by
 // an index) or a read of another row needs rows the block has not staged.
 bool calls_within_own_row(const Func& g, const std::string& callee) {
-  struct Calls : Internal::IRVisitor {
-    std::string name;
-    std::set<std::string> own;
-    bool ok = true;
-    using Internal::IRVisitor::visit;
-    void visit(const Internal::Call* c) override {
-      if (c->name == name)
-        for (size_t i = 1; i < c->args.size(); ++i) {
-          const auto* v = c->args[i].as<Internal::Variable>();
-          ok = ok && v && own.count(v->name);
-        }
-      Internal::IRVisitor::visit(c);
-    }
-  } calls;
-  calls.name = callee;
-  for (const Var& v : g.args()) calls.own.insert(v.name());
+  std::set<std::string> own;
+  for (const Var& v : g.args()) own.insert(v.name());
   const Internal::Function& f = g.function();
-  for (const Expr& e : f.definition().values()) e.accept(&calls);
+  std::vector<Expr> exprs = f.definition().values();
   for (const Internal::Definition& u : f.updates()) {
-    for (const Expr& e : u.values()) e.accept(&calls);
-    for (const Expr& e : u.args()) e.accept(&calls);
+    exprs.insert(exprs.end(), u.values().begin(), u.values().end());
+    exprs.insert(exprs.end(), u.args().begin(), u.args().end());
   }
-  return calls.ok;
+  return every_call(exprs, callee, [&](const std::vector<Expr>& args) {
+    for (size_t i = 1; i < args.size(); ++i) {
+      const auto* v = args[i].as<Internal::Variable>();
+      if (!v || !own.count(v->name)) return false;
+    }
+    return true;
+  });
 }
 
 // The Funcs of root (its Func, its reductions, the Funcs inlined into them) that read input p:

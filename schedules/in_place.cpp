@@ -9,7 +9,6 @@ namespace kiln {
 
 namespace {
 
-
 struct Uses {
   std::vector<std::vector<int>> readers;  // per value: the nodes that read it
   std::vector<int> step_of;               // per node: its step
