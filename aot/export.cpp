@@ -164,15 +164,23 @@ Specialization parse_specialization(const std::string& text) {
 
 namespace {
 
-// The CPU targets of the export: none for this machine alone (the backend's aot_target()).
-std::vector<Halide::Target> cpu_targets(const ExportOptions& o) {
+// The export's targets: none for this machine's CPU alone; CPU targets, best first; or one CUDA
+// target ("host-cuda": this machine's CPU for the host side, PTX for compute capability 8.0 as the
+// JIT builds it), which makes a CUDA model.
+std::vector<Halide::Target> export_targets(const ExportOptions& o) {
   if (o.targets.empty() || (o.targets.size() == 1 && o.targets[0] == "host")) return {};
   std::vector<Halide::Target> out;
   for (const std::string& t : o.targets) {
     KILN_CHECK(t == "host" || Halide::Target::validate_target_string(t), "TARGETS ", t,
-               ": not a Halide target (e.g. x86-64-linux-avx2-fma-f16c-sse41, or host)");
-    Halide::Target target = t == "host" ? aot_target(false) : Halide::Target(t);
-    KILN_CHECK(!target.has_gpu_feature(), "TARGETS ", t, ": CUDA models are not built yet");
+               ": not a Halide target (e.g. host, host-cuda, x86-64-linux-avx2-fma-f16c-sse41)");
+    Halide::Target target = t == "host" ? aot_target(false) : t == "host-cuda" ? aot_target(true) : Halide::Target(t);
+    if (target.has_gpu_feature()) {
+      KILN_CHECK(target.has_feature(Halide::Target::CUDA), "TARGETS ", t,
+                 ": kiln builds GPU models for CUDA only (host-cuda, or a target with the cuda feature)");
+      KILN_CHECK(o.targets.size() == 1, "TARGETS ", t, ": a CUDA model is built for one target; build a second "
+                 "model for the CPU");
+      if (target.get_cuda_capability_lower_bound() < 30) target = target.with_feature(Halide::Target::CUDACapability80);
+    }
     KILN_CHECK(out.empty() || (target.arch == out[0].arch && target.os == out[0].os && target.bits == out[0].bits),
                "TARGETS ", t, ": every target needs the same architecture, OS and bits as ", out[0].to_string());
     out.push_back(target.with_feature(Halide::Target::NoRuntime));
@@ -184,7 +192,8 @@ std::vector<Halide::Target> cpu_targets(const ExportOptions& o) {
 
 ExportedModel export_program(const Program& program, const ExportOptions& options) {
   check_program(program, options);
-  std::vector<Halide::Target> targets = cpu_targets(options);
+  std::vector<Halide::Target> targets = export_targets(options);
+  bool cuda = !targets.empty() && targets[0].has_feature(Halide::Target::CUDA);
   std::vector<DynamicRange> ranges = dynamic_ranges(program, options);
   std::vector<SizeCondition> conditions;
   for (const Specialization& sp : options.specialize) {
@@ -219,6 +228,14 @@ ExportedModel export_program(const Program& program, const ExportOptions& option
                             co, program.module.get());
   std::vector<std::pair<std::string, Tensor>> weights = program_weights(program);
   if (program.module) core.name_captured({weights.begin() + long(program.module->named_parameters().size()), weights.end()});
+  // A CUDA model is traced where its examples are (the CPU: building it needs no GPU), and its
+  // graph compiled for the device.
+  if (cuda) {
+    for (const ProgramInput& in : program.inputs)
+      KILN_CHECK(!in.example.device().is_cuda(), "export ", options.name, ": input ", in.name, " is on ",
+                 in.example.device(), "; a CUDA model is traced on the CPU (give CPU examples and weights)");
+    core.compile_for(Device::cuda(0));
+  }
   // Tracing runs the function once: a training step would update the weights, which go back to
   // what they were.
   TensorList before;
@@ -282,8 +299,8 @@ ExportedModel export_program(const Program& program, const ExportOptions& option
   m.trains = program.optimizer != nullptr;
   for (const auto& [name, t] : weights) m.weights.emplace_back(name, t.detach());
   std::ostringstream summary;
-  summary << "model " << options.name << ": " << eg.graph->op_count() << " ops, " << m.functions.size()
-          << " compiled pipelines";
+  summary << "model " << options.name << (cuda ? " (CUDA)" : "") << ": " << eg.graph->op_count() << " ops, "
+          << m.functions.size() << " compiled pipelines";
   if (!m.specialized.empty()) summary << " (" << m.specialized.size() << " specialize() branches)";
   summary << ", " << m.weights.size() << " weights, " << outputs.size() << " outputs; traced and "
           << "compiled in " << int(ms_since(t0)) << " ms";

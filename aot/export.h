@@ -45,7 +45,10 @@ struct ExportOptions {
   std::vector<DynamicDim> dynamic = {};
   std::vector<Specialization> specialize = {};  // each on a dim declared dynamic
   // Halide CPU targets ("x86-64-linux-avx2-fma-f16c-sse41"), best first; "host" is this machine's.
-  // Empty: host. Several: one object per target and a wrapper that picks at run time.
+  // Empty: host. Several: one object per target and a wrapper that picks at run time. Or one CUDA
+  // target ("host-cuda", or a Halide target with the cuda feature; compute capability 8.0 unless
+  // it names one): a CUDA model, traced on the CPU examples and compiled for the GPU, which
+  // takes and returns CUDA tensors. Building one needs no GPU.
   std::vector<std::string> targets = {};
 };
 

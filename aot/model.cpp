@@ -1,11 +1,13 @@
 #include "aot/model.h"
 
 #include <HalideRuntime.h>
+#include <HalideRuntimeCuda.h>
 
 #include <set>
 #include <sstream>
 
 #include "aot/manifest.h"
+#include "dsl/cuda/cuda_api.h"
 #include "dsl/eager/kernel_call.h"
 #include "dsl/error.h"
 #include "dsl/nn/state_dict.h"
@@ -30,10 +32,9 @@ class StaticFunctions final : public CodeLibrary {
     KILN_CHECK(it != functions_.end(), "model ", model_, ": its library has no compiled function '", name, "'");
     return it->second;
   }
-  const halide_device_interface_t* cuda_interface() const override {
-    throw_error("model ", model_, ": ahead-of-time models are compiled for the CPU (CUDA models are not built yet); "
-                "its inputs are on a CUDA device");
-  }
+  // The CUDA regions were compiled without a runtime of their own: they call the one linked into
+  // kiln::runtime with the eager kernels, whose device interface their buffers carry.
+  const halide_device_interface_t* cuda_interface() const override { return halide_cuda_device_interface(); }
 
  private:
   std::string model_;
@@ -58,6 +59,7 @@ struct Model::State {
   std::shared_ptr<CompiledGraph> compiled;
   std::vector<Tensor> bound;  // per graph input: its weight, or undefined for an argument
   std::vector<SymShape> shapes;  // per graph input: its canonical symbolic shape, for run()'s checks
+  Device device = Device::cpu();  // where its inputs, weights and outputs live
 
   const std::string& name() const { return manifest.model; }
 
@@ -134,6 +136,11 @@ Model::Model(const ModelCode& code, const std::map<std::string, Tensor>& weights
   ExecutorPlan plan = read_plan(code.plan, std::make_shared<StaticFunctions>(code));
   s->graph = plan.graph;
   s->check_graph();
+  if (s->graph->on_cuda()) {
+    s->device = Device::cuda(0);
+    KILN_CHECK(cuda_available(), "model ", code.name, ": it was built for CUDA (", s->manifest.target,
+               "), and this machine cannot run CUDA: ", cuda_unavailable_reason());
+  }
   for (const GraphInput& in : s->graph->inputs)
     s->shapes.push_back(s->graph->shape_env->canonical(s->graph->values[size_t(in.value)].sym));
   s->compiled = make_graph_executor(std::move(plan));
@@ -221,7 +228,7 @@ DType dtype_of(const halide_type_t& t, const std::string& what) {
 
 // A host buffer as a tensor over the same memory: Halide's dims are innermost first.
 Tensor tensor_of(const halide_buffer_t* b, const std::string& what) {
-  KILN_CHECK(b && b->host, what, " is null or has no host memory (AOT models run on the CPU)");
+  KILN_CHECK(b && b->host, what, " is null or has no host memory (run_raw takes host buffers)");
   DType dtype = dtype_of(b->type, what);
   Shape shape;
   Strides strides;
@@ -246,7 +253,8 @@ void Model::run_raw(const std::vector<const halide_buffer_t*>& inputs,
   TensorList in;
   for (size_t k = 0; k < inputs.size(); ++k)
     in.push_back(tensor_of(inputs[k], "model " + name() + ": input buffer " +
-                                          (k < m.inputs.size() ? m.inputs[k].name : std::to_string(k))));
+                                          (k < m.inputs.size() ? m.inputs[k].name : std::to_string(k)))
+                     .to(s_->device));
   KILN_CHECK(outputs.size() == size_t(m.outputs), "model ", name(), ": run_raw takes ", m.outputs,
              " output buffers, got ", outputs.size());
   TensorList out = run(in);
@@ -255,7 +263,7 @@ void Model::run_raw(const std::vector<const halide_buffer_t*>& inputs,
     Tensor dst = tensor_of(outputs[k], what);
     KILN_CHECK(dst.dtype() == out[k].dtype() && dst.shape() == out[k].shape(), what, " is ", dst.dtype(), " ",
                to_string(dst.shape()), "; the output is ", out[k].dtype(), " ", to_string(out[k].shape()));
-    dst.copy_(out[k]);
+    dst.copy_(out[k].to(Device::cpu()));
   }
 }
 

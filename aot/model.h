@@ -53,7 +53,8 @@ class Model {
   TensorList run(const TensorList& inputs) const;
   // The raw-buffer entry point, for callers without kiln tensors: host buffers in, and the
   // outputs copied into caller-allocated host buffers of the outputs' shapes and types (kiln::Error
-  // naming the buffer otherwise). The inputs are read in place, not copied.
+  // naming the buffer otherwise). A CPU model reads the inputs in place; a CUDA model copies them
+  // to the device and its outputs back.
   void run_raw(const std::vector<const halide_buffer_t*>& inputs, const std::vector<halide_buffer_t*>& outputs) const;
   // The weights the graph reads, by name (a training step's, as updated so far): views of the
   // tensors it binds, which share memory with those given to the constructor.

@@ -108,6 +108,10 @@ class CompiledCore {
   // Names for captured tensors besides the module's parameters (an ahead-of-time training step's
   // optimizer state, aot/export.h): graphs name those inputs so. Before the first call.
   void name_captured(std::vector<std::pair<std::string, Tensor>> named);
+  // Compiles each traced graph for device `d` instead of its arguments' device, and runs it op by
+  // op where it was traced (an ahead-of-time CUDA model traced on a machine without a GPU: the
+  // compile is recorded by the open export, aot/export.h). Before the first call.
+  void compile_for(Device d);
   // The writes and gradients the most recently traced graph applies after each run (empty when
   // it has none, or the function had breaks).
   GraphEffects last_effects() const;

@@ -58,6 +58,7 @@ struct CompiledCore::State {
   CompileOptions options;
   const nn::Module* module = nullptr;
   std::vector<std::pair<std::string, Tensor>> captured_names;  // name_captured()
+  std::optional<Device> compile_for;                            // compile_for()
   GraphEffects last_effects;  // the latest entry's, for last_effects()
   Backend* backend = nullptr;
 
@@ -135,7 +136,14 @@ struct CompiledCore::State {
     std::shared_ptr<CompiledGraph> c;
     {
       CompilePhaseSink sink(&phases);
-      c = compile_graph(*g, *backend, {options.scheduler}, label);
+      if (compile_for) {
+        Graph moved = *g;
+        move_graph_to(moved, *compile_for);
+        compile_graph(moved, *backend, {options.scheduler}, label);
+        c = compile_graph(*g, kiln::backend("eager"), {}, label + " where traced");
+      } else {
+        c = compile_graph(*g, *backend, {options.scheduler}, label);
+      }
     }
     double seconds = seconds_since(t0);
     {
@@ -302,6 +310,8 @@ const CompileOptions& CompiledCore::options() const { return s_->options; }
 void CompiledCore::name_captured(std::vector<std::pair<std::string, Tensor>> named) {
   s_->captured_names = std::move(named);
 }
+
+void CompiledCore::compile_for(Device d) { s_->compile_for = d; }
 
 GraphEffects CompiledCore::last_effects() const {
   std::lock_guard<std::mutex> lock(s_->trace_mu);

@@ -189,6 +189,12 @@ bool Graph::on_cuda() const {
   return std::any_of(values.begin(), values.end(), [](const Value& v) { return v.meta.device.is_cuda(); });
 }
 
+void move_graph_to(Graph& g, Device d) {
+  for (Value& v : g.values) v.meta.device = d;
+  for (GraphNode& n : g.nodes)
+    if (n.attrs.has("device")) n.attrs.set("device", d.str());
+}
+
 bool Graph::needs_autograd() const {
   if (backward_traced) return false;
   bool input = false, op = false;

@@ -115,6 +115,12 @@ class Graph {
   std::string dot() const;  // Graphviz
 };
 
+// Every value of `g`, and every op that makes a tensor (its "device" attribute), moved to device
+// `d`: a graph traced on one device compiled for another (an ahead-of-time CUDA model traced on a
+// machine without a GPU, aot/export.h). Graphs hold no transfers between devices (a move is a
+// host operation, a graph break), so no other node names one.
+void move_graph_to(Graph& g, Device d);
+
 // "f32[s0, 256]"
 std::string value_type_str(const Value& v);
 

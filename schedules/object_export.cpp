@@ -24,13 +24,16 @@ bool is_c_identifier(const std::string& s) {
 }
 
 ObjectExport::ObjectExport(std::string dir, std::string prefix, std::vector<SizeCondition> conditions,
-                           std::vector<Halide::Target> cpu_targets)
+                           std::vector<Halide::Target> targets)
     : dir_(std::move(dir)),
       prefix_(std::move(prefix)),
       conditions_(std::move(conditions)),
-      cpu_targets_(std::move(cpu_targets)) {
+      targets_(std::move(targets)) {
   KILN_CHECK(is_c_identifier(prefix_), "export: the function prefix '", prefix_,
              "' is not a C identifier (letters, digits and '_', not starting with a digit)");
+  for (const Halide::Target& t : targets_)
+    KILN_CHECK(!t.has_feature(Halide::Target::CUDA) || targets_.size() == 1, "export: CUDA target ", t.to_string(),
+               " with other targets; a CUDA export has one");
   std::filesystem::create_directories(dir_);
   outer_ = open_export;
   open_export = this;
@@ -39,6 +42,11 @@ ObjectExport::ObjectExport(std::string dir, std::string prefix, std::vector<Size
 ObjectExport::~ObjectExport() { open_export = outer_; }
 
 ObjectExport* ObjectExport::current() { return open_export; }
+
+std::vector<Halide::Target> ObjectExport::targets_for(bool cuda) const {
+  if (targets_.empty() || targets_[0].has_feature(Halide::Target::CUDA) != cuda) return {};
+  return targets_;
+}
 
 std::string ObjectExport::begin_graph(const std::string& label) {
   ExportedGraph& g = graphs_.emplace_back();

@@ -46,11 +46,12 @@ bool is_c_identifier(const std::string& s);
 
 class ObjectExport {
  public:
-  // `prefix` must be a C identifier; `dir` is created when missing. `cpu_targets`: the Halide
-  // targets CPU regions are compiled for (empty: this machine's, aot_target()); several make a
-  // library that picks the best one at run time.
+  // `prefix` must be a C identifier; `dir` is created when missing. `targets`: the Halide targets
+  // regions are compiled for. CPU targets are for CPU regions (several make a library that picks
+  // the best one at run time); a target with the CUDA feature, alone, is for CUDA regions (its
+  // CPU part runs the host side). Empty: this machine's, aot_target().
   ObjectExport(std::string dir, std::string prefix, std::vector<SizeCondition> conditions = {},
-               std::vector<Halide::Target> cpu_targets = {});
+               std::vector<Halide::Target> targets = {});
   ~ObjectExport();
   ObjectExport(const ObjectExport&) = delete;
   ObjectExport& operator=(const ObjectExport&) = delete;
@@ -61,7 +62,9 @@ class ObjectExport {
   const std::vector<ExportedGraph>& graphs() const { return graphs_; }
   const std::string& dir() const { return dir_; }
   const std::vector<SizeCondition>& conditions() const { return conditions_; }
-  const std::vector<Halide::Target>& cpu_targets() const { return cpu_targets_; }
+  // The targets a region is compiled for: the export's when they are for its kind (CUDA or CPU),
+  // else empty (this machine's).
+  std::vector<Halide::Target> targets_for(bool cuda) const;
   // For the backend: a specialize() branch it added to the current graph's region.
   void note_specialized(std::string what);
 
@@ -74,7 +77,7 @@ class ObjectExport {
  private:
   std::string dir_, prefix_;
   std::vector<SizeCondition> conditions_;
-  std::vector<Halide::Target> cpu_targets_;
+  std::vector<Halide::Target> targets_;
   std::vector<ExportedGraph> graphs_;
   ObjectExport* outer_ = nullptr;
 };

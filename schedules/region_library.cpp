@@ -104,9 +104,9 @@ std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, const std::string& 
           {
             CompilePhase phase("code generation", "\"region\": " + json_quote(region_what(s.region)));
             std::vector<Halide::Argument> args = pipeline_arguments(s.region, s.lowered);
-            if (exporting && !exporting->cpu_targets().empty() && !s.cuda) {
-              objects[i] = compile_region_objects(s.pipeline, args, function_name(prefix, int(i)), object,
-                                                  exporting->cpu_targets());
+            std::vector<Halide::Target> targets = exporting ? exporting->targets_for(s.cuda) : std::vector<Halide::Target>{};
+            if (!targets.empty()) {
+              objects[i] = compile_region_objects(s.pipeline, args, function_name(prefix, int(i)), object, targets);
             } else {
               compile_region_object(s.pipeline, args, function_name(prefix, int(i)), object, s.cuda);
               objects[i] = {object};

@@ -301,8 +301,36 @@ BOOST_AUTO_TEST_CASE(several_cpu_targets_make_one_library) {
   }
   o.targets = {"x86-64-linux-avx3"};
   check_error([&] { aot::export_program(p, o); }, {"TARGETS x86-64-linux-avx3", "not a Halide target"});
-  o.targets = {"x86-64-linux-cuda"};
-  check_error([&] { aot::export_program(p, o); }, {"CUDA models are not built yet"});
+  o.targets = {"host-cuda", "host"};
+  check_error([&] { aot::export_program(p, o); }, {"TARGETS host-cuda", "built for one target"});
+  o.targets = {"x86-64-linux-opencl"};
+  check_error([&] { aot::export_program(p, o); }, {"TARGETS x86-64-linux-opencl", "CUDA only"});
   o.targets = {"x86-64-linux-sse41", "arm-64-linux"};
   check_error([&] { aot::export_program(p, o); }, {"TARGETS arm-64-linux", "same architecture"});
+}
+
+// A CUDA model is traced on the CPU and compiled for the GPU, without one: its graph's values are
+// CUDA's, its regions' object holds kernels and calls Halide's CUDA runtime, and its examples'
+// outputs come from running the traced graph on the CPU. Where no GPU is present, building the
+// model is an error naming the target and the reason; on a GPU, tests/cuda/test_aot_model.cpp
+// runs such models.
+BOOST_AUTO_TEST_CASE(a_cuda_model_is_built_on_the_cpu) {
+  TempDir scratch("kiln-test-aot");
+  manual_seed(16);
+  aot::Program p = block_program(4);
+  std::vector<double> before = host_values(p.module->parameters()[0]);
+  aot::ExportOptions o{"block", scratch.path.string(), dynamic_batch()};
+  o.targets = {"host-cuda"};
+  aot::ExportedModel m = aot::export_program(p, o);
+  BOOST_TEST(m.summary.find("model block (CUDA):") == 0u, m.summary);
+  BOOST_TEST(aot::read_manifest(m.manifest).target.find("cuda") != std::string::npos);
+  BOOST_TEST(m.plan.find("cuda:0") != std::string::npos);
+  BOOST_TEST(m.plan.find("cpu") == std::string::npos);
+  std::ifstream in(m.object, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  BOOST_TEST(bytes.find("halide_cuda_run") != std::string::npos);
+  BOOST_TEST(host_values(p.module->parameters()[0]) == before);
+  if (cuda_available()) return;
+  LoadedCode c = load(m, scratch);
+  check_error([&] { aot::Model(c.code(), weights_of(p)); }, {"model block", "built for CUDA", "cannot run CUDA"});
 }

@@ -88,9 +88,7 @@ KeepShapes& keep_compiled() {
 }
 
 Graph on_cuda(Graph g) {
-  for (Value& v : g.values) v.meta.device = kCuda;
-  for (GraphNode& n : g.nodes)
-    if (n.attrs.has("device")) n.attrs.set("device", std::string("cuda:0"));
+  move_graph_to(g, kCuda);
   return g;
 }
 

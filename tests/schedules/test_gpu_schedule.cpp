@@ -144,9 +144,7 @@ KeepGraphs& keep_graphs() {
 
 // The graph with every value moved to cuda:0, as if the model had been traced there.
 Graph on_cuda(Graph g) {
-  for (Value& v : g.values) v.meta.device = kCuda;
-  for (GraphNode& n : g.nodes)
-    if (n.attrs.has("device")) n.attrs.set("device", std::string("cuda:0"));
+  move_graph_to(g, kCuda);
   return g;
 }
 
