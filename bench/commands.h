@@ -35,6 +35,9 @@ struct DemoOptions {
 };
 
 int run_demo(const DemoOptions& opts);
+// kiln tune MODEL: opts.filter names the zoo model; schedules go to `db` (empty: KILN_SCHEDULE_DIR,
+// else the kiln cache's schedules/ folder); `verbose` prints every candidate.
+int run_tune(const BenchOptions& opts, double budget_s, const std::string& db, bool verbose);
 // kiln profile MODEL: opts.filter names the zoo model; the trace goes to out_path.
 int run_profile(const BenchOptions& opts, const std::string& out_path);
 int run_bench_ops(const BenchOptions& opts);

@@ -56,6 +56,13 @@ commands:
         a zoo model under the profiler: eager calls, the compiled first call (trace, graph
         passes, lowering, scheduling, code generation), compiled calls; prints the table by
         name and writes the Chrome trace (default profile.json; Perfetto opens it)
+  tune MODEL [--train] [--budget SECONDS] [--db DIR] [--json FILE] [--verbose]
+        tunes the schedules of a zoo model's compiled regions on this CPU: each distinct region
+        alone, on the inputs a real call gave it, candidates of its cpu.* tunables timed and
+        checked against kiln's schedule (a line per region); the faster ones are written as
+        region schedules into DIR (default: KILN_SCHEDULE_DIR, else the kiln cache's schedules/),
+        which KILN_SCHEDULE_DIR=DIR then applies; the model timed default against tuned
+        (budget default 120 s; --verbose prints every candidate)
   explain NAME [--dump DIR]
         graphs, graph breaks (reason, file:line) and guards that compile() captures for a zoo
         model (mlp, transformer_block, norm_softmax, tiny_gpt) or an example (graph_break,
@@ -169,6 +176,23 @@ int main(int argc, char** argv) {
       kiln::bench::BenchOptions o = parse_bench_options(rest, 2, {"--device", "--size", "--train", "--backend"});
       o.filter = args[1];
       return kiln::bench::run_profile(o, out);
+    }
+    if (args[0] == "tune") {
+      KILN_CHECK(args.size() >= 2 && args[1][0] != '-', "kiln tune: name a zoo model (mlp, transformer_block, "
+                 "norm_softmax, tiny_gpt)");
+      double budget = 120;
+      std::string db;
+      bool verbose = false;
+      std::vector<std::string> rest(args.begin(), args.begin() + 2);
+      for (size_t i = 2; i < args.size(); ++i) {
+        if (args[i] == "--budget") budget = std::stod(value(i));
+        else if (args[i] == "--db") db = value(i);
+        else if (args[i] == "--verbose") verbose = true;
+        else rest.push_back(args[i]);
+      }
+      kiln::bench::BenchOptions o = parse_bench_options(rest, 2, {"--device", "--train", "--json"});
+      o.filter = args[1];
+      return kiln::bench::run_tune(o, budget, db, verbose);
     }
     if (args[0] == "bench" && args.size() >= 3 && args[1] == "aot-once") {
       kiln::bench::BenchOptions o = parse_bench_options(args, 3, {});

@@ -38,9 +38,9 @@ const std::vector<SettingInfo>& settings() {
       // The GPU row schedule's tunables, for schedule experiments (schedules/gpu_schedule.h); their
       // values are part of the disk cache's key of CUDA graphs.
       {"KILN_SCHEDULE_DIR", "none",
-       "a folder of region schedules: <key>.schedule sets one CUDA region's row and column tunables (the "
-       "KILN_GPU_ROW_* and _COLUMN_* settings for that region alone); KILN_LOGS=schedule prints each region's key; "
-       "schedules/region_schedule.h"},
+       "a folder of region schedules: <key>.schedule sets one region's tunables: a CUDA region's row and column "
+       "ones (the KILN_GPU_ROW_* and _COLUMN_* settings for that region alone), a CPU region's cpu.* ones; `kiln "
+       "tune` writes them; KILN_LOGS=schedule prints each region's key; schedules/region_schedule.h"},
       {"KILN_GPU_ROW_THREADS", "256", "GPU row schedule: threads per block (32-1024)"},
       {"KILN_GPU_ROW_STAGE", "0", "GPU row schedule: 1 stages the rows a block reads several times in shared memory"},
       {"KILN_GPU_ROW_REGISTERS", "1", "GPU row schedule: 0 keeps no row in registers (a warp row staged in its lanes, a block row of at most 16 steps a thread unrolled in every pass)"},

@@ -16,19 +16,18 @@ using namespace Halide;
 
 namespace {
 
-// Transposing Funcs: tiles of up to 128 x 128, blocks of 8 x 8. Measured on x.permute(2, 0,
-// 1).contiguous() of [4, 256, 2048] f32: 64-wide tiles 0.46 ms, 128 0.33, 256 0.33 (longer runs
-// of stores per output row), 32 0.91.
-constexpr int kTile = 128, kMinTile = 64, kBlock = 8;
-constexpr int kColumnsPerTask = 128;  // a column reduction task: 8 AVX-512 vectors of columns (measured: 64 to 256 alike, 1.8-1.9 ms on softmax(2048², 0); one vector per task 2.9 ms)
+// Transposing Funcs: tiles of CpuTuning::transpose_tile (64 where a dim is shorter), blocks of 8 x 8.
+constexpr int kMinTile = 64, kBlock = 8;
 
-int vector_lanes(const Func& f) { return jit_target().natural_vector_size(f.output_types()[0]); }
+int native_lanes(const Func& f) { return jit_target().natural_vector_size(f.output_types()[0]); }
+// The vector width the schedule uses: native vectors, or several (cpu.vector.scale).
+int vector_lanes(const Func& f, const CpuTuning& t) { return native_lanes(f) * t.vector_scale; }
 
 // A row reduction: split into vector partial results (many independent accumulators instead of
 // one chain), combined at the end. Reductions Halide cannot prove associative stay serial.
-void vector_partials(Func f) {
+void vector_partials(Func f, const CpuTuning& t) {
   if (f.rvars().size() != 1 || f.num_update_definitions() != 1) return;
-  int lanes = 4 * vector_lanes(f);
+  int lanes = t.partials * vector_lanes(f, t);
   try {
     RVar ro("ro"), ri("ri");
     Var u("u");
@@ -44,10 +43,10 @@ void vector_partials(Func f) {
 
 // A column reduction: the reduction loop outside, the innermost kept dim vectorized inside it,
 // so every step reads dense vectors.
-void vector_columns(Func f) {
+void vector_columns(Func f, const CpuTuning& t) {
   std::vector<Var> v = pure_vars(f);
   if (v.empty()) return;
-  int lanes = vector_lanes(f);
+  int lanes = vector_lanes(f, t);
   std::vector<VarOrRVar> order{v[0]};
   for (const RVar& r : f.rvars()) order.push_back(r);
   for (size_t i = 1; i < v.size(); ++i) order.push_back(v[i]);
@@ -57,12 +56,13 @@ void vector_columns(Func f) {
 }
 
 // A column reduction computed once for all rows (softmax along dim 0 reads it for every row):
-// tasks of kColumnsPerTask columns in parallel, the reduction loop outside the (wide) vector.
-void column_reduction_root(Func g) {
+// tasks of CpuTuning::columns_per_task columns in parallel, the reduction loop outside the (wide)
+// vector.
+void column_reduction_root(Func g, const CpuTuning& t) {
   g.compute_root();
   std::vector<Var> v = pure_vars(g);
   if (v.empty()) return;
-  int lanes = vector_lanes(g);
+  int lanes = vector_lanes(g, t);
   g.vectorize(v[0], lanes, TailStrategy::GuardWithIf);
   for (int u = 0; u < g.num_update_definitions(); ++u) {
     Var xo("xo"), xi("xi");
@@ -71,7 +71,7 @@ void column_reduction_root(Func g) {
     order.push_back(xo);
     for (size_t i = 1; i < v.size(); ++i) order.push_back(v[i]);
     Stage s = g.update(u);
-    s.split(v[0], xo, xi, kColumnsPerTask, TailStrategy::GuardWithIf).reorder(order).vectorize(xi);
+    s.split(v[0], xo, xi, t.columns_per_task, TailStrategy::GuardWithIf).reorder(order).vectorize(xi);
     // The tasks are every column tile of every outer kept index: a parallel loop inside the outer
     // dims would start a parallel job per outer index ([4, 2048, 512] summed over dim 0: 2048).
     VarOrRVar tasks = xo;
@@ -80,11 +80,11 @@ void column_reduction_root(Func g) {
       s.fuse(tasks.var, v[i], fused);
       tasks = fused;
     }
-    s.parallel(tasks);
+    if (t.parallel) s.parallel(tasks);
   }
 }
 
-// A materialized Func (pure: lower_region wraps reductions) in tasks of about kElementsPerTask
+// A materialized Func (pure: lower_region wraps reductions) in tasks of about t.task_elements
 // units of work (an element of a reduction's result costs the elements it reads), in parallel
 // when there is more than one; its innermost dim vectorized. The reductions of its definition
 // are computed per outer row (row reductions; column ones when the result is 1-D, per tile of
@@ -97,7 +97,7 @@ void column_reduction_root(Func g) {
 // (`overwrites`, in_place.h) never takes the tiles: a tile shifted inwards at an edge computes
 // some elements twice, the second time from the input it has already overwritten.
 void schedule_root(const ScheduleRoot& root, const Shape& shape, Reduces reduces, int64_t work, CatChunks cat,
-                   bool overwrites) {
+                   bool overwrites, const CpuTuning& tuning) {
   Func f = root.func;
   const std::vector<Func>& inner = root.inner;
   f.compute_root();
@@ -106,11 +106,11 @@ void schedule_root(const ScheduleRoot& root, const Shape& shape, Reduces reduces
   if (R == 0) {
     for (Func g : inner) {
       g.compute_root();
-      if (reduces == Reduces::rows) vector_partials(g);
+      if (reduces == Reduces::rows) vector_partials(g, tuning);
     }
     return;
   }
-  int lanes = vector_lanes(f);
+  int lanes = vector_lanes(f, tuning);
   Shape loop_extent(shape.rbegin(), shape.rend());  // per Halide dim: what its loop walks
   if (cat.width % lanes == 0 && cat.width > 0) {
     // A cat whose pieces are whole chunks along its dim: the chunks unrolled, so each copy of the
@@ -127,11 +127,11 @@ void schedule_root(const ScheduleRoot& root, const Shape& shape, Reduces reduces
   // vector width when a Func is computed at the split's outer var: a [96] row sum split by 819 and
   // vectorized by 16 wrote 52 vectors into its 96 elements; an unrolled cat chunk looped 16384
   // vectors in its 8 elements (fuzz seed 456).
-  bool big = numel(shape) * work >= kParallelMinElements;
+  bool big = tuning.parallel && numel(shape) * work >= kParallelMinElements;
   Var to("to"), t("t");
   int td = root.transposed_dim;
   int64_t across = td > 0 ? std::min(loop_extent[0], loop_extent[size_t(td)]) : 0;  // the two tiled dims
-  int tile = across >= kTile ? kTile : kMinTile;
+  int tile = across >= tuning.transpose_tile ? tuning.transpose_tile : std::min(kMinTile, tuning.transpose_tile);
   if (td > 0 && reduces == Reduces::nothing && across >= tile && !overwrites) {
     // Tasks: the tiles along the transposed dim when there are enough of them (each over the
     // other dims), else the outermost other dim.
@@ -161,14 +161,15 @@ void schedule_root(const ScheduleRoot& root, const Shape& shape, Reduces reduces
   }
   if (R >= 2) {
     int64_t row = numel(shape) / std::max<int64_t>(shape[0], 1) * work;
-    int64_t rows_per_task = std::clamp<int64_t>(kElementsPerTask / std::max<int64_t>(row, 1), 1, std::max<int64_t>(shape[0], 1));
+    int64_t rows_per_task =
+        std::clamp<int64_t>(tuning.task_elements / std::max<int64_t>(row, 1), 1, std::max<int64_t>(shape[0], 1));
     f.split(v[R - 1], to, t, int(std::min<int64_t>(rows_per_task, INT32_MAX)), TailStrategy::GuardWithIf);
     if (big && shape[0] > rows_per_task) f.parallel(to);
   } else {
-    int64_t tile = reduces == Reduces::columns ? 16 * lanes : std::max<int64_t>(lanes, kElementsPerTask / work);
+    int64_t tile = reduces == Reduces::columns ? 16 * lanes : std::max<int64_t>(lanes, tuning.task_elements / work);
     tile = std::min(tile, std::max<int64_t>(lanes, loop_extent[0]));
     f.split(v[0], to, t, int(std::min<int64_t>(tile, INT32_MAX)), TailStrategy::GuardWithIf);
-    if (big || reduces == Reduces::columns) f.parallel(to);
+    if (big || (tuning.parallel && reduces == Reduces::columns)) f.parallel(to);
   }
   if (shape.back() >= lanes) {
     if (R >= 2) f.vectorize(v[0], lanes, TailStrategy::GuardWithIf);
@@ -176,21 +177,21 @@ void schedule_root(const ScheduleRoot& root, const Shape& shape, Reduces reduces
   }
   for (Func g : inner) {
     if (reduces == Reduces::columns && R >= 2) {
-      column_reduction_root(g);
+      column_reduction_root(g, tuning);
       continue;
     }
     g.compute_at(f, R >= 2 ? t : to);
-    if (reduces == Reduces::rows) vector_partials(g);
-    else if (reduces == Reduces::columns) vector_columns(g);
+    if (reduces == Reduces::rows) vector_partials(g, tuning);
+    else if (reduces == Reduces::columns) vector_columns(g, tuning);
   }
 }
 
 // A GEMM's tiles, computed in f (the matmul's value or the last op of its epilogue): tasks of
 // 32-column panels in parallel; in each, tiles of MR rows by 32 columns whose accumulators stay
 // in registers while k runs (acc), the epilogue applied to each tile as it is stored.
-void schedule_gemm(Func f, Func acc) {
+void schedule_gemm(Func f, Func acc, const CpuTuning& tuning) {
   std::vector<Var> v = pure_vars(f);  // d0 = n, d1 = m (a is 2-D: gemm_lowerable)
-  int lanes = vector_lanes(f);
+  int lanes = native_lanes(f);
   int rows = lanes >= 16 ? 8 : 2;  // 2*MR accumulators, plus b and a: 32 registers with AVX-512, 16 else
   Var p("p"), j("j"), mo("mo"), mi("mi");
   // Tasks: one panel each, all rows (at most 256: gemm_lowerable).
@@ -198,10 +199,10 @@ void schedule_gemm(Func f, Func acc) {
       .split(v[0], p, j, kGemmPanel, TailStrategy::GuardWithIf)
       .split(v[1], mo, mi, rows, TailStrategy::GuardWithIf)
       .reorder(j, mi, mo, p)
-      .parallel(p)
       .vectorize(j, lanes)
       .unroll(j)
       .unroll(mi);
+  if (tuning.parallel) f.parallel(p);
   std::vector<Var> a = pure_vars(acc);  // j, m, batch..., p
   acc.compute_at(f, mo).vectorize(a[0], lanes).unroll(a[0]).unroll(a[1]);
   acc.update().reorder(a[0], a[1], acc.rvars(0)[0]).vectorize(a[0], lanes).unroll(a[0]).unroll(a[1]);
@@ -209,19 +210,19 @@ void schedule_gemm(Func f, Func acc) {
 
 }  // namespace
 
-void schedule_cpu(const Graph& g, const Region& r, LoweredRegion& lowered) {
+void schedule_cpu(const Graph& g, const Region& r, LoweredRegion& lowered, const CpuTuning& tuning) {
   std::set<std::string> gemms;
   for (const LoweredGemm& gemm : lowered.gemms) gemms.insert(gemm.acc.name());
   for (ScheduleRoot& root : schedule_roots(lowered)) {
     auto gemm = std::find_if(root.inner.begin(), root.inner.end(), [&](const Func& c) { return gemms.count(c.name()) > 0; });
     if (gemm != root.inner.end()) {
       KILN_CHECK(root.inner.size() == 1, "kiln schedule: a GEMM's epilogue holds another reduction");
-      schedule_gemm(root.func, *gemm);
+      schedule_gemm(root.func, *gemm, tuning);
     } else {
       bool overwrites = std::find(r.in_place.begin(), r.in_place.end(), root.value) != r.in_place.end();
       schedule_root(root, g.values[size_t(root.value)].meta.shape, reduction_kind(g, reducing_value(root)),
                     reduction_length(g, root.reduction >= 0 ? root.reduction : root.value), cat_chunks(g, root.value),
-                    overwrites);
+                    overwrites, tuning);
     }
   }
 }

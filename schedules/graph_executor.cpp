@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <optional>
+#include <utility>
 
 #include "autograd/grad_mode.h"
 #include "dsl/dispatch.h"
@@ -29,9 +30,25 @@ std::string region_what(const Region& r) { return "a pipeline of " + std::to_str
 
 namespace {
 std::atomic<int64_t> in_place_run{0};
+thread_local RegionObserver* region_observer = nullptr;
 }  // namespace
 
 int64_t in_place_outputs_run() { return in_place_run.load(); }
+
+std::string step_what(const Graph& g, const ExecutorStep& s) {
+  if (s.node >= 0) {
+    const GraphNode& n = g.nodes[size_t(s.node)];
+    return n.op->name + " -> " + to_string(g.values[size_t(n.outputs[0])].meta.shape);
+  }
+  std::string ops;
+  for (size_t k = 0; k < s.region.nodes.size() && k < 8; ++k) ops += (k ? " " : "") + g.nodes[size_t(s.region.nodes[k])].op->name;
+  if (s.region.nodes.size() > 8) ops += " ...";
+  std::string out = s.region.outputs.empty() ? "" : " -> " + to_string(g.values[size_t(s.region.outputs[0])].meta.shape);
+  return region_what(s.region) + " (" + ops + ")" + out;
+}
+
+
+RegionObserver* exchange_region_observer(RegionObserver* observer) { return std::exchange(region_observer, observer); }
 
 std::vector<halide_dimension_t> halide_dims(const Tensor& t) {
   const TensorImpl& ti = t.impl();
@@ -117,9 +134,9 @@ class GraphExecutor final : public CompiledGraph {
     for (size_t si = 0; si < steps_.size(); ++si) {
       const ExecutorStep& s = steps_[si];
       auto t0 = std::chrono::steady_clock::now();
-      if (timer) timer->before(step_category(s), step_what(s));
+      if (timer) timer->before(step_category(s), step_what(*g_, s));
       std::optional<RecordFunction> record;
-      if (profiling()) record.emplace(step_what(s), s.node >= 0 ? "eager_step" : "region");
+      if (profiling()) record.emplace(step_what(*g_, s), s.node >= 0 ? "eager_step" : "region");
       if (s.node >= 0) {
         const GraphNode& n = g.nodes[size_t(s.node)];
         TensorList args;
@@ -192,6 +209,7 @@ class GraphExecutor final : public CompiledGraph {
       values[size_t(v)] = memory_for(v, shape, values, into);
       tensors.push_back(values[size_t(v)]);
     }
+    if (region_observer) (*region_observer)(g_, s, tensors, sizes);
     size_t n_in = s.region.inputs.size();
     if (s.function) {
       std::vector<std::unique_ptr<RawBuffer>> buffers;
@@ -231,19 +249,6 @@ class GraphExecutor final : public CompiledGraph {
   }
 
   // A step for StepTimer: "matmul -> [8192, 2304]", "a pipeline of 3 ops (mul where softmax) -> [8, 12, 1024, 1024]".
-  std::string step_what(const ExecutorStep& s) const {
-    const Graph& g = *g_;
-    if (s.node >= 0) {
-      const GraphNode& n = g.nodes[size_t(s.node)];
-      return n.op->name + " -> " + to_string(g.values[size_t(n.outputs[0])].meta.shape);
-    }
-    std::string ops;
-    for (size_t k = 0; k < s.region.nodes.size() && k < 8; ++k) ops += (k ? " " : "") + g.nodes[size_t(s.region.nodes[k])].op->name;
-    if (s.region.nodes.size() > 8) ops += " ...";
-    std::string out = s.region.outputs.empty() ? "" : " -> " + to_string(g.values[size_t(s.region.outputs[0])].meta.shape);
-    return region_what(s.region) + " (" + ops + ")" + out;
-  }
-
   ExecutorPlan plan_;
   // Aliases of the plan's parts (declared after it).
   const std::shared_ptr<const Graph>& g_;

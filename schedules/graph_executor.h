@@ -47,6 +47,14 @@ struct ExecutorPlan {
 };
 
 std::shared_ptr<CompiledGraph> make_graph_executor(ExecutorPlan plan);
+
+// While set on a thread, called before each region step an executor runs there, with the graph,
+// the step, the region's buffers (its inputs, then its outputs, not yet computed) and its
+// symbols' sizes: the region tuner records regions so (schedules/region_tuner.h).
+using RegionObserver = std::function<void(const std::shared_ptr<const Graph>& graph, const ExecutorStep& step,
+                                          const std::vector<Tensor>& buffers, const std::vector<int32_t>& sizes)>;
+// Sets this thread's observer (null: none) and returns the previous one.
+RegionObserver* exchange_region_observer(RegionObserver* observer);
 // The plan a compiled graph runs, when it is a graph executor's (else null).
 const ExecutorPlan* executor_plan(const CompiledGraph& g);
 
@@ -60,6 +68,9 @@ int64_t in_place_outputs_run();
 
 // "a pipeline of 7 ops": a region in log lines and errors.
 std::string region_what(const Region& r);
+// A step for profiles and logs: "a pipeline of 3 ops (add mul layer_norm) -> [64, 512]", or the
+// eager node's op and output shape.
+std::string step_what(const Graph& g, const ExecutorStep& s);
 
 // A tensor's dims as a halide_buffer_t takes them (innermost first); kiln::Error beyond Halide's
 // 32-bit indexing.

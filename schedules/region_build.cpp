@@ -50,6 +50,9 @@ void schedule(const Graph& g, RegionStep& s, const std::string& scheduler) {
     return;
   }
   if (scheduler != "kiln") {
+    if (s.own_schedule)
+      log_line(LogChannel::schedule, "halide: " + scheduler + " schedules this region; its schedule file (" +
+                                         s.own_schedule->where + ") sets kiln's schedule only");
     try {
       std::string source = apply_halide_autoscheduler(scheduler, g, s.region, s.lowered, s.pipeline);
       s.pipeline.compile_jit(jit_target());
@@ -62,7 +65,7 @@ void schedule(const Graph& g, RegionStep& s, const std::string& scheduler) {
       s.pipeline = Halide::Pipeline(s.lowered.outputs);
     }
   }
-  schedule_cpu(g, s.region, s.lowered);
+  schedule_cpu(g, s.region, s.lowered, cpu_tuning_of(s.own_schedule));
 }
 
 // With KILN_DEBUG_DIR set: each pipeline's lowered statement as text and HTML, and its assembly.
@@ -76,6 +79,12 @@ void dump_region(const RegionStep& s, const std::string& name) {
                 {Halide::OutputFileType::stmt_html, base + ".stmt.html"},
                 {Halide::OutputFileType::assembly, base + ".s"}},
                pipeline_arguments(s.region, s.lowered), name, aot_target(s.cuda));
+}
+
+// A tensor as a Halide buffer over the same host memory (the JIT path).
+Halide::Buffer<> as_buffer(const Tensor& t) {
+  std::vector<halide_dimension_t> dims = halide_dims(t);
+  return Halide::Buffer<>(halide_type(t.dtype()), t.data_ptr(), int(dims.size()), dims.data());
 }
 
 }  // namespace
@@ -96,16 +105,34 @@ void build_region(const Graph& g, RegionStep& s, const BackendOptions& options, 
   for (const std::string& c : s.specialized)
     log_line(LogChannel::schedule, name + ": a specialize() branch for " + c);
   if (log_enabled(LogChannel::schedule) || !debug_dir().empty()) {
-    // A CUDA region's key names the file of KILN_SCHEDULE_DIR that would give it its own tunables.
-    std::string own;
-    if (s.cuda)
-      own = "; region schedule key " + region_schedule_key(region_signature(g, s.region)) +
-            (s.own_schedule ? ", its schedule file applied" : "");
+    // The key names the file of KILN_SCHEDULE_DIR that would give the region its own tunables.
+    std::string own = "; region schedule key " + region_schedule_key(region_signature(g, s.region)) +
+                      (s.own_schedule ? ", its schedule file applied" : "");
     std::string source = "// " + name + " (" + options.scheduler + " schedule" + own + ")\n" + schedule_source(s.lowered.outputs);
     log_line(LogChannel::schedule, source);
     debug_dump(name + ".schedule", "cpp", source);
   }
   dump_region(s, name);
+}
+
+JitRegion jit_region_runner(const RegionStep& s) {
+  return [region = s.region, lowered = s.lowered, pipeline = s.pipeline](const std::vector<Tensor>& tensors,
+                                                                          const std::vector<int32_t>& sizes) {
+    std::vector<Halide::Buffer<>> buffers;
+    for (const Tensor& t : tensors) buffers.push_back(as_buffer(t));
+    size_t n_in = region.inputs.size();
+    Halide::ParamMap params;
+    for (size_t k = 0; k < n_in; ++k) params.set(lowered.inputs[k], buffers[k]);
+    for (size_t k = 0; k < sizes.size(); ++k) params.set(lowered.symbols.at(region.symbols[k]), sizes[k]);
+    std::vector<Halide::Buffer<>> outs(buffers.begin() + long(n_in), buffers.end());
+    Halide::Realization real(outs);
+    Halide::Pipeline p = pipeline;  // a handle: realize() is not const
+    try {
+      p.realize(real, jit_target(), params);
+    } catch (const Halide::Error& e) {
+      throw_error("halide backend: ", region_what(region), " failed: ", e.what());
+    }
+  };
 }
 
 std::vector<RegionStep*> region_steps(std::vector<RegionStep>& steps) {

@@ -20,8 +20,8 @@ namespace kiln {
 // A step as the executor runs it, with what compiling its region takes.
 struct RegionStep : ExecutorStep {
   bool cuda = false;  // the region's values live on the GPU: CUDA target, GPU schedule
-  // A CUDA region's own schedule from KILN_SCHEDULE_DIR, read once when the step is made: the
-  // disk cache's key, the GPU schedule and the schedule log all use this one.
+  // The region's own schedule from KILN_SCHEDULE_DIR, read once when the step is made: the
+  // disk cache's key, the schedule and the schedule log all use this one.
   std::optional<RegionSchedule> own_schedule;
   LoweredRegion lowered;
   Halide::Pipeline pipeline;
@@ -32,6 +32,10 @@ struct RegionStep : ExecutorStep {
 // `conditions` on its sizes (CPU regions); `index` names it in logs and dumps.
 void build_region(const Graph& g, RegionStep& s, const BackendOptions& options, int index,
                   const std::vector<SizeCondition>& conditions = {});
+
+// Runs s's pipeline, JIT-compiled (KILN_CACHE=0, the region tuner), on host tensors: inputs, then
+// outputs, and the region's symbols' sizes.
+JitRegion jit_region_runner(const RegionStep& s);
 
 // The region steps, in order.
 std::vector<RegionStep*> region_steps(std::vector<RegionStep>& steps);

@@ -7,6 +7,7 @@
 
 #include "dsl/error.h"
 #include "dsl/settings.h"
+#include "schedules/graph_executor.h"
 #include "schedules/region_signature.h"
 
 namespace kiln {
@@ -22,6 +23,7 @@ std::string region_schedule_key(const std::string& signature) {
 RegionSchedule parse_region_schedule(const std::string& text, const std::string& where) {
   RegionSchedule s;
   s.text = text;
+  s.where = where;
   std::istringstream in(text);
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
@@ -29,9 +31,11 @@ RegionSchedule parse_region_schedule(const std::string& text, const std::string&
     std::istringstream words(line);
     std::string name, value, extra;
     if (!(words >> name)) continue;
-    const RowTunable* d = find_row_tunable(name);
-    KILN_CHECK(d, "region schedule ", where, ":", number, ": unknown directive '", name, "'; known:\n",
+    const RowTunable* row = find_row_tunable(name);
+    const CpuTunable* cpu = find_cpu_tunable(name);
+    KILN_CHECK(row || cpu, "region schedule ", where, ":", number, ": unknown directive '", name, "'; known:\n",
                region_schedule_directives());
+    int64_t lo = row ? row->lo : cpu->lo, hi = row ? row->hi : cpu->hi;
     KILN_CHECK(words >> value && !(words >> extra), "region schedule ", where, ":", number, ": '", name,
                "' takes one whole number, got '", line, "'");
     size_t used = 0;
@@ -43,8 +47,8 @@ RegionSchedule parse_region_schedule(const std::string& text, const std::string&
     }
     KILN_CHECK(used == value.size(), "region schedule ", where, ":", number, ": '", name,
                "' takes a whole number, got '", value, "'");
-    KILN_CHECK(v >= d->lo && v <= d->hi, "region schedule ", where, ":", number, ": '", name, "' must lie in [",
-               d->lo, ", ", d->hi, "], got ", v);
+    KILN_CHECK(v >= lo && v <= hi, "region schedule ", where, ":", number, ": '", name, "' must lie in [", lo, ", ",
+               hi, "], got ", v);
     s.directives.emplace_back(name, v);
   }
   return s;
@@ -61,14 +65,29 @@ std::optional<RegionSchedule> find_region_schedule(const std::string& signature)
   return parse_region_schedule(text.str(), path.string());
 }
 
-std::optional<RegionSchedule> region_schedule_of(const Graph& g, const Region& r) {
+std::optional<RegionSchedule> region_schedule_of(const Graph& g, const Region& r, bool cuda) {
   if (!setting("KILN_SCHEDULE_DIR")) return std::nullopt;
-  return find_region_schedule(region_signature(g, r));
+  std::optional<RegionSchedule> s = find_region_schedule(region_signature(g, r));
+  if (!s) return s;
+  for (const auto& [name, value] : s->directives)
+    KILN_CHECK(cuda ? find_row_tunable(name) != nullptr : find_cpu_tunable(name) != nullptr, "region schedule ",
+               s->where, ": '", name, "' is a directive of the ", cuda ? "CPU" : "CUDA", " schedule, and this region (",
+               region_what(r), ") runs on ", cuda ? "CUDA" : "the CPU");
+  return s;
 }
 
 RowTuning apply_region_schedule(const RegionSchedule& s, RowTuning base) {
-  for (const auto& [name, value] : s.directives) find_row_tunable(name)->set(base, value);
+  for (const auto& [name, value] : s.directives)
+    if (const RowTunable* t = find_row_tunable(name)) t->set(base, value);
   return base;
+}
+
+CpuTuning cpu_tuning_of(const std::optional<RegionSchedule>& own) {
+  CpuTuning t;
+  if (own)
+    for (const auto& [name, value] : own->directives)
+      if (const CpuTunable* c = find_cpu_tunable(name)) c->set(t, value);
+  return t;
 }
 
 RowTuning row_tuning_of(const std::optional<RegionSchedule>& own) {
@@ -77,8 +96,11 @@ RowTuning row_tuning_of(const std::optional<RegionSchedule>& own) {
 
 std::string region_schedule_directives() {
   std::string out;
-  for (const RowTunable& d : row_tunables())
-    out += "  " + std::string(d.directive) + " " + std::to_string(d.lo) + ".." + std::to_string(d.hi) + ": " + d.what + "\n";
+  auto line = [&](const char* directive, int64_t lo, int64_t hi, const char* what) {
+    out += "  " + std::string(directive) + " " + std::to_string(lo) + ".." + std::to_string(hi) + ": " + what + "\n";
+  };
+  for (const CpuTunable& d : cpu_tunables()) line(d.directive, d.lo, d.hi, d.what);
+  for (const RowTunable& d : row_tunables()) line(d.directive, d.lo, d.hi, d.what);
   return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -98,6 +99,25 @@ std::string schedule_source(const std::vector<Func>& outputs) {
     }
   }
   return os.str();
+}
+
+std::string canonical_schedule_source(const std::string& source) {
+  // Halide names a Func or var "k", then "k$1", "k$2" as more are made in the process; kiln's
+  // generated vars are "v12". The suffixes go, and generated vars are numbered in the order they
+  // first appear ("v#0"), so the text says nothing about what else the process built.
+  static const std::regex unique(R"((\$[0-9]+)|(\bv[0-9]+\b))");
+  std::map<std::string, int> vars;
+  std::string out;
+  auto last = source.cbegin();
+  for (std::sregex_iterator it(source.begin(), source.end(), unique), end; it != end; ++it) {
+    out.append(last, (*it)[0].first);
+    last = (*it)[0].second;
+    if ((*it)[1].matched) continue;
+    auto [v, fresh] = vars.emplace(it->str(), int(vars.size()));
+    out += "v#" + std::to_string(v->second);
+  }
+  out.append(last, source.cend());
+  return out;
 }
 
 }  // namespace kiln

@@ -19,4 +19,9 @@ namespace kiln {
 
 std::string schedule_source(const std::vector<Halide::Func>& outputs);
 
+// The source without the suffixes Halide makes names unique with in a process ("max$2" -> "max"),
+// and kiln's generated vars numbered by first appearance ("v31" -> "v#0"): two builds of the same
+// schedule compare equal.
+std::string canonical_schedule_source(const std::string& source);
+
 }  // namespace kiln

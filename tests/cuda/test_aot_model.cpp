@@ -5,7 +5,9 @@
 // GPU their outputs equal kiln::compile's of the same programs on CUDA bit for bit (the same
 // plan and schedules) and the CPU's within f32 tolerance, the training step's weights move as the
 // compiled step's do, CPU inputs are an error naming the device, and the raw entry point takes
-// host buffers.
+// host buffers. Each model is given its weights from the same program the generator ran (a fixed
+// seed), so the test needs no file from the build tree (tests/aot/test_linked_model.cpp loads a
+// model's weights file on the CPU).
 #include <chrono>
 #include <cstring>
 
@@ -20,10 +22,22 @@ using namespace kiln;
 using namespace kiln::test;
 
 kiln::aot::Program make_aot_test_block();
+kiln::aot::Program make_aot_test_gpt_train();
+
+namespace {
+
+// The program's weights, as the generator saved them.
+std::map<std::string, Tensor> weights_of(const aot::Program& p) {
+  std::vector<std::pair<std::string, Tensor>> named = aot::program_weights(p);
+  return {named.begin(), named.end()};
+}
+
+}  // namespace
 
 BOOST_AUTO_TEST_CASE(a_cuda_model_matches_compile_on_the_gpu, *needs_cuda()) {
   auto t0 = std::chrono::steady_clock::now();
-  aot_block_cuda::Model model(KILN_AOT_BLOCK_CUDA_WEIGHTS);
+  aot::Program cpu = make_aot_test_block();
+  aot_block_cuda::Model model(weights_of(cpu));
   NoGradGuard no_grad;
   manual_seed(5);
   Tensor x = randn({4, 16, 32}), s = randn({4, 16, 32});
@@ -33,10 +47,7 @@ BOOST_AUTO_TEST_CASE(a_cuda_model_matches_compile_on_the_gpu, *needs_cuda()) {
                                                                                                        << " ms");
   BOOST_TEST(model.weights().begin()->second.device() == kCuda);
 
-  aot::Program cpu = make_aot_test_block();
-  nn::load_state_dict(*cpu.module, KILN_AOT_BLOCK_CUDA_WEIGHTS);
   aot::Program gpu = make_aot_test_block();
-  nn::load_state_dict(*gpu.module, KILN_AOT_BLOCK_CUDA_WEIGHTS);
   gpu.module->to(kCuda);
   auto f = compile([&](Tensor a, Tensor b) { return gpu.forward({a, b})[0]; }, {.backend = "halide"});
   for (int64_t batch : {4, 2, 17, 64}) {
@@ -57,7 +68,7 @@ BOOST_AUTO_TEST_CASE(a_cuda_model_matches_compile_on_the_gpu, *needs_cuda()) {
 }
 
 BOOST_AUTO_TEST_CASE(a_cuda_models_raw_entry_point_takes_host_buffers, *needs_cuda()) {
-  aot_block_cuda::Model model(KILN_AOT_BLOCK_CUDA_WEIGHTS);
+  aot_block_cuda::Model model(weights_of(make_aot_test_block()));
   NoGradGuard no_grad;
   manual_seed(6);
   Tensor xt = randn({3, 16, 32}), st = randn({3, 16, 32});
@@ -78,7 +89,7 @@ BOOST_AUTO_TEST_CASE(a_cuda_models_raw_entry_point_takes_host_buffers, *needs_cu
 }
 
 BOOST_AUTO_TEST_CASE(a_cuda_training_step_matches_the_compiled_step, *needs_cuda()) {
-  aot_gpt_train_cuda::Model model(KILN_AOT_GPT_TRAIN_CUDA_WEIGHTS);
+  aot_gpt_train_cuda::Model model(weights_of(make_aot_test_gpt_train()));
   // The same GPT and AdamW on the GPU, compiled: the generator's initial weights (a fixed seed).
   auto gpt = make_aot_test_gpt();
   gpt->to(kCuda);

@@ -55,7 +55,7 @@ struct Builder {
 // kiln's GPU schedule with the region's own tunables where KILN_SCHEDULE_DIR has a file for it,
 // as the halide backend schedules a CUDA region (RegionStep::own_schedule).
 void schedule_as_the_backend_does(const Graph& g, const Region& r, LoweredRegion& lowered) {
-  schedule_gpu(g, r, lowered, row_tuning_of(region_schedule_of(g, r)));
+  schedule_gpu(g, r, lowered, row_tuning_of(region_schedule_of(g, r, true)));
 }
 
 enum class Regions { expected, optional };

@@ -1,0 +1,30 @@
+#include "schedules/cpu_tuning.h"
+
+namespace kiln {
+
+const std::vector<CpuTunable>& cpu_tunables() {
+  using T = CpuTuning;
+  static const std::vector<CpuTunable> table = {
+      {"cpu.task.elements", 256, int64_t(1) << 26, [](const T& t) { return t.task_elements; },
+       [](T& t, int64_t v) { t.task_elements = v; }, "units of work a parallel task"},
+      {"cpu.parallel", 0, 1, [](const T& t) { return int64_t(t.parallel); }, [](T& t, int64_t v) { t.parallel = v != 0; },
+       "0 runs every loop serial"},
+      {"cpu.vector.scale", 1, 4, [](const T& t) { return int64_t(t.vector_scale); },
+       [](T& t, int64_t v) { t.vector_scale = int(v); }, "vectors this many native vectors wide"},
+      {"cpu.row.partials", 1, 16, [](const T& t) { return int64_t(t.partials); },
+       [](T& t, int64_t v) { t.partials = int(v); }, "a row reduction's accumulators, in vectors"},
+      {"cpu.transpose.tile", 16, 512, [](const T& t) { return int64_t(t.transpose_tile); },
+       [](T& t, int64_t v) { t.transpose_tile = int(v); }, "a transposing Func's tile edge"},
+      {"cpu.column.task", 8, 8192, [](const T& t) { return int64_t(t.columns_per_task); },
+       [](T& t, int64_t v) { t.columns_per_task = int(v); }, "a column reduction's task, in columns"},
+  };
+  return table;
+}
+
+const CpuTunable* find_cpu_tunable(std::string_view directive) {
+  for (const CpuTunable& t : cpu_tunables())
+    if (directive == t.directive) return &t;
+  return nullptr;
+}
+
+}  // namespace kiln
