@@ -18,7 +18,10 @@
 # knowing the condition), beside the generic code. TARGETS: `host` (this machine's CPU, the
 # default) or Halide CPU targets, best first (x86-64-linux-avx512_skylake x86-64-linux-sse41):
 # each region is compiled for each, with a wrapper that picks the first the running CPU supports;
-# the manifest records the last, which the CPU must support at least. CUDA models are not built yet.
+# the manifest records the last, which the CPU must support at least. `host-cuda` (alone) builds a
+# CUDA model, and needs no GPU to build: the entry is traced on its CPU examples and the graph
+# compiled for CUDA (kernels for compute capability 8.0, run by the Halide runtime of kiln's eager
+# kernels); the model binds its weights on the GPU and takes and returns CUDA tensors.
 function(kiln_add_model name)
   cmake_parse_arguments(M "" "ENTRY" "SOURCES;DYNAMIC;SPECIALIZE;TARGETS;LINK_LIBRARIES" ${ARGN})
   if (M_UNPARSED_ARGUMENTS)
