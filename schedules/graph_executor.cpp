@@ -210,15 +210,8 @@ class GraphExecutor final : public CompiledGraph {
       tensors.push_back(values[size_t(v)]);
     }
     if (region_observer) (*region_observer)(g_, s, tensors, sizes);
-    size_t n_in = s.region.inputs.size();
     if (s.function) {
-      std::vector<std::unique_ptr<RawBuffer>> buffers;
-      std::vector<void*> args;
-      for (const Tensor& t : tensors) buffers.push_back(std::make_unique<RawBuffer>(t, *plan_.code));
-      for (size_t k = 0; k < n_in; ++k) args.push_back(&buffers[k]->buf);
-      for (int32_t& size : sizes) args.push_back(&size);
-      for (size_t k = n_in; k < buffers.size(); ++k) args.push_back(&buffers[k]->buf);
-      call_region(s.function, args.data(), region_what(s.region));
+      run_region_function(s.function, *plan_.code, s.region, tensors, sizes);
       return;
     }
     s.jit(tensors, sizes);
@@ -263,6 +256,18 @@ class GraphExecutor final : public CompiledGraph {
 };
 
 }  // namespace
+
+void run_region_function(RegionFunction fn, const CodeLibrary& code, const Region& r, const std::vector<Tensor>& tensors,
+                         std::vector<int32_t> sizes) {
+  size_t n_in = r.inputs.size();
+  std::vector<std::unique_ptr<RawBuffer>> buffers;
+  std::vector<void*> args;
+  for (const Tensor& t : tensors) buffers.push_back(std::make_unique<RawBuffer>(t, code));
+  for (size_t k = 0; k < n_in; ++k) args.push_back(&buffers[k]->buf);
+  for (int32_t& size : sizes) args.push_back(&size);
+  for (size_t k = n_in; k < buffers.size(); ++k) args.push_back(&buffers[k]->buf);
+  call_region(fn, args.data(), region_what(r));
+}
 
 std::shared_ptr<CompiledGraph> make_graph_executor(ExecutorPlan plan) {
   return std::make_shared<GraphExecutor>(std::move(plan));

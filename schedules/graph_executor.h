@@ -48,6 +48,11 @@ struct ExecutorPlan {
 
 std::shared_ptr<CompiledGraph> make_graph_executor(ExecutorPlan plan);
 
+// Calls a compiled region's function of `code` on tensors (its inputs, then its outputs) and its
+// symbols' sizes, as the executor does.
+void run_region_function(RegionFunction fn, const CodeLibrary& code, const Region& r, const std::vector<Tensor>& tensors,
+                         std::vector<int32_t> sizes);
+
 // While set on a thread, called before each region step an executor runs there, with the graph,
 // the step, the region's buffers (its inputs, then its outputs, not yet computed) and its
 // symbols' sizes: the region tuner records regions so (schedules/region_tuner.h).

@@ -33,7 +33,7 @@ struct RegionStep : ExecutorStep {
 void build_region(const Graph& g, RegionStep& s, const BackendOptions& options, int index,
                   const std::vector<SizeCondition>& conditions = {});
 
-// Runs s's pipeline, JIT-compiled (KILN_CACHE=0, the region tuner), on host tensors: inputs, then
+// Runs s's pipeline, JIT-compiled (KILN_CACHE=0), on host tensors: inputs, then
 // outputs, and the region's symbols' sizes.
 JitRegion jit_region_runner(const RegionStep& s);
 

@@ -1,21 +1,25 @@
 #include "schedules/region_tuner.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <sstream>
+
+#include <unistd.h>
 
 #include "dsl/error.h"
 #include "dsl/storage.h"
 #include "graph/backend.h"
 #include "schedules/cpu_tuning.h"
-#include "schedules/jit_target.h"
 #include "schedules/region_build.h"
 #include "schedules/region_schedule.h"
 #include "schedules/region_signature.h"
 #include "schedules/schedule_source.h"
+#include "schedules/shared_library.h"
 
 namespace kiln {
 
@@ -55,13 +59,17 @@ std::string schedule_text(const CpuTuning& t) {
   return out;
 }
 
-// A region rebuilt alone with a schedule, JIT-compiled, and the buffers it runs on.
+// A region rebuilt alone with a schedule and compiled as the halide backend compiles a graph's
+// regions (an object without a runtime, linked into a shared library and loaded), so it runs
+// with the same runtime and thread pool as in the model.
 struct Built {
-  std::string source;  // its schedule as Halide C++ (equal sources: the same code)
-  JitRegion run;
+  std::string source;  // its schedule as Halide C++, canonical (equal sources: the same code)
+  std::shared_ptr<SharedLibrary> library;
+  RegionFunction function = nullptr;
 };
 
 Built build(const RecordedRegion& r, const std::string& schedule) {
+  static std::atomic<int> counter{0};
   RegionStep s;
   s.node = -1;
   s.region = r.region;
@@ -72,8 +80,16 @@ Built build(const RecordedRegion& r, const std::string& schedule) {
   build_region(*r.graph, s, o, 0);
   Built b;
   b.source = canonical_schedule_source(schedule_source(s.lowered.outputs));
-  s.pipeline.compile_jit(jit_target());
-  b.run = jit_region_runner(s);
+  std::string name = "kiln_tune_" + std::to_string(counter++);
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("kiln-tune-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string object = (dir / (name + ".o")).string(), library = (dir / (name + ".so")).string();
+  compile_region_object(s.pipeline, pipeline_arguments(s.region, s.lowered), name, object, false);
+  link_shared_library({object}, library);
+  b.library = std::make_shared<SharedLibrary>(library);  // stays mapped once its file is gone
+  b.function = b.library->function(name);
+  std::filesystem::remove(object);
+  std::filesystem::remove(library);
   return b;
 }
 
@@ -82,12 +98,13 @@ Built build(const RecordedRegion& r, const std::string& schedule) {
 double time_ms(const RecordedRegion& r, const Built& b, const std::vector<Tensor>& outputs) {
   std::vector<Tensor> buffers = r.inputs;
   buffers.insert(buffers.end(), outputs.begin(), outputs.end());
-  b.run(buffers, r.sizes);
+  auto run = [&] { run_region_function(b.function, *b.library, r.region, buffers, r.sizes); };
+  run();
   std::vector<double> ms;
   auto start = std::chrono::steady_clock::now();
   while (ms.size() < 5 || (ms.size() < 51 && seconds_since(start) < 0.15)) {
     auto t0 = std::chrono::steady_clock::now();
-    b.run(buffers, r.sizes);
+    run();
     ms.push_back(seconds_since(t0) * 1e3);
   }
   std::nth_element(ms.begin(), ms.begin() + long(ms.size() / 2), ms.end());

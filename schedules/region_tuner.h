@@ -2,7 +2,8 @@
 // lives, every region a compiled call runs on its thread is recorded with copies of its inputs
 // (the "tasks" of TVM's auto-scheduler, with real inputs rather than random ones: indices stay in
 // range). tune_region() then rebuilds one region alone with candidate values of its tunables
-// (cpu_tuning.h), JIT-compiles each, times it on the recorded inputs (the median of repeats after
+// (cpu_tuning.h), compiles each as the halide backend does (so it runs on the same runtime and
+// thread pool as in the model), times it on the recorded inputs (the median of repeats after
 // warm-up) and checks its outputs against kiln's default schedule's: a coordinate descent over the
 // directives, one at a time, that keeps a value only when it is faster than the best so far by
 // more than the noise measured on the default. Candidates that lower to a schedule already timed

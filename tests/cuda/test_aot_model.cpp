@@ -1,11 +1,12 @@
 // CUDA models compiled ahead of time by kiln_add_model (TARGETS host-cuda) while kiln builds, on
 // a machine that needs no GPU, and linked statically (tests/CMakeLists.txt: aot_block_cuda, a
 // transformer block with a dynamic batch, from tests/aot/models/block_model.cpp; aot_gpt_train_cuda,
-// a small GPT's whole training step with AdamW, from tests/aot/models/gpt_train_model.cpp). On the
-// GPU their outputs equal kiln::compile's of the same programs on CUDA bit for bit (the same
-// plan and schedules) and the CPU's within f32 tolerance, the training step's weights move as the
-// compiled step's do, CPU inputs are an error naming the device, and the raw entry point takes
-// host buffers. Each model is given its weights from the same program the generator ran (a fixed
+// a small GPT's whole training step with SGD and momentum, from tests/aot/models/gpt_train_model.cpp).
+// On the GPU the block's outputs equal kiln::compile's of the same program on CUDA bit for bit (the
+// same plan and schedules) and the CPU's within f32 tolerance; the training step's losses and
+// weights follow the compiled step's within f32 tolerance (not bit for bit: the embedding's
+// backward adds into the table with atomics, in an order that differs from run to run); CPU
+// inputs are an error naming the device, and the raw entry point takes host buffers. Each model is given its weights from the same program the generator ran (a fixed
 // seed), so the test needs no file from the build tree (tests/aot/test_linked_model.cpp loads a
 // model's weights file on the CPU).
 #include <chrono>
@@ -102,7 +103,6 @@ BOOST_AUTO_TEST_CASE(a_cuda_training_step_matches_the_compiled_step, *needs_cuda
     Tensor got = model.step(tokens, targets);
     Tensor want = compiled(TensorList{tokens, targets}).at(0);
     check_close(got, host_values(want), {}, tolerance(DType::f32), "loss, step " + std::to_string(i));
-    BOOST_TEST(same_bits(got, want), "loss, step " << i);
   }
   std::map<std::string, Tensor> after = model.weights();
   std::vector<std::pair<std::string, Tensor>> reference = aot::program_weights({gpt, {}, {}, opt});
@@ -110,6 +110,5 @@ BOOST_AUTO_TEST_CASE(a_cuda_training_step_matches_the_compiled_step, *needs_cuda
   for (const auto& [name, t] : reference) {
     BOOST_TEST(after.at(name).device() == kCuda, name);
     check_close(after.at(name), host_values(t), t.shape(), tolerance(DType::f32), name);
-    BOOST_TEST(same_bits(after.at(name), t), name);
   }
 }

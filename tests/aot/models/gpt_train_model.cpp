@@ -8,12 +8,12 @@ std::shared_ptr<nn::TinyGpt> make_aot_test_gpt() {
       nn::GptConfig{.vocab = kAotGptVocab, .seq = kAotGptSeq, .width = 64, .heads = 4, .layers = 2, .gelu = "tanh"});
 }
 
-std::shared_ptr<optim::AdamW> make_aot_test_optimizer(const nn::Module& gpt) {
-  return std::make_shared<optim::AdamW>(gpt.parameters(), optim::AdamWOptions{.lr = 3e-3});
+std::shared_ptr<optim::SGD> make_aot_test_optimizer(const nn::Module& gpt) {
+  return std::make_shared<optim::SGD>(gpt.parameters(), optim::SGDOptions{.lr = 0.05, .momentum = 0.9});
 }
 
 std::function<TensorList(const TensorList&)> aot_test_gpt_step(std::shared_ptr<nn::TinyGpt> gpt,
-                                                               std::shared_ptr<optim::AdamW> opt) {
+                                                               std::shared_ptr<optim::Optimizer> opt) {
   return [gpt, opt](const TensorList& in) {
     Tensor logits = gpt->forward(in[0]);
     Tensor loss = cross_entropy(logits.reshape({-1, kAotGptVocab}), in[1].reshape({-1}));
