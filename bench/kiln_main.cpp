@@ -56,9 +56,9 @@ commands:
         a zoo model under the profiler: eager calls, the compiled first call (trace, graph
         passes, lowering, scheduling, code generation), compiled calls; prints the table by
         name and writes the Chrome trace (default profile.json; Perfetto opens it)
-  tune MODEL [--train] [--budget SECONDS] [--db DIR] [--json FILE] [--verbose]
-        tunes the schedules of a zoo model's compiled regions on this CPU: each distinct region
-        alone, on the inputs a real call gave it, candidates of its cpu.* tunables timed and
+  tune MODEL [--device cpu|cuda] [--size bench|real] [--train] [--budget SECONDS] [--db DIR] [--json FILE] [--verbose]
+        tunes the schedules of a zoo model's compiled regions on the device: each distinct region
+        alone, on the inputs a real call gave it, candidates of its tunables (cpu.*, gpu.*) timed and
         checked against kiln's schedule (a line per region); the faster ones are written as
         region schedules into DIR (default: KILN_SCHEDULE_DIR, else the kiln cache's schedules/),
         which KILN_SCHEDULE_DIR=DIR then applies; the model timed default against tuned
@@ -190,7 +190,7 @@ int main(int argc, char** argv) {
         else if (args[i] == "--verbose") verbose = true;
         else rest.push_back(args[i]);
       }
-      kiln::bench::BenchOptions o = parse_bench_options(rest, 2, {"--device", "--train", "--json"});
+      kiln::bench::BenchOptions o = parse_bench_options(rest, 2, {"--device", "--size", "--train", "--json"});
       o.filter = args[1];
       return kiln::bench::run_tune(o, budget, db, verbose);
     }

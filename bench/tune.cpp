@@ -1,4 +1,5 @@
-// `kiln tune MODEL`: tunes the schedules of a zoo model's compiled regions on this CPU (issue 25;
+// `kiln tune MODEL`: tunes the schedules of a zoo model's compiled regions on this CPU or a CUDA
+// device (issue 25;
 // schedules/region_tuner.h does the search). One compiled call records the regions it runs with
 // their inputs; each distinct region is tuned alone within its share of --budget (a progress line
 // per region); the schedules that beat kiln's default are written as <key>.schedule into --db
@@ -16,6 +17,7 @@
 #include "bench/timing.h"
 #include "bench/train_step.h"
 #include "bench/zoo.h"
+#include "dsl/cuda/cuda_context.h"
 #include "dsl/settings.h"
 #include "kiln.h"
 #include "schedules/disk_cache.h"
@@ -44,17 +46,25 @@ struct Model {
   std::shared_ptr<optim::AdamW> opt;
 };
 
-std::function<void()> compiled_call(Model& md, bool train, const std::string& name) {
+// A call waits for the device, so its time is the device's too.
+std::function<void()> compiled_call(Model& md, bool train, const std::string& name, Device device) {
+  auto wait = [device] {
+    if (device.is_cuda()) cuda_synchronize(device.index);
+  };
   if (train) {
     auto step = std::make_shared<CompiledFunction<TensorList(std::vector<Tensor>)>>(
         [&md](std::vector<Tensor> xs) { return TensorList{train_step(md.m, *md.opt, xs)}; },
         CompileOptions{.backend = "halide", .name = name});
-    return [&md, step] { (*step)(md.in); };
+    return [&md, step, wait] {
+      (*step)(md.in);
+      wait();
+    };
   }
   auto f = std::make_shared<zoo::ZooFunction>(zoo::compile_zoo_model(md.m, {.backend = "halide", .name = name}));
-  return [&md, f] {
+  return [&md, f, wait] {
     NoGradGuard no_grad;
     (*f)(md.in);
+    wait();
   };
 }
 
@@ -63,24 +73,26 @@ double median_ms(const std::function<void()>& call) { return time_median(call, 1
 }  // namespace
 
 int run_tune(const BenchOptions& opts, double budget_s, const std::string& db, bool verbose) {
-  KILN_CHECK(opts.device.is_cpu(), "kiln tune: --device ", opts.device, ": tuning CUDA regions is not built yet "
-             "(CUDA regions take their own schedules from KILN_SCHEDULE_DIR files written by hand)");
+  KILN_CHECK(opts.device.is_cpu() || cuda_available(), "kiln tune: --device ", opts.device, " needs a CUDA device: ",
+             cuda_unavailable_reason());
   KILN_CHECK(budget_s > 0, "kiln tune: --budget must be positive seconds");
+  zoo::ZooSize size = zoo::parse_zoo_size(opts.size);
+  if (size == zoo::ZooSize::real) set_float32_matmul_precision(Float32MatmulPrecision::high);  // TF32, as the real-size bench
   std::string dir = !db.empty() ? db : setting("KILN_SCHEDULE_DIR").value_or((std::filesystem::path(disk_cache_dir()) / "schedules").string());
   std::filesystem::create_directories(dir);
   manual_seed(0);
-  Model md{zoo::make_zoo_model(opts.filter, zoo::ZooSize::bench, opts.device), {}, nullptr};
+  Model md{zoo::make_zoo_model(opts.filter, size, opts.device), {}, nullptr};
   md.in = md.m.make_inputs();
   md.opt = std::make_shared<optim::AdamW>(md.m.module->parameters(), optim::AdamWOptions{});
   std::string what = md.m.name + (opts.train ? " training step" : " forward");
-  std::string machine = machine_name();
+  std::string machine = opts.device.is_cuda() ? cuda_context(opts.device.index).name : machine_name();
   std::printf("kiln tune: %s (%s) on %s, budget %.0f s, schedules into %s\n", what.c_str(), md.m.description.c_str(),
               machine.c_str(), budget_s, dir.c_str());
 
   // The default build, without any schedule file, and its regions with their inputs.
   std::optional<std::string> saved = setting("KILN_SCHEDULE_DIR");
   ::unsetenv("KILN_SCHEDULE_DIR");
-  std::function<void()> plain = compiled_call(md, opts.train, md.m.name + " default");
+  std::function<void()> plain = compiled_call(md, opts.train, md.m.name + " default", opts.device);
   plain();
   std::vector<RecordedRegion> regions;
   {
@@ -130,7 +142,7 @@ int run_tune(const BenchOptions& opts, double budget_s, const std::string& db, b
 
   // The model again, compiled from the tuned schedules, timed beside the default build.
   ::setenv("KILN_SCHEDULE_DIR", dir.c_str(), 1);
-  std::function<void()> tuned = compiled_call(md, opts.train, md.m.name + " tuned");
+  std::function<void()> tuned = compiled_call(md, opts.train, md.m.name + " tuned", opts.device);
   tuned();
   // Alternating rounds, each build's time the median of its rounds' medians: a machine that
   // slows down for a while does not favour the one timed then.
@@ -153,7 +165,7 @@ int run_tune(const BenchOptions& opts, double budget_s, const std::string& db, b
     report.set("suite", "tune");
     report.set("model", md.m.name);
     report.set("train", opts.train);
-    report.set("device", "cpu");
+    report.set("device", opts.device.str());
     report.set("machine", machine);
     report.set("budget_s", budget_s);
     report.set("trials", trials);

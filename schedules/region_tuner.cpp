@@ -12,9 +12,12 @@
 #include <unistd.h>
 
 #include "dsl/error.h"
+#include "autograd/grad_mode.h"
+#include "dsl/cuda/cuda_context.h"
 #include "dsl/storage.h"
 #include "graph/backend.h"
 #include "schedules/cpu_tuning.h"
+#include "schedules/gpu_row_tuning.h"
 #include "schedules/region_build.h"
 #include "schedules/region_schedule.h"
 #include "schedules/region_signature.h"
@@ -34,28 +37,56 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 Tensor layout_copy(const Tensor& t) {
   const Storage& from = *t.storage();
   std::shared_ptr<Storage> to = Storage::allocate(from.nbytes, from.device);
-  if (from.nbytes > 0) std::memcpy(to->data, from.data, from.nbytes);
-  return Tensor::make_view(std::move(to), t.shape(), t.strides(), t.storage_offset(), t.dtype());
+  Tensor copy = Tensor::make_view(std::move(to), t.shape(), t.strides(), t.storage_offset(), t.dtype());
+  NoGradGuard no_grad;
+  copy.copy_(t);
+  return copy;
 }
 
-// The values the tunables take in the search, the default among them.
-std::vector<int64_t> candidate_values(const CpuTunable& t) {
-  std::string_view d = t.directive;
-  if (d == "cpu.task.elements") return {1 << 12, 1 << 14, 1 << 15, 1 << 16, 1 << 17, 1 << 18, 1 << 20};
-  if (d == "cpu.parallel") return {0, 1};
-  if (d == "cpu.vector.scale") return {1, 2, 4};
-  if (d == "cpu.row.partials") return {1, 2, 4, 8};
-  if (d == "cpu.transpose.tile") return {32, 64, 128, 256};
-  if (d == "cpu.column.task") return {32, 64, 128, 256, 512};
-  return {};
+// A tunable as the search sees it: its directive, its value in kiln's schedule, the values it
+// tries.
+struct Knob {
+  std::string directive;
+  int64_t fallback;
+  std::vector<int64_t> values;
+};
+
+// The CPU schedule's tunables, or the CUDA schedule's (their defaults from the settings).
+std::vector<Knob> knobs(bool cuda) {
+  std::vector<Knob> out;
+  if (!cuda) {
+    CpuTuning d;
+    auto value = [&](const char* name) { return find_cpu_tunable(name)->get(d); };
+    out = {{"cpu.task.elements", value("cpu.task.elements"), {1 << 12, 1 << 14, 1 << 15, 1 << 16, 1 << 17, 1 << 18, 1 << 20}},
+           {"cpu.parallel", value("cpu.parallel"), {0, 1}},
+           {"cpu.vector.scale", value("cpu.vector.scale"), {1, 2, 4}},
+           {"cpu.row.partials", value("cpu.row.partials"), {1, 2, 4, 8}},
+           {"cpu.transpose.tile", value("cpu.transpose.tile"), {32, 64, 128, 256}},
+           {"cpu.column.task", value("cpu.column.task"), {32, 64, 128, 256, 512}}};
+    return out;
+  }
+  const RowTuning& d = default_row_tuning();
+  auto value = [&](const char* name) { return find_row_tunable(name)->get(d); };
+  out = {{"gpu.row.threads", value("gpu.row.threads"), {64, 128, 256, 512, 1024}},
+         {"gpu.row.warp", value("gpu.row.warp"), {-1, 0, 1}},
+         {"gpu.row.unroll", value("gpu.row.unroll"), {1, 2, 4, 8}},
+         {"gpu.warp.rows", value("gpu.warp.rows"), {0, 1, 2, 4, 8}},
+         {"gpu.row.registers", value("gpu.row.registers"), {0, 1}},
+         {"gpu.row.stage", value("gpu.row.stage"), {0, 1}},
+         {"gpu.row.host", value("gpu.row.host"), {0, 1}},
+         {"gpu.column.threads", value("gpu.column.threads"), {1 << 15, 1 << 17, 1 << 19}},
+         {"gpu.column.chunk_max", value("gpu.column.chunk_max"), {64, 256, 1024}},
+         {"gpu.column.unroll", value("gpu.column.unroll"), {1, 2, 4, 8}}};
+  return out;
 }
 
-// The directives of `t` that differ from the defaults, one a line.
-std::string schedule_text(const CpuTuning& t) {
-  CpuTuning d;
+// The directives of `chosen` that differ from kiln's schedule, one a line.
+std::string schedule_text(const std::vector<Knob>& all, const std::map<std::string, int64_t>& chosen) {
   std::string out;
-  for (const CpuTunable& u : cpu_tunables())
-    if (u.get(t) != u.get(d)) out += std::string(u.directive) + " " + std::to_string(u.get(t)) + "\n";
+  for (const Knob& k : all) {
+    auto it = chosen.find(k.directive);
+    if (it != chosen.end() && it->second != k.fallback) out += k.directive + " " + std::to_string(it->second) + "\n";
+  }
   return out;
 }
 
@@ -73,6 +104,7 @@ Built build(const RecordedRegion& r, const std::string& schedule) {
   RegionStep s;
   s.node = -1;
   s.region = r.region;
+  s.cuda = r.device.is_cuda();
   if (!schedule.empty()) s.own_schedule = parse_region_schedule(schedule, "the candidate schedule of region " + r.key);
   BackendOptions o;
   o.scheduler = "kiln";
@@ -84,7 +116,7 @@ Built build(const RecordedRegion& r, const std::string& schedule) {
   std::filesystem::path dir = std::filesystem::temp_directory_path() / ("kiln-tune-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::string object = (dir / (name + ".o")).string(), library = (dir / (name + ".so")).string();
-  compile_region_object(s.pipeline, pipeline_arguments(s.region, s.lowered), name, object, false);
+  compile_region_object(s.pipeline, pipeline_arguments(s.region, s.lowered), name, object, s.cuda);
   link_shared_library({object}, library);
   b.library = std::make_shared<SharedLibrary>(library);  // stays mapped once its file is gone
   b.function = b.library->function(name);
@@ -94,34 +126,83 @@ Built build(const RecordedRegion& r, const std::string& schedule) {
 }
 
 // Runs a built region on the recorded inputs into `outputs`; times it: the median of repeats
-// after a warm-up, repeated until about 0.15 s have passed (5 to 51 runs).
+// after a warm-up, repeated until about 0.15 s have passed (5 to 51 samples). On CUDA a sample is
+// 10 runs issued back to back and waited for, divided by 10.
 double time_ms(const RecordedRegion& r, const Built& b, const std::vector<Tensor>& outputs) {
   std::vector<Tensor> buffers = r.inputs;
   buffers.insert(buffers.end(), outputs.begin(), outputs.end());
+  bool cuda = r.device.is_cuda();
+  int batch = cuda ? 10 : 1;
   auto run = [&] { run_region_function(b.function, *b.library, r.region, buffers, r.sizes); };
+  auto wait = [&] {
+    if (cuda) cuda_synchronize(r.device.index);
+  };
   run();
+  wait();
   std::vector<double> ms;
   auto start = std::chrono::steady_clock::now();
   while (ms.size() < 5 || (ms.size() < 51 && seconds_since(start) < 0.15)) {
     auto t0 = std::chrono::steady_clock::now();
-    run();
-    ms.push_back(seconds_since(t0) * 1e3);
+    for (int i = 0; i < batch; ++i) run();
+    wait();
+    ms.push_back(seconds_since(t0) * 1e3 / batch);
   }
   std::nth_element(ms.begin(), ms.begin() + long(ms.size() / 2), ms.end());
   return ms[ms.size() / 2];
 }
 
+// The byte the guard zones around a CPU region's outputs hold.
+constexpr unsigned char kGuardByte = 0xa5;
+
+// Outputs for the region's runs. On the CPU each lies between two guard zones as large as itself
+// (at least 4 KiB) in one allocation, so a candidate that writes past its outputs is caught
+// (outputs_intact) before it corrupts anything else of the process: Halide 14 drops the guard of
+// some splits (see cpu_schedule.cpp), and a candidate schedule may meet such a case.
 std::vector<Tensor> fresh_outputs(const RecordedRegion& r) {
   std::vector<Tensor> out;
-  for (size_t k = 0; k < r.output_shapes.size(); ++k) out.push_back(Tensor::empty(r.output_shapes[k], {r.output_dtypes[k]}));
+  for (size_t k = 0; k < r.output_shapes.size(); ++k) {
+    if (r.device.is_cuda()) {
+      out.push_back(Tensor::empty(r.output_shapes[k], {r.output_dtypes[k], r.device}));
+      continue;
+    }
+    size_t item = itemsize(r.output_dtypes[k]);
+    size_t bytes = size_t(numel(r.output_shapes[k])) * item;
+    size_t guard = (std::max<size_t>(bytes, 4096) + item - 1) / item * item;
+    std::shared_ptr<Storage> storage = Storage::allocate(bytes + 2 * guard, r.device);
+    std::memset(storage->data, kGuardByte, storage->nbytes);
+    out.push_back(Tensor::make_view(std::move(storage), r.output_shapes[k], contiguous_strides(r.output_shapes[k]),
+                                    int64_t(guard / item), r.output_dtypes[k]));
+  }
   return out;
+}
+
+// Whether the guard zones around the outputs still hold their byte.
+bool outputs_intact(const std::vector<Tensor>& outputs) {
+  for (const Tensor& t : outputs) {
+    if (!t.device().is_cpu()) continue;
+    const Storage& s = *t.storage();
+    size_t begin = size_t(t.storage_offset()) * itemsize(t.dtype());
+    size_t end = begin + size_t(t.numel()) * itemsize(t.dtype());
+    const unsigned char* p = static_cast<const unsigned char*>(s.data);
+    for (size_t i = 0; i < s.nbytes; ++i)
+      if ((i < begin || i >= end) && p[i] != kGuardByte) return false;
+  }
+  return true;
+}
+
+// One run of a built region into `outputs`.
+void run_once(const RecordedRegion& r, const Built& b, const std::vector<Tensor>& outputs) {
+  std::vector<Tensor> buffers = r.inputs;
+  buffers.insert(buffers.end(), outputs.begin(), outputs.end());
+  run_region_function(b.function, *b.library, r.region, buffers, r.sizes);
 }
 
 // Whether a candidate's outputs match the default's: floating point within a relative tolerance
 // for its width (a different summation order rounds differently), integers exactly.
 bool same_results(const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
   for (size_t k = 0; k < got.size(); ++k) {
-    Tensor a = got[k].to(DType::f64).contiguous(), b = want[k].to(DType::f64).contiguous();
+    Tensor a = got[k].to(Device::cpu()).to(DType::f64).contiguous();
+    Tensor b = want[k].to(Device::cpu()).to(DType::f64).contiguous();
     const double* x = static_cast<const double*>(a.data_ptr());
     const double* y = static_cast<const double*>(b.data_ptr());
     DType t = want[k].dtype();
@@ -140,7 +221,7 @@ bool same_results(const std::vector<Tensor>& got, const std::vector<Tensor>& wan
 RegionRecorder::RegionRecorder() {
   observer_ = [this](const std::shared_ptr<const Graph>& g, const ExecutorStep& s, const std::vector<Tensor>& buffers,
                      const std::vector<int32_t>& sizes) {
-    if (buffers.empty() || !buffers[0].device().is_cpu()) return;
+    if (buffers.empty()) return;
     std::string key = region_schedule_key(region_signature(*g, s.region));
     for (RecordedRegion& r : regions_)
       if (r.key == key) {
@@ -154,6 +235,7 @@ RegionRecorder::RegionRecorder() {
     r.what = step_what(*g, s);
     r.calls = 1;
     r.sizes = sizes;
+    r.device = buffers.back().device();
     size_t n_in = s.region.inputs.size();
     for (size_t k = 0; k < buffers.size(); ++k) {
       if (k < n_in) {
@@ -178,6 +260,9 @@ TuneResult tune_region(const RecordedRegion& r, const TuneOptions& options,
   out.calls = r.calls;
   std::vector<Tensor> want = fresh_outputs(r), got = fresh_outputs(r);
   Built plain = build(r, "");
+  run_once(r, plain, want);
+  KILN_CHECK(outputs_intact(want), "kiln tune: region ", r.key, " (", r.what, ") writes outside its outputs with "
+             "kiln's own schedule");
   // Three medians of the default: the middle one is its time, its distance from the lowest the
   // noise (one disturbed measurement, common on a shared 2-core machine, does not set either).
   std::vector<double> medians;
@@ -187,31 +272,42 @@ TuneResult tune_region(const RecordedRegion& r, const TuneOptions& options,
   out.noise = (medians[1] - medians[0]) / std::max(medians[0], 1e-9);
   double threshold = std::max(options.min_gain, out.noise);
   std::map<std::string, double> timed{{plain.source, out.default_ms}};  // by schedule source
-  CpuTuning best;
+  std::vector<Knob> all = knobs(r.device.is_cuda());
+  std::map<std::string, int64_t> best;
+  for (const Knob& k : all) best[k.directive] = k.fallback;
   double best_ms = out.default_ms;
   bool improved = true;
   while (improved && seconds_since(start) < options.budget_s) {
     improved = false;
-    for (const CpuTunable& u : cpu_tunables()) {
-      for (int64_t v : candidate_values(u)) {
-        if (v == u.get(best) || seconds_since(start) >= options.budget_s) continue;
-        CpuTuning c = best;
-        u.set(c, v);
-        std::string text = schedule_text(c);
+    for (const Knob& k : all) {
+      for (int64_t v : k.values) {
+        if (v == best[k.directive] || seconds_since(start) >= options.budget_s) continue;
+        std::map<std::string, int64_t> c = best;
+        c[k.directive] = v;
+        std::string text = schedule_text(all, c), what = k.directive + " " + std::to_string(v);
         Built built;
         try {
           built = build(r, text);
         } catch (const std::exception& e) {  // a value this region's schedule cannot take
-          if (progress) progress("  " + std::string(u.directive) + " " + std::to_string(v) + ": does not build (" + e.what() + ")");
+          if (progress) progress("  " + what + ": does not build (" + e.what() + ")");
           continue;
         }
         if (timed.count(built.source)) continue;  // the same code as a schedule already timed
+        run_once(r, built, got);
+        if (!outputs_intact(got)) {  // caught before it is run again; the guards are filled anew
+          ++out.trials;
+          ++out.rejected;
+          timed[built.source] = 0;
+          if (progress) progress("  " + what + ": writes outside its outputs; rejected");
+          got = fresh_outputs(r);
+          continue;
+        }
         double ms = time_ms(r, built, got);
         timed[built.source] = ms;
         ++out.trials;
         if (!same_results(got, want)) {
           ++out.rejected;
-          if (progress) progress("  " + std::string(u.directive) + " " + std::to_string(v) + ": outputs differ from the default's; rejected");
+          if (progress) progress("  " + what + ": outputs differ from the default's; rejected");
           continue;
         }
         if (ms < best_ms * (1 - threshold)) {
@@ -221,15 +317,15 @@ TuneResult tune_region(const RecordedRegion& r, const TuneOptions& options,
         }
         out.history.push_back({out.trials, ms, best_ms});
         if (progress) {
-          char line[160];
-          std::snprintf(line, sizeof line, "  trial %d: %s %lld: %.4f ms (best %.4f ms, %.2fx)", out.trials,
-                        u.directive, static_cast<long long>(v), ms, best_ms, out.default_ms / best_ms);
+          char line[200];
+          std::snprintf(line, sizeof line, "  trial %d: %s: %.4f ms (best %.4f ms, %.2fx)", out.trials, what.c_str(), ms,
+                        best_ms, out.default_ms / best_ms);
           progress(line);
         }
       }
     }
   }
-  out.schedule = schedule_text(best);
+  out.schedule = schedule_text(all, best);
   out.tuned_ms = out.default_ms;
   if (!out.schedule.empty()) {
     // The winner measured again beside the default: a lucky median is not kept.

@@ -1,10 +1,10 @@
-// Tuning CPU regions' schedules (issue 25): the search behind `kiln tune`. While a RegionRecorder
+// Tuning regions' schedules (issue 25): the search behind `kiln tune`. While a RegionRecorder
 // lives, every region a compiled call runs on its thread is recorded with copies of its inputs
 // (the "tasks" of TVM's auto-scheduler, with real inputs rather than random ones: indices stay in
 // range). tune_region() then rebuilds one region alone with candidate values of its tunables
-// (cpu_tuning.h), compiles each as the halide backend does (so it runs on the same runtime and
-// thread pool as in the model), times it on the recorded inputs (the median of repeats after
-// warm-up) and checks its outputs against kiln's default schedule's: a coordinate descent over the
+// (cpu_tuning.h on the CPU, gpu_row_tuning.h on CUDA), compiles each as the halide backend does
+// (so it runs on the same runtime and thread pool as in the model), times it on the recorded
+// inputs (the median of repeats after warm-up; on CUDA, waited for) and checks its outputs against kiln's default schedule's: a coordinate descent over the
 // directives, one at a time, that keeps a value only when it is faster than the best so far by
 // more than the noise measured on the default. Candidates that lower to a schedule already timed
 // are not compiled again. The result is a region schedule (region_schedule.h): the directives
@@ -35,9 +35,10 @@ struct RecordedRegion {
   std::vector<int32_t> sizes;   // its symbols' values on that run
   std::vector<Shape> output_shapes;
   std::vector<DType> output_dtypes;
+  Device device = Device::cpu();  // where it runs: the CPU's tunables, or CUDA's
 };
 
-// Records the CPU regions run on this thread while it lives, one entry per signature.
+// Records the regions run on this thread while it lives, one entry per signature.
 class RegionRecorder {
  public:
   RegionRecorder();

@@ -1,0 +1,57 @@
+// The region tuner on CUDA (schedules/region_tuner.h): a softmax region recorded on the GPU is
+// tuned over the CUDA schedule's tunables on its recorded inputs, within its budget, and the
+// schedule it gives (or one that surely changes the kernel) compiles and computes the softmax.
+#include <chrono>
+#include <fstream>
+
+#include "cuda/cuda_available.h"
+#include "dsl/cuda/cuda_context.h"
+#include "schedules/region_schedule.h"
+#include "schedules/region_tuner.h"
+#include "support/reference.h"
+#include "support/scoped_env.h"
+
+using namespace kiln;
+using namespace kiln::test;
+
+BOOST_AUTO_TEST_CASE(a_cuda_region_is_tuned_on_its_recorded_inputs, *needs_cuda()) {
+  manual_seed(4);
+  Tensor cpu_x = randn({4096, 1024});
+  Tensor x = cpu_x.to(kCuda);
+  auto fn = [](Tensor a) { return softmax(a, -1) * 3.0; };
+  auto f = compile(fn, {.backend = "halide"});
+  NoGradGuard no_grad;
+  f(x);
+  std::vector<RecordedRegion> regions;
+  {
+    RegionRecorder recorder;
+    f(x);
+    regions = recorder.regions();
+  }
+  BOOST_TEST_REQUIRE(regions.size() == 1u);
+  const RecordedRegion& r = regions[0];
+  BOOST_TEST(r.device == kCuda);
+  BOOST_TEST(r.inputs.at(0).device() == kCuda);
+  std::vector<std::string> lines;
+  auto t0 = std::chrono::steady_clock::now();
+  TuneResult t = tune_region(r, {.budget_s = 20}, [&](const std::string& l) { lines.push_back(l); });
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (const std::string& l : lines) BOOST_TEST_MESSAGE(l);
+  BOOST_TEST_MESSAGE("tuned in " << took << " s: default " << t.default_ms << " ms, tuned " << t.tuned_ms << " ms, "
+                                 << t.trials << " candidates, " << t.rejected << " rejected, schedule '" << t.schedule
+                                 << "'");
+  BOOST_TEST(t.trials > 0);
+  BOOST_TEST(t.rejected == 0);
+  BOOST_TEST(t.default_ms > 0);
+  BOOST_TEST(t.tuned_ms <= t.default_ms);
+  BOOST_TEST(took < 20 + 30);
+
+  TuneResult written = t;
+  if (written.schedule.empty()) written.schedule = "gpu.row.threads 128\n";
+  TempDir dir("kiln-test-tune-cuda");
+  std::ofstream(dir.path / (r.key + ".schedule")) << tuned_schedule_text(written, cuda_context(0).name);
+  ScopedEnv schedules("KILN_SCHEDULE_DIR", dir.path.c_str());
+  auto g = compile(fn, {.backend = "halide"});
+  Tensor want = fn(cpu_x);
+  check_close(g(x), host_values(want), want.shape(), "with the tuned schedule");
+}
