@@ -7,13 +7,12 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
-#include <sstream>
 
 #include <unistd.h>
 
-#include "dsl/error.h"
 #include "autograd/grad_mode.h"
 #include "dsl/cuda/cuda_context.h"
+#include "dsl/error.h"
 #include "dsl/storage.h"
 #include "graph/backend.h"
 #include "schedules/cpu_tuning.h"
@@ -302,14 +301,16 @@ TuneResult tune_region(const RecordedRegion& r, const TuneOptions& options,
           got = fresh_outputs(r);
           continue;
         }
-        double ms = time_ms(r, built, got);
-        timed[built.source] = ms;
-        ++out.trials;
-        if (!same_results(got, want)) {
+        if (!same_results(got, want)) {  // checked before it costs a timing
+          ++out.trials;
           ++out.rejected;
+          timed[built.source] = 0;
           if (progress) progress("  " + what + ": outputs differ from the default's; rejected");
           continue;
         }
+        double ms = time_ms(r, built, got);
+        timed[built.source] = ms;
+        ++out.trials;
         if (ms < best_ms * (1 - threshold)) {
           best = c;
           best_ms = ms;
