@@ -47,7 +47,6 @@ std::string step_what(const Graph& g, const ExecutorStep& s) {
   return region_what(s.region) + " (" + ops + ")" + out;
 }
 
-
 RegionObserver* exchange_region_observer(RegionObserver* observer) { return std::exchange(region_observer, observer); }
 
 std::vector<halide_dimension_t> halide_dims(const Tensor& t) {
@@ -241,7 +240,6 @@ class GraphExecutor final : public CompiledGraph {
     return op.schedule_class == ScheduleClass::view ? "view" : "eager_kernel";
   }
 
-  // A step for StepTimer: "matmul -> [8192, 2304]", "a pipeline of 3 ops (mul where softmax) -> [8, 12, 1024, 1024]".
   ExecutorPlan plan_;
   // Aliases of the plan's parts (declared after it).
   const std::shared_ptr<const Graph>& g_;

@@ -60,6 +60,7 @@ using RegionObserver = std::function<void(const std::shared_ptr<const Graph>& gr
                                           const std::vector<Tensor>& buffers, const std::vector<int32_t>& sizes)>;
 // Sets this thread's observer (null: none) and returns the previous one.
 RegionObserver* exchange_region_observer(RegionObserver* observer);
+
 // The plan a compiled graph runs, when it is a graph executor's (else null).
 const ExecutorPlan* executor_plan(const CompiledGraph& g);
 
@@ -73,8 +74,8 @@ int64_t in_place_outputs_run();
 
 // "a pipeline of 7 ops": a region in log lines and errors.
 std::string region_what(const Region& r);
-// A step for profiles and logs: "a pipeline of 3 ops (add mul layer_norm) -> [64, 512]", or the
-// eager node's op and output shape.
+// A step for profiles, StepTimer and the tuner: "a pipeline of 3 ops (mul where softmax) ->
+// [8, 12, 1024, 1024]", or the eager node's op and output shape ("matmul -> [8192, 2304]").
 std::string step_what(const Graph& g, const ExecutorStep& s);
 
 // A tensor's dims as a halide_buffer_t takes them (innermost first); kiln::Error beyond Halide's

@@ -32,8 +32,35 @@ namespace kiln {
 
 namespace {
 
+// A tensor as a Halide buffer over the same host memory (the JIT path).
+Halide::Buffer<> as_buffer(const Tensor& t) {
+  std::vector<halide_dimension_t> dims = halide_dims(t);
+  return Halide::Buffer<>(halide_type(t.dtype()), t.data_ptr(), int(dims.size()), dims.data());
+}
+
 bool on_cuda(const Graph& g, const std::vector<int>& values) {
   return std::any_of(values.begin(), values.end(), [&](int v) { return g.values[size_t(v)].meta.device.is_cuda(); });
+}
+
+// Runs a JIT-compiled region (KILN_CACHE=0) on host tensors: inputs, then outputs.
+JitRegion jit_runner(const RegionStep& s) {
+  return [region = s.region, lowered = s.lowered, pipeline = s.pipeline](const std::vector<Tensor>& tensors,
+                                                                          const std::vector<int32_t>& sizes) {
+    std::vector<Halide::Buffer<>> buffers;
+    for (const Tensor& t : tensors) buffers.push_back(as_buffer(t));
+    size_t n_in = region.inputs.size();
+    Halide::ParamMap params;
+    for (size_t k = 0; k < n_in; ++k) params.set(lowered.inputs[k], buffers[k]);
+    for (size_t k = 0; k < sizes.size(); ++k) params.set(lowered.symbols.at(region.symbols[k]), sizes[k]);
+    std::vector<Halide::Buffer<>> outs(buffers.begin() + long(n_in), buffers.end());
+    Halide::Realization real(outs);
+    Halide::Pipeline p = pipeline;  // a handle: realize() is not const
+    try {
+      p.realize(real, jit_target(), params);
+    } catch (const Halide::Error& e) {
+      throw_error("halide backend: ", region_what(region), " failed: ", e.what());
+    }
+  };
 }
 
 // The executor of the compiled steps (graph_executor.h). With KILN_DEBUG_DIR set, the plan of a
@@ -130,7 +157,7 @@ class HalideBackend final : public Backend {
       log_line(LogChannel::output_code, "halide: " + region_what(s.region) + ", " + std::to_string(s.region.outputs.size()) +
                                             " outputs, jit " + std::to_string(int(ms_since(t0))) + " ms");
     }
-    for (RegionStep* s : all) s->jit = jit_region_runner(*s);
+    for (RegionStep* s : all) s->jit = jit_runner(*s);
     return executor(std::move(g), steps, nullptr, std::move(in_place), std::move(over), options.label);
   }
 };

@@ -81,12 +81,6 @@ void dump_region(const RegionStep& s, const std::string& name) {
                pipeline_arguments(s.region, s.lowered), name, aot_target(s.cuda));
 }
 
-// A tensor as a Halide buffer over the same host memory (the JIT path).
-Halide::Buffer<> as_buffer(const Tensor& t) {
-  std::vector<halide_dimension_t> dims = halide_dims(t);
-  return Halide::Buffer<>(halide_type(t.dtype()), t.data_ptr(), int(dims.size()), dims.data());
-}
-
 }  // namespace
 
 void build_region(const Graph& g, RegionStep& s, const BackendOptions& options, int index,
@@ -113,26 +107,6 @@ void build_region(const Graph& g, RegionStep& s, const BackendOptions& options, 
     debug_dump(name + ".schedule", "cpp", source);
   }
   dump_region(s, name);
-}
-
-JitRegion jit_region_runner(const RegionStep& s) {
-  return [region = s.region, lowered = s.lowered, pipeline = s.pipeline](const std::vector<Tensor>& tensors,
-                                                                          const std::vector<int32_t>& sizes) {
-    std::vector<Halide::Buffer<>> buffers;
-    for (const Tensor& t : tensors) buffers.push_back(as_buffer(t));
-    size_t n_in = region.inputs.size();
-    Halide::ParamMap params;
-    for (size_t k = 0; k < n_in; ++k) params.set(lowered.inputs[k], buffers[k]);
-    for (size_t k = 0; k < sizes.size(); ++k) params.set(lowered.symbols.at(region.symbols[k]), sizes[k]);
-    std::vector<Halide::Buffer<>> outs(buffers.begin() + long(n_in), buffers.end());
-    Halide::Realization real(outs);
-    Halide::Pipeline p = pipeline;  // a handle: realize() is not const
-    try {
-      p.realize(real, jit_target(), params);
-    } catch (const Halide::Error& e) {
-      throw_error("halide backend: ", region_what(region), " failed: ", e.what());
-    }
-  };
 }
 
 std::vector<RegionStep*> region_steps(std::vector<RegionStep>& steps) {

@@ -33,10 +33,6 @@ struct RegionStep : ExecutorStep {
 void build_region(const Graph& g, RegionStep& s, const BackendOptions& options, int index,
                   const std::vector<SizeCondition>& conditions = {});
 
-// Runs s's pipeline, JIT-compiled (KILN_CACHE=0), on host tensors: inputs, then
-// outputs, and the region's symbols' sizes.
-JitRegion jit_region_runner(const RegionStep& s);
-
 // The region steps, in order.
 std::vector<RegionStep*> region_steps(std::vector<RegionStep>& steps);
 

@@ -126,15 +126,20 @@ Built build(const RecordedRegion& r, const std::string& schedule) {
   return b;
 }
 
+// One run of a built region into `outputs`.
+void run_once(const RecordedRegion& r, const Built& b, const std::vector<Tensor>& outputs) {
+  std::vector<Tensor> buffers = r.inputs;
+  buffers.insert(buffers.end(), outputs.begin(), outputs.end());
+  run_region_function(b.function, *b.library, r.region, buffers, r.sizes);
+}
+
 // Runs a built region on the recorded inputs into `outputs`; times it: the median of repeats
 // after a warm-up, repeated until about 0.15 s have passed (5 to 51 samples). On CUDA a sample is
 // 10 runs issued back to back and waited for, divided by 10.
 double time_ms(const RecordedRegion& r, const Built& b, const std::vector<Tensor>& outputs) {
-  std::vector<Tensor> buffers = r.inputs;
-  buffers.insert(buffers.end(), outputs.begin(), outputs.end());
   bool cuda = r.device.is_cuda();
   int batch = cuda ? 10 : 1;
-  auto run = [&] { run_region_function(b.function, *b.library, r.region, buffers, r.sizes); };
+  auto run = [&] { run_once(r, b, outputs); };
   auto wait = [&] {
     if (cuda) cuda_synchronize(r.device.index);
   };
@@ -189,13 +194,6 @@ bool outputs_intact(const std::vector<Tensor>& outputs) {
       if ((i < begin || i >= end) && p[i] != kGuardByte) return false;
   }
   return true;
-}
-
-// One run of a built region into `outputs`.
-void run_once(const RecordedRegion& r, const Built& b, const std::vector<Tensor>& outputs) {
-  std::vector<Tensor> buffers = r.inputs;
-  buffers.insert(buffers.end(), outputs.begin(), outputs.end());
-  run_region_function(b.function, *b.library, r.region, buffers, r.sizes);
 }
 
 // Whether a candidate's outputs match the default's: floating point within a relative tolerance
