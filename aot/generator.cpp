@@ -6,6 +6,7 @@
 #include "aot/export.h"
 #include "aot/model_sources.h"
 #include "dsl/error.h"
+#include "schedules/tuning_db.h"
 
 namespace kiln::aot {
 
@@ -39,6 +40,9 @@ int generator_main(const std::function<Program()>& entry, int argc, char** argv)
   try {
     ExportOptions options = parse_arguments(argc, argv);
     name = options.name;
+    // A build's output depends on its sources and KILN_SCHEDULE_DIR alone, never on this machine's
+    // tuning database; nor does a build, cores busy with other jobs, measure the machine's GEMM.
+    TuningDbScope no_database(std::nullopt);
     std::cout << "kiln_add_model(" << name << "): tracing and compiling ahead of time" << std::endl;
     ExportedModel m = export_program(entry(), options);
     write_model_sources(m, options.dir);

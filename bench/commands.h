@@ -35,9 +35,12 @@ struct DemoOptions {
 };
 
 int run_demo(const DemoOptions& opts);
-// kiln tune MODEL: opts.filter names the zoo model; schedules go to `db` (empty: KILN_SCHEDULE_DIR,
-// else the kiln cache's schedules/ folder); `verbose` prints every candidate.
-int run_tune(const BenchOptions& opts, double budget_s, const std::string& db, bool verbose);
+// kiln tune MODEL: opts.filter names the zoo model; schedules go to the tuning database in `db`
+// (empty: KILN_TUNING_DB, else the kiln cache's tuning/ folder); `verbose` prints every candidate;
+// on the CPU the model is also timed with Halide's autoschedulers unless `skip_autoschedulers`.
+int run_tune(const BenchOptions& opts, double budget_s, const std::string& db, bool verbose, bool skip_autoschedulers);
+// kiln tune --defaults: this machine's eager GEMM choice measured into the same database.
+int run_tune_defaults(const std::string& db);
 // kiln profile MODEL: opts.filter names the zoo model; the trace goes to out_path.
 int run_profile(const BenchOptions& opts, const std::string& out_path);
 int run_bench_ops(const BenchOptions& opts);

@@ -57,12 +57,18 @@ commands:
         passes, lowering, scheduling, code generation), compiled calls; prints the table by
         name and writes the Chrome trace (default profile.json; Perfetto opens it)
   tune MODEL [--device cpu|cuda] [--size bench|real] [--train] [--budget SECONDS] [--db DIR] [--json FILE] [--verbose]
+       [--no-autoschedulers]
         tunes the schedules of a zoo model's compiled regions on the device: each distinct region
         alone, on the inputs a real call gave it, candidates of its tunables (cpu.*, gpu.*) timed and
         checked against kiln's schedule (a line per region); the faster ones are written as
-        region schedules into DIR (default: KILN_SCHEDULE_DIR, else the kiln cache's schedules/),
-        which KILN_SCHEDULE_DIR=DIR then applies; the model timed default against tuned
-        (budget default 120 s; --verbose prints every candidate)
+        records of the tuning database DIR (default: KILN_TUNING_DB, else the kiln cache's
+        tuning/), which compile() then applies on this device; the model timed default against
+        tuned, with the eager GEMMs on the CPU on this machine's measured Halide/Eigen choice, and
+        on the CPU beside Halide's adams2019 and mullapudi2016 (budget default 120 s; --verbose
+        prints every candidate)
+  tune --defaults [--db DIR]
+        measures this machine's eager GEMM choice (Halide's kernel against Eigen's, sizes 32 to
+        1024) into the tuning database; kiln otherwise measures it on a process's first GEMM
   explain NAME [--dump DIR]
         graphs, graph breaks (reason, file:line) and guards that compile() captures for a zoo
         model (mlp, transformer_block, norm_softmax, tiny_gpt) or an example (graph_break,
@@ -177,22 +183,28 @@ int main(int argc, char** argv) {
       o.filter = args[1];
       return kiln::bench::run_profile(o, out);
     }
+    if (args[0] == "tune" && args.size() >= 2 && args[1] == "--defaults") {
+      KILN_CHECK(args.size() == 2 || (args.size() == 4 && args[2] == "--db"),
+                 "kiln tune --defaults takes only --db DIR");
+      return kiln::bench::run_tune_defaults(args.size() == 4 ? args[3] : "");
+    }
     if (args[0] == "tune") {
       KILN_CHECK(args.size() >= 2 && args[1][0] != '-', "kiln tune: name a zoo model (mlp, transformer_block, "
                  "norm_softmax, tiny_gpt)");
       double budget = 120;
       std::string db;
-      bool verbose = false;
+      bool verbose = false, skip_autoschedulers = false;
       std::vector<std::string> rest(args.begin(), args.begin() + 2);
       for (size_t i = 2; i < args.size(); ++i) {
         if (args[i] == "--budget") budget = std::stod(value(i));
         else if (args[i] == "--db") db = value(i);
         else if (args[i] == "--verbose") verbose = true;
+        else if (args[i] == "--no-autoschedulers") skip_autoschedulers = true;
         else rest.push_back(args[i]);
       }
       kiln::bench::BenchOptions o = parse_bench_options(rest, 2, {"--device", "--size", "--train", "--json"});
       o.filter = args[1];
-      return kiln::bench::run_tune(o, budget, db, verbose);
+      return kiln::bench::run_tune(o, budget, db, verbose, skip_autoschedulers);
     }
     if (args[0] == "bench" && args.size() >= 3 && args[1] == "aot-once") {
       kiln::bench::BenchOptions o = parse_bench_options(args, 3, {});

@@ -1,16 +1,14 @@
 // `kiln tune MODEL`: tunes the schedules of a zoo model's compiled regions on this CPU or a CUDA
-// device (issue 25;
-// schedules/region_tuner.h does the search). One compiled call records the regions it runs with
-// their inputs; each distinct region is tuned alone within its share of --budget (a progress line
-// per region); the schedules that beat kiln's default are written as <key>.schedule into --db
-// (default: the folder KILN_SCHEDULE_DIR names, else <kiln cache>/schedules), and the model is
-// compiled again from that folder and timed beside its default build in the same process.
+// device (issue 25; schedules/region_tuner.h does the search). One compiled call records the
+// regions it runs with their inputs; each distinct region is tuned alone within its share of
+// --budget (a progress line per region); the schedules that beat kiln's default are written as
+// records of the tuning database (schedules/tuning_db.h; --db names its folder), and the model is
+// compiled again from it and timed beside its default build in the same process.
+// `kiln tune --defaults` measures this machine's eager GEMM choice into the same database.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <thread>
 
 #include "bench/commands.h"
 #include "bench/json.h"
@@ -18,26 +16,15 @@
 #include "bench/train_step.h"
 #include "bench/zoo.h"
 #include "dsl/cuda/cuda_context.h"
+#include "dsl/eager/matmul.h"
 #include "dsl/settings.h"
 #include "kiln.h"
-#include "schedules/disk_cache.h"
 #include "schedules/region_tuner.h"
+#include "schedules/tuning_db.h"
 
 namespace kiln::bench {
 
 namespace {
-
-// "AMD EPYC 7B13 (2 threads)": what the tuning was measured on.
-std::string machine_name() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line, name = "an unknown CPU";
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) {
-      name = line.substr(line.find(':') + 2);
-      break;
-    }
-  return name + " (" + std::to_string(std::max(1u, std::thread::hardware_concurrency())) + " threads)";
-}
 
 // The model's compiled call: its forward, or its whole training step with AdamW.
 struct Model {
@@ -46,21 +33,23 @@ struct Model {
   std::shared_ptr<optim::AdamW> opt;
 };
 
-// A call waits for the device, so its time is the device's too.
-std::function<void()> compiled_call(Model& md, bool train, const std::string& name, Device device) {
+// A call waits for the device, so its time is the device's too. `scheduler`: kiln's, or one of
+// Halide's autoschedulers.
+std::function<void()> compiled_call(Model& md, bool train, const std::string& name, Device device,
+                                    const std::string& scheduler = "kiln") {
   auto wait = [device] {
     if (device.is_cuda()) cuda_synchronize(device.index);
   };
   if (train) {
     auto step = std::make_shared<CompiledFunction<TensorList(std::vector<Tensor>)>>(
         [&md](std::vector<Tensor> xs) { return TensorList{train_step(md.m, *md.opt, xs)}; },
-        CompileOptions{.backend = "halide", .name = name});
+        CompileOptions{.backend = "halide", .scheduler = scheduler, .name = name});
     return [&md, step, wait] {
       (*step)(md.in);
       wait();
     };
   }
-  auto f = std::make_shared<zoo::ZooFunction>(zoo::compile_zoo_model(md.m, {.backend = "halide", .name = name}));
+  auto f = std::make_shared<zoo::ZooFunction>(zoo::compile_zoo_model(md.m, {.backend = "halide", .scheduler = scheduler, .name = name}));
   return [&md, f, wait] {
     NoGradGuard no_grad;
     (*f)(md.in);
@@ -70,30 +59,43 @@ std::function<void()> compiled_call(Model& md, bool train, const std::string& na
 
 double median_ms(const std::function<void()>& call) { return time_median(call, 1, 3, 11, 0.5, 200).median_s * 1e3; }
 
+// The eager GEMM's backend choice for the calls that follow: kiln's built-in rule (its default) or
+// this machine's, measured once into the tuning database (tuned).
+void use_measured_gemm_choice(bool measured) {
+  set_gemm_choice_source(measured ? std::function<std::optional<GemmChoice>()>(machine_gemm_choice_from_db) : nullptr);
+}
+
 }  // namespace
 
-int run_tune(const BenchOptions& opts, double budget_s, const std::string& db, bool verbose) {
+int run_tune(const BenchOptions& opts, double budget_s, const std::string& db, bool verbose, bool skip_autoschedulers) {
   KILN_CHECK(opts.device.is_cpu() || cuda_available(), "kiln tune: --device ", opts.device, " needs a CUDA device: ",
              cuda_unavailable_reason());
   KILN_CHECK(budget_s > 0, "kiln tune: --budget must be positive seconds");
   zoo::ZooSize size = zoo::parse_zoo_size(opts.size);
   if (size == zoo::ZooSize::real) set_float32_matmul_precision(Float32MatmulPrecision::high);  // TF32, as the real-size bench
-  std::string dir = !db.empty() ? db : setting("KILN_SCHEDULE_DIR").value_or((std::filesystem::path(disk_cache_dir()) / "schedules").string());
+  TuningDbScope database(!db.empty() ? db : tuning_db_dir());
+  std::string dir = tuning_db_dir();
+  KILN_CHECK(!dir.empty(), "kiln tune: no tuning database folder (--db DIR names one)");
   std::filesystem::create_directories(dir);
   manual_seed(0);
   Model md{zoo::make_zoo_model(opts.filter, size, opts.device), {}, nullptr};
   md.in = md.m.make_inputs();
   md.opt = std::make_shared<optim::AdamW>(md.m.module->parameters(), optim::AdamWOptions{});
   std::string what = md.m.name + (opts.train ? " training step" : " forward");
-  std::string machine = opts.device.is_cuda() ? cuda_context(opts.device.index).name : machine_name();
-  std::printf("kiln tune: %s (%s) on %s, budget %.0f s, schedules into %s\n", what.c_str(), md.m.description.c_str(),
+  std::string machine = tuning_device_name(opts.device);
+  std::printf("kiln tune: %s (%s) on %s, budget %.0f s, tuning database %s\n", what.c_str(), md.m.description.c_str(),
               machine.c_str(), budget_s, dir.c_str());
 
-  // The default build, without any schedule file, and its regions with their inputs.
+  // The default build, without schedule files or database records, and its regions with their inputs.
   std::optional<std::string> saved = setting("KILN_SCHEDULE_DIR");
   ::unsetenv("KILN_SCHEDULE_DIR");
-  std::function<void()> plain = compiled_call(md, opts.train, md.m.name + " default", opts.device);
-  plain();
+  std::function<void()> plain;
+  use_measured_gemm_choice(false);
+  {
+    TuningDbScope off(std::nullopt);
+    plain = compiled_call(md, opts.train, md.m.name + " default", opts.device);
+    plain();
+  }
   std::vector<RecordedRegion> regions;
   {
     RegionRecorder recorder;
@@ -116,9 +118,9 @@ int run_tune(const BenchOptions& opts, double budget_s, const std::string& db, b
       if (verbose) std::printf("%s\n", line.c_str());
     });
     trials += t.trials;
-    std::string path = (std::filesystem::path(dir) / (r.key + ".schedule")).string();
+    std::string path;
     if (!t.schedule.empty()) {
-      write_file_atomic(path, tuned_schedule_text(t, machine));
+      path = write_tuning_record("region", r.signature, machine, tuned_schedule_text(t, machine));
       ++written;
     }
     std::printf("  default %.4f ms, tuned %.4f ms (%.2fx), %d candidates timed, %d rejected, noise %.1f%%%s%s\n",
@@ -140,26 +142,61 @@ int run_tune(const BenchOptions& opts, double budget_s, const std::string& db, b
     rows.push(row);
   }
 
-  // The model again, compiled from the tuned schedules, timed beside the default build.
-  ::setenv("KILN_SCHEDULE_DIR", dir.c_str(), 1);
+  // The eager GEMMs: on the CPU, this machine's measured Halide/Eigen choice against the built-in rule.
+  std::optional<GemmChoice> gemm;
+  if (opts.device.is_cpu()) {
+    use_measured_gemm_choice(true);
+    gemm = machine_gemm_choice();
+    std::printf("eager GEMM: this machine's measured choice (tuning database)\n%s", gemm ? gemm->text().c_str() : "none\n");
+  }
+
+  // The model again, compiled with the database's records, timed beside the default build; on
+  // the CPU also with Halide's autoschedulers (their schedules for every region, the default GEMM rule).
   std::function<void()> tuned = compiled_call(md, opts.train, md.m.name + " tuned", opts.device);
   tuned();
+  struct Build {
+    std::string name;
+    std::function<void()> call;
+    bool measured_gemm;
+    std::vector<double> rounds;
+  };
+  std::vector<Build> builds = {{"default", plain, false, {}}, {"tuned", tuned, true, {}}};
+  if (opts.device.is_cpu() && !skip_autoschedulers)
+    for (const char* scheduler : {"adams2019", "mullapudi2016"}) {
+      use_measured_gemm_choice(false);
+      TuningDbScope off(std::nullopt);
+      auto c0 = std::chrono::steady_clock::now();
+      std::function<void()> call = compiled_call(md, opts.train, md.m.name + " " + scheduler, opts.device, scheduler);
+      call();
+      std::printf("%s: compiled in %.1f s\n", scheduler, std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count());
+      builds.push_back({scheduler, call, false, {}});
+    }
   // Alternating rounds, each build's time the median of its rounds' medians: a machine that
   // slows down for a while does not favour the one timed then.
-  std::vector<double> plain_rounds, tuned_rounds;
-  for (int round = 0; round < 3; ++round) {
-    plain_rounds.push_back(median_ms(plain));
-    tuned_rounds.push_back(median_ms(tuned));
-  }
-  std::sort(plain_rounds.begin(), plain_rounds.end());
-  std::sort(tuned_rounds.begin(), tuned_rounds.end());
-  default_ms = plain_rounds[1];
-  double tuned_ms = tuned_rounds[1];
+  for (int round = 0; round < 3; ++round)
+    for (Build& b : builds) {
+      use_measured_gemm_choice(b.measured_gemm);
+      b.rounds.push_back(median_ms(b.call));
+    }
+  use_measured_gemm_choice(true);
+  auto ms_of = [&](const std::string& name) {
+    for (Build& b : builds)
+      if (b.name == name) {
+        std::sort(b.rounds.begin(), b.rounds.end());
+        return b.rounds[1];
+      }
+    return std::nan("");
+  };
+  default_ms = ms_of("default");
+  double tuned_ms = ms_of("tuned"), adams_ms = ms_of("adams2019"), mullapudi_ms = ms_of("mullapudi2016");
   if (saved) ::setenv("KILN_SCHEDULE_DIR", saved->c_str(), 1);
   else ::unsetenv("KILN_SCHEDULE_DIR");
   std::printf("%s: default %.3f ms, tuned %.3f ms (%.2fx); %d candidates timed, %d schedules written, %.0f s\n",
               what.c_str(), default_ms, tuned_ms, default_ms / tuned_ms, trials, written,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  if (!std::isnan(adams_ms))
+    std::printf("%s: adams2019 %.3f ms (tuned %.2fx faster), mullapudi2016 %.3f ms (tuned %.2fx faster)\n", what.c_str(),
+                adams_ms, adams_ms / tuned_ms, mullapudi_ms, mullapudi_ms / tuned_ms);
   if (!opts.json_path.empty()) {
     Json report = Json::object();
     report.set("suite", "tune");
@@ -171,10 +208,28 @@ int run_tune(const BenchOptions& opts, double budget_s, const std::string& db, b
     report.set("trials", trials);
     report.set("default_ms", default_ms);
     report.set("tuned_ms", tuned_ms);
+    report.set("adams2019_ms", std::isnan(adams_ms) ? Json() : Json(adams_ms));
+    report.set("mullapudi2016_ms", std::isnan(mullapudi_ms) ? Json() : Json(mullapudi_ms));
+    report.set("gemm_choice", gemm ? gemm->text() : std::string());
     report.set("regions", rows);
     write_file_atomic(opts.json_path, report.dump());
     std::printf("wrote %s\n", opts.json_path.c_str());
   }
+  return 0;
+}
+
+int run_tune_defaults(const std::string& db) {
+  TuningDbScope database(!db.empty() ? db : tuning_db_dir());
+  KILN_CHECK(!tuning_db_dir().empty(), "kiln tune --defaults: no tuning database folder (--db DIR names one)");
+  std::string machine = tuning_device_name(Device::cpu());
+  std::printf("kiln tune --defaults: the eager f32 GEMM, Halide's tiled kernel against Eigen, on %s\n", machine.c_str());
+  GemmChoice c = measure_gemm_choice();
+  std::printf("  %6s %14s %14s  %s\n", "size^3", "Halide GFLOP/s", "Eigen GFLOP/s", "runs on");
+  for (const GemmPoint& p : c.points)
+    std::printf("  %6lld %14.1f %14.1f  %s\n", static_cast<long long>(p.size), p.halide_gflops, p.eigen_gflops,
+                p.eigen_gflops > p.halide_gflops ? "Eigen" : "Halide");
+  std::string path = write_tuning_record("gemm", "f32", machine, c.text());
+  std::printf("wrote %s (every process on this machine reads it on its first GEMM)\n", path.c_str());
   return 0;
 }
 

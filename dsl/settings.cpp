@@ -41,6 +41,10 @@ const std::vector<SettingInfo>& settings() {
        "a folder of region schedules: <key>.schedule sets one region's tunables: a CUDA region's row and column "
        "ones (the KILN_GPU_ROW_* and _COLUMN_* settings for that region alone), a CPU region's cpu.* ones; `kiln "
        "tune` writes them; KILN_LOGS=schedule prints each region's key; schedules/region_schedule.h"},
+      {"KILN_TUNING_DB", "the kiln cache's tuning/",
+       "the tuning database's folder: `kiln tune`'s region schedules and this machine's measured eager GEMM "
+       "choice, one record a file, applied only on the device and kiln version that made them; "
+       "schedules/tuning_db.h"},
       {"KILN_GPU_ROW_THREADS", "256", "GPU row schedule: threads per block (32-1024)"},
       {"KILN_GPU_ROW_STAGE", "0", "GPU row schedule: 1 stages the rows a block reads several times in shared memory"},
       {"KILN_GPU_ROW_REGISTERS", "1", "GPU row schedule: 0 keeps no row in registers (a warp row staged in its lanes, a block row of at most 16 steps a thread unrolled in every pass)"},

@@ -100,8 +100,10 @@ void build_region(const Graph& g, RegionStep& s, const BackendOptions& options, 
     log_line(LogChannel::schedule, name + ": a specialize() branch for " + c);
   if (log_enabled(LogChannel::schedule) || !debug_dir().empty()) {
     // The key names the file of KILN_SCHEDULE_DIR that would give the region its own tunables.
-    std::string own = "; region schedule key " + region_schedule_key(region_signature(g, s.region)) +
-                      (s.own_schedule ? ", its schedule file applied" : "");
+    std::string own = "; region schedule key " + region_schedule_key(region_signature(g, s.region));
+    if (s.own_schedule)
+      own += std::string(s.own_schedule->from_database ? ", its tuning database record applied: "
+                                                       : ", its schedule file applied: ") + s.own_schedule->where;
     std::string source = "// " + name + " (" + options.scheduler + " schedule" + own + ")\n" + schedule_source(s.lowered.outputs);
     log_line(LogChannel::schedule, source);
     debug_dump(name + ".schedule", "cpp", source);

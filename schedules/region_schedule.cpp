@@ -5,10 +5,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "dsl/cuda/cuda_context.h"
 #include "dsl/error.h"
 #include "dsl/settings.h"
 #include "schedules/graph_executor.h"
 #include "schedules/region_signature.h"
+#include "schedules/tuning_db.h"
 
 namespace kiln {
 
@@ -66,8 +68,19 @@ std::optional<RegionSchedule> find_region_schedule(const std::string& signature)
 }
 
 std::optional<RegionSchedule> region_schedule_of(const Graph& g, const Region& r, bool cuda) {
-  if (!setting("KILN_SCHEDULE_DIR")) return std::nullopt;
-  std::optional<RegionSchedule> s = find_region_schedule(region_signature(g, r));
+  bool files = setting("KILN_SCHEDULE_DIR").has_value(), db = !tuning_db_dir().empty();
+  if (!files && !db) return std::nullopt;
+  std::string signature = region_signature(g, r);
+  std::optional<RegionSchedule> s = files ? find_region_schedule(signature) : std::nullopt;
+  // A CUDA region compiled where no device is (an AOT export) has no machine to match.
+  if (!s && db && (!cuda || cuda_available())) {
+    int v = !r.outputs.empty() ? r.outputs[0] : r.inputs.at(0);
+    std::string device = tuning_device_name(g.values[size_t(v)].meta.device);
+    if (std::optional<TuningRecord> record = find_tuning_record("region", signature, device)) {
+      s = parse_region_schedule(record->body, tuning_record_path("region", signature, device));
+      s->from_database = true;
+    }
+  }
   if (!s) return s;
   for (const auto& [name, value] : s->directives)
     KILN_CHECK(cuda ? find_row_tunable(name) != nullptr : find_cpu_tunable(name) != nullptr, "region schedule ",

@@ -34,6 +34,7 @@ struct RegionSchedule {
   std::vector<std::pair<std::string, int64_t>> directives;  // in file order; later lines win
   std::string text;   // as read, for the cache key
   std::string where;  // its file, for errors
+  bool from_database = false;  // a tuning database record (else a KILN_SCHEDULE_DIR file)
 };
 
 // The key of a region with this signature: 16 hex digits.
@@ -45,7 +46,8 @@ RegionSchedule parse_region_schedule(const std::string& text, const std::string&
 // The schedule of the region with this signature from KILN_SCHEDULE_DIR, or none (no folder, or
 // no file for it).
 std::optional<RegionSchedule> find_region_schedule(const std::string& signature);
-// The same for region r of g (its signature is computed only when KILN_SCHEDULE_DIR is set);
+// The schedule of region r of g: its file in KILN_SCHEDULE_DIR (a user's), else its record in the
+// tuning database for the device it runs on (`kiln tune`'s, schedules/tuning_db.h), else none;
 // kiln::Error for a directive of the other device's schedule (`cuda`: r runs on CUDA).
 std::optional<RegionSchedule> region_schedule_of(const Graph& g, const Region& r, bool cuda);
 

@@ -221,7 +221,8 @@ RegionRecorder::RegionRecorder() {
   observer_ = [this](const std::shared_ptr<const Graph>& g, const ExecutorStep& s, const std::vector<Tensor>& buffers,
                      const std::vector<int32_t>& sizes) {
     if (buffers.empty()) return;
-    std::string key = region_schedule_key(region_signature(*g, s.region));
+    std::string signature = region_signature(*g, s.region);
+    std::string key = region_schedule_key(signature);
     for (RecordedRegion& r : regions_)
       if (r.key == key) {
         ++r.calls;
@@ -231,6 +232,7 @@ RegionRecorder::RegionRecorder() {
     r.graph = g;
     r.region = s.region;
     r.key = key;
+    r.signature = signature;
     r.what = step_what(*g, s);
     r.calls = 1;
     r.sizes = sizes;

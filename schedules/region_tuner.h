@@ -8,7 +8,8 @@
 // directives, one at a time, that keeps a value only when it is faster than the best so far by
 // more than the noise measured on the default. Candidates that lower to a schedule already timed
 // are not compiled again. The result is a region schedule (region_schedule.h): the directives
-// that differ from the defaults, for a file `<key>.schedule` in KILN_SCHEDULE_DIR.
+// that differ from the defaults, for a record of the tuning database (tuning_db.h) or a file
+// `<key>.schedule` in KILN_SCHEDULE_DIR.
 //
 //   RegionRecorder recorder;
 //   f(x);                                          // a compiled call on the halide backend
@@ -28,6 +29,7 @@ namespace kiln {
 struct RecordedRegion {
   std::shared_ptr<const Graph> graph;
   Region region;
+  std::string signature;  // region_signature.h: its tuning database record's key
   std::string key;   // region_schedule_key of its signature
   std::string what;  // "a pipeline of 7 ops (...) -> [64, 256]"
   int calls = 0;     // runs of it (or a region of the same signature) while recording

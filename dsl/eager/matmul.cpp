@@ -18,16 +18,20 @@
 //   42, 1024x1024x16 30 / 271. f64: 1024^3 204 / 173, 64^3 130 / 84.
 #include "dsl/eager/matmul.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <type_traits>
 
 #include "dsl/cuda/cuda_context.h"
 #include "dsl/eager/cublas_gemm.h"
 #include "dsl/eager/eigen_gemm.h"
+#include "dsl/eager/gemm_choice.h"
 #include "dsl/eager/kernel_call.h"
 #include "dsl/eager/runners.h"
 #include "dsl/error.h"
@@ -130,15 +134,18 @@ bool fits_int32(const GemmProblem& p) {
   return span(p.a, p.m, p.k) < limit && span(p.b, p.k, p.n) < limit && span(p.c, p.m, p.n) < limit;
 }
 
-// The measured rule (see the header comment): Eigen for GEMV-like shapes and for problems too
-// small to amortize Halide's tiling, Halide's tiled GEMM otherwise.
+// Eigen for GEMV-like shapes and where Halide's indexing does not reach; for the rest the
+// machine's measured choice (dsl/eager/gemm_choice.h), else the rule of the header comment: Eigen
+// for problems too small to amortize Halide's tiling, Halide's tiled GEMM otherwise.
 bool use_eigen(const GemmProblem& p) {
   switch (backend.load()) {
     case MatmulBackend::halide: return false;
     case MatmulBackend::eigen: return true;
     case MatmulBackend::automatic: break;
   }
-  return p.m < kTileRows || p.n < kTileCols || p.m * p.n * p.k < kHalideMinMacs || !fits_int32(p);
+  if (p.m < kTileRows || p.n < kTileCols || !fits_int32(p)) return true;
+  int64_t macs = p.m * p.n * p.k;
+  return machine_prefers_eigen(macs).value_or(macs < kHalideMinMacs);
 }
 
 void run_halide(const Tensor& a, const Tensor& b, const Tensor& out, const GemmProblem& p, int64_t oa,
@@ -307,6 +314,46 @@ TensorList run_bias_grad_gemm(const std::vector<TensorMeta>& om, const TensorLis
 
 void set_matmul_backend(MatmulBackend b) { backend.store(b); }
 MatmulBackend matmul_backend() { return backend.load(); }
+
+bool eager_gemm_uses_eigen(int64_t m, int64_t k, int64_t n) {
+  GemmProblem p{.batch = 1, .m = m, .n = n, .k = k, .a = {0, k, 1}, .b = {0, n, 1}, .c = {0, n, 1}};
+  return use_eigen(p);
+}
+
+GemmChoice measure_gemm_choice() {
+  GemmChoice choice;
+  for (int64_t n : {32, 64, 128, 256, 512, 1024}) {
+    // Operands from a fixed pattern, not the random generator: a measurement on first use must not
+    // shift the user's random stream.
+    Tensor a = Tensor::empty({n, n}), b = Tensor::empty({n, n}), out = Tensor::empty({n, n});
+    for (const Tensor* t : {&a, &b}) {
+      float* x = static_cast<float*>(t->data_ptr());
+      for (int64_t i = 0; i < n * n; ++i) x[i] = float((i * 7919) % 199) / 99.0f - 1.0f;
+    }
+    Plan plan = plan_gemm(a, b, {});
+    std::function<void()> runs[2] = {[&] { run_halide(a, b, out, plan.p, 0, 0, 0); },
+                                     [&] { run_eigen<float>(a, b, out, plan.p, 0, 0, 0); }};
+    // Calls per sample: enough for about a millisecond.
+    auto seconds = [](const std::function<void()>& f, int calls) {
+      auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < calls; ++i) f();
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
+    for (const auto& f : runs) seconds(f, 2);
+    int calls = std::max(1, int(1e-3 / std::max(seconds(runs[0], 1), 1e-7)));
+    // Samples of the two alternate, so that a machine slowing down for a while favours neither.
+    std::vector<double> samples[2];
+    for (int i = 0; i < 7; ++i)
+      for (int k = 0; k < 2; ++k) samples[k].push_back(seconds(runs[k], calls) / calls);
+    double gflops[2];
+    for (int k = 0; k < 2; ++k) {
+      std::sort(samples[k].begin(), samples[k].end());
+      gflops[k] = 2.0 * double(n * n * n) / samples[k][3] * 1e-9;
+    }
+    choice.points.push_back({n, gflops[0], gflops[1]});
+  }
+  return choice;
+}
 
 // matmul, matmul_bias (a third input, bias [N], added to every row of the product), and the GEMMs
 // with GELU and bias-gradient epilogues (run_gelu_gemm, run_bias_grad_gemm).

@@ -6,6 +6,7 @@
 #pragma once
 #include <array>
 
+#include "dsl/eager/gemm_choice.h"
 #include "dsl/shape.h"
 #include "dsl/tensor.h"
 
@@ -15,6 +16,13 @@ enum class MatmulBackend { automatic, halide, eigen };
 
 void set_matmul_backend(MatmulBackend b);
 MatmulBackend matmul_backend();
+
+// Whether matmul runs an f32 problem a [m, k] x b [k, n] on Eigen (else Halide's kernels), by the
+// backend set above and the machine's choice.
+bool eager_gemm_uses_eigen(int64_t m, int64_t k, int64_t n);
+// Times Halide's tiled f32 GEMM against Eigen's on this machine, on square problems of 32 to 1024
+// (about 0.3 s on 2 cores); dsl/eager/gemm_choice.h says how the result is used.
+GemmChoice measure_gemm_choice();
 
 // Which operands (a, b) the CUDA matmul copies dense before its cuBLAS call: matrices neither row-
 // nor column-major (batch dims that do not merge into one stride need no copy: the matmul passes
