@@ -41,6 +41,8 @@ int run_demo(const DemoOptions& opts);
 int run_tune(const BenchOptions& opts, double budget_s, const std::string& db, bool verbose, bool skip_autoschedulers);
 // kiln tune --defaults: this machine's eager GEMM choice measured into the same database.
 int run_tune_defaults(const std::string& db);
+// kiln tune-report DIR FILE...: the reports of kiln tune --json as DIR/index.html with SVG plots.
+int run_tune_report(const std::string& out_dir, const std::vector<std::string>& files);
 // kiln profile MODEL: opts.filter names the zoo model; the trace goes to out_path.
 int run_profile(const BenchOptions& opts, const std::string& out_path);
 int run_bench_ops(const BenchOptions& opts);

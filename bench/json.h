@@ -33,6 +33,18 @@ class Json {
   Json& push(Json value);                         // arrays
   std::string dump(int indent = 2) const;
 
+  // Reading a report back (`kiln tune-report`). parse() raises kiln::Error naming `where` and the
+  // byte where the text stops being JSON; the accessors raise it for a value of another kind.
+  static Json parse(const std::string& text, const std::string& where);
+  bool is_null() const { return std::holds_alternative<std::nullptr_t>(v_); }
+  bool has(const std::string& key) const;   // an object with this key
+  const Json& operator[](const std::string& key) const;  // null when absent
+  const Json& operator[](size_t i) const;
+  size_t size() const;                      // an array's elements or an object's keys
+  double number() const;
+  const std::string& str() const;
+  bool boolean() const;
+
  private:
   void write(std::string& out, int indent, int depth) const;
   std::variant<std::nullptr_t, bool, double, std::string, Array, Object> v_;

@@ -66,6 +66,10 @@ commands:
         tuned, with the eager GEMMs on the CPU on this machine's measured Halide/Eigen choice, and
         on the CPU beside Halide's adams2019 and mullapudi2016 (budget default 120 s; --verbose
         prints every candidate)
+  tune-report DIR FILE.json...
+        kiln tune's --json reports as DIR/index.html: per model default, tuned, adams2019 and
+        mullapudi2016 times and their geometric mean; per region SVG plots of the speedup and of
+        the search's best time against trials
   tune --defaults [--db DIR]
         measures this machine's eager GEMM choice (Halide's kernel against Eigen's, sizes 32 to
         1024) into the tuning database; kiln otherwise measures it on a process's first GEMM
@@ -182,6 +186,10 @@ int main(int argc, char** argv) {
       kiln::bench::BenchOptions o = parse_bench_options(rest, 2, {"--device", "--size", "--train", "--backend"});
       o.filter = args[1];
       return kiln::bench::run_profile(o, out);
+    }
+    if (args[0] == "tune-report") {
+      KILN_CHECK(args.size() >= 3, "kiln tune-report DIR FILE.json...: name the output folder and kiln tune's reports");
+      return kiln::bench::run_tune_report(args[1], std::vector<std::string>(args.begin() + 2, args.end()));
     }
     if (args[0] == "tune" && args.size() >= 2 && args[1] == "--defaults") {
       KILN_CHECK(args.size() == 2 || (args.size() == 4 && args[2] == "--db"),
