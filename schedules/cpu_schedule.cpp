@@ -168,6 +168,11 @@ void schedule_root(const ScheduleRoot& root, const Shape& shape, Reduces reduces
   } else {
     int64_t tile = reduces == Reduces::columns ? 16 * lanes : std::max<int64_t>(lanes, tuning.task_elements / work);
     tile = std::min(tile, std::max<int64_t>(lanes, loop_extent[0]));
+    // A tile that divides the extent where a multiple of the vector width does: Halide 14 wrote
+    // past a [1536] column sum split by 1024 (its partial sums computed per tile) and vectorized
+    // by 64 (cpu.vector.scale 4 on transformer_block's qkv bias gradient); 768 tiles it exactly.
+    for (int64_t d = tile; loop_extent[0] % tile != 0 && d >= lanes; d -= lanes)
+      if (loop_extent[0] % d == 0) tile = d;
     f.split(v[0], to, t, int(std::min<int64_t>(tile, INT32_MAX)), TailStrategy::GuardWithIf);
     if (big || (tuning.parallel && reduces == Reduces::columns)) f.parallel(to);
   }

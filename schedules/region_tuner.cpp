@@ -252,6 +252,16 @@ RegionRecorder::RegionRecorder() {
 
 RegionRecorder::~RegionRecorder() { exchange_region_observer(saved_); }
 
+std::string check_region_schedule(const RecordedRegion& r, const std::string& schedule) {
+  std::vector<Tensor> want = fresh_outputs(r), got = fresh_outputs(r);
+  run_once(r, build(r, ""), want);
+  run_once(r, build(r, schedule), got);
+  if (!outputs_intact(want)) return "kiln's own schedule writes outside its outputs";
+  if (!outputs_intact(got)) return "writes outside its outputs";
+  if (!same_results(got, want)) return "outputs differ from kiln's schedule's";
+  return "";
+}
+
 TuneResult tune_region(const RecordedRegion& r, const TuneOptions& options,
                        const std::function<void(const std::string&)>& progress) {
   auto start = std::chrono::steady_clock::now();

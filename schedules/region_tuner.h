@@ -78,6 +78,11 @@ struct TuneResult {
   std::vector<TuneTrial> history;
 };
 
+// Builds r with `schedule` (region schedule text) and with kiln's, runs both once on the recorded
+// inputs into outputs between guard zones: "" when the schedule stays inside its outputs and
+// computes kiln's values, else what went wrong. kiln::Error when it does not build.
+std::string check_region_schedule(const RecordedRegion& r, const std::string& schedule);
+
 // `progress` gets a line after each candidate. kiln::Error when the region cannot be built.
 TuneResult tune_region(const RecordedRegion& r, const TuneOptions& options,
                        const std::function<void(const std::string&)>& progress = {});

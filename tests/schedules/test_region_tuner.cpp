@@ -89,3 +89,24 @@ BOOST_AUTO_TEST_CASE(a_tuned_region_schedule_computes_the_same_values) {
   Tensor want = fn(x);
   check_close(g(x), host_values(want), want.shape(), "with the tuned schedule");
 }
+
+// Halide 14 wrote past a [1536] column sum split into tasks of 1024 and vectorized by 64
+// (cpu.vector.scale 4 on AVX-512: transformer_block's qkv bias gradient); the task split now divides
+// the extent. Every vector width on column sums of awkward lengths stays inside its outputs.
+BOOST_AUTO_TEST_CASE(wide_vectors_on_column_sums_stay_inside_their_outputs) {
+  manual_seed(10);
+  for (int64_t n : {1536, 1000, 2560, 96}) {
+    Tensor x = randn({64, n}), y = randn({64, n});
+    auto f = compile([](Tensor a, Tensor b) { return (a * b).sum({0}); }, {.backend = "halide"});
+    NoGradGuard no_grad;
+    f(x, y);
+    RegionRecorder recorder;
+    f(x, y);
+    BOOST_TEST_REQUIRE(recorder.regions().size() == 1u);
+    for (int scale : {1, 2, 4}) {
+      std::string schedule = "cpu.vector.scale " + std::to_string(scale) + "\n";
+      BOOST_TEST(check_region_schedule(recorder.regions()[0], schedule) == "", "[" << n << "], " << schedule);
+    }
+  }
+}
+
