@@ -39,8 +39,9 @@ const std::vector<SettingInfo>& settings() {
       // values are part of the disk cache's key of CUDA graphs.
       {"KILN_SCHEDULE_DIR", "none",
        "a folder of region schedules: <key>.schedule sets one region's tunables: a CUDA region's row and column "
-       "ones (the KILN_GPU_ROW_* and _COLUMN_* settings for that region alone), a CPU region's cpu.* ones; `kiln "
-       "tune` writes them; KILN_LOGS=schedule prints each region's key; schedules/region_schedule.h"},
+       "ones (the KILN_GPU_ROW_* and _COLUMN_* settings for that region alone), a CPU region's cpu.* ones; a file "
+       "wins over the tuning database's record; KILN_LOGS=schedule prints each region's key; "
+       "schedules/region_schedule.h"},
       {"KILN_TUNING_DB", "the kiln cache's tuning/",
        "the tuning database's folder: `kiln tune`'s region schedules and this machine's measured eager GEMM "
        "choice, one record a file, applied only on the device and kiln version that made them; "

@@ -37,6 +37,7 @@ struct CpuTunable {
   int64_t (*get)(const CpuTuning&);
   void (*set)(CpuTuning&, int64_t);
   const char* what;
+  std::vector<int64_t> search;  // the values `kiln tune` tries (region_tuner.h)
 };
 const std::vector<CpuTunable>& cpu_tunables();
 // The tunable of this directive, or null.

@@ -47,6 +47,7 @@ struct RowTunable {
   int64_t (*get)(const RowTuning&);
   void (*set)(RowTuning&, int64_t);
   const char* what;
+  std::vector<int64_t> search;  // the values `kiln tune` tries (region_tuner.h); none: not searched
 };
 const std::vector<RowTunable>& row_tunables();
 // The tunable of this directive, or null.

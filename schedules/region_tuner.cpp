@@ -50,34 +50,19 @@ struct Knob {
   std::vector<int64_t> values;
 };
 
-// The CPU schedule's tunables, or the CUDA schedule's (their defaults from the settings).
+// The CPU schedule's tunables, or the CUDA schedule's (their defaults from the settings), with the
+// values their tables give for the search.
 std::vector<Knob> knobs(bool cuda) {
   std::vector<Knob> out;
   if (!cuda) {
     CpuTuning d;
-    auto value = [&](const char* name) { return find_cpu_tunable(name)->get(d); };
-    out = {{"cpu.task.elements", value("cpu.task.elements"), {1 << 12, 1 << 14, 1 << 15, 1 << 16, 1 << 17, 1 << 18, 1 << 20}},
-           {"cpu.parallel", value("cpu.parallel"), {0, 1}},
-           {"cpu.vector.scale", value("cpu.vector.scale"), {1, 2, 4}},
-           {"cpu.row.partials", value("cpu.row.partials"), {1, 2, 4, 8}},
-           {"cpu.transpose.tile", value("cpu.transpose.tile"), {32, 64, 128, 256}},
-           {"cpu.column.task", value("cpu.column.task"), {32, 64, 128, 256, 512}}};
+    for (const CpuTunable& t : cpu_tunables())
+      if (!t.search.empty()) out.push_back({t.directive, t.get(d), t.search});
     return out;
   }
   const RowTuning& d = default_row_tuning();
-  auto value = [&](const char* name) { return find_row_tunable(name)->get(d); };
-  out = {{"gpu.row.threads", value("gpu.row.threads"), {64, 128, 256, 512, 1024}},
-         {"gpu.row.warp", value("gpu.row.warp"), {-1, 0, 1}},
-         {"gpu.row.unroll", value("gpu.row.unroll"), {1, 2, 4, 8}},
-         {"gpu.warp.rows", value("gpu.warp.rows"), {0, 1, 2, 4, 8}},
-         {"gpu.row.registers", value("gpu.row.registers"), {0, 1}},
-         // Not gpu.row.stage: staging a block's row in shared memory is an unmeasured experiment
-         // (gpu_schedule.cpp), and with a block per row it made GPT-2's residual + layer_norm
-         // pair read out of bounds on an H100 (CUDA error 700, which ends the process's context).
-         {"gpu.row.host", value("gpu.row.host"), {0, 1}},
-         {"gpu.column.threads", value("gpu.column.threads"), {1 << 15, 1 << 17, 1 << 19}},
-         {"gpu.column.chunk_max", value("gpu.column.chunk_max"), {64, 256, 1024}},
-         {"gpu.column.unroll", value("gpu.column.unroll"), {1, 2, 4, 8}}};
+  for (const RowTunable& t : row_tunables())
+    if (!t.search.empty()) out.push_back({t.directive, t.get(d), t.search});
   return out;
 }
 
