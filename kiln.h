@@ -17,6 +17,7 @@
 #include "dsl/eigen.h"
 #include "dsl/device.h"
 #include "dsl/error.h"
+#include "dsl/flush_denormal.h"
 #include "dsl/functions.h"
 #include "dsl/npy.h"
 #include "dsl/profiler.h"

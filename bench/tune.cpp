@@ -71,6 +71,10 @@ int run_tune(const BenchOptions& opts, double budget_s, const std::string& db, b
   KILN_CHECK(opts.device.is_cpu() || cuda_available(), "kiln tune: --device ", opts.device, " needs a CUDA device: ",
              cuda_unavailable_reason());
   KILN_CHECK(budget_s > 0, "kiln tune: --budget must be positive seconds");
+  // Before any kernel starts Halide's thread pool, which inherits it: a training step repeated on
+  // one batch otherwise slows down as its gradients shrink into denormals, and the builds timed
+  // later in the run look slower (dsl/flush_denormal.h).
+  bool flushed = set_flush_denormal(true);
   zoo::ZooSize size = zoo::parse_zoo_size(opts.size);
   if (size == zoo::ZooSize::real) set_float32_matmul_precision(Float32MatmulPrecision::high);  // TF32, as the real-size bench
   TuningDbScope database(!db.empty() ? db : tuning_db_dir());
@@ -83,8 +87,8 @@ int run_tune(const BenchOptions& opts, double budget_s, const std::string& db, b
   md.opt = std::make_shared<optim::AdamW>(md.m.module->parameters(), optim::AdamWOptions{});
   std::string what = md.m.name + (opts.train ? " training step" : " forward");
   std::string machine = tuning_device_name(opts.device);
-  std::printf("kiln tune: %s (%s) on %s, budget %.0f s, tuning database %s\n", what.c_str(), md.m.description.c_str(),
-              machine.c_str(), budget_s, dir.c_str());
+  std::printf("kiln tune: %s (%s) on %s, budget %.0f s, tuning database %s%s\n", what.c_str(), md.m.description.c_str(),
+              machine.c_str(), budget_s, dir.c_str(), flushed && opts.device.is_cpu() ? "; denormals flushed to zero" : "");
 
   // The default build, without schedule files or database records, and its regions with their inputs.
   std::optional<std::string> saved = setting("KILN_SCHEDULE_DIR");
