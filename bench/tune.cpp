@@ -164,7 +164,16 @@ int run_tune(const BenchOptions& opts, double budget_s, const std::string& db, b
     bool measured_gemm;
     std::vector<double> rounds;
   };
-  std::vector<Build> builds = {{"default", plain, false, {}}, {"tuned", tuned, true, {}}};
+  // A second default build, timed like the others: how far two identical builds land apart on
+  // this machine (memory placement, neighbours), the floor below which a gain is not a gain.
+  std::function<void()> control;
+  {
+    TuningDbScope off(std::nullopt);
+    use_measured_gemm_choice(false);
+    control = compiled_call(md, opts.train, md.m.name + " default again", opts.device);
+    control();
+  }
+  std::vector<Build> builds = {{"default", plain, false, {}}, {"tuned", tuned, true, {}}, {"control", control, false, {}}};
   if (opts.device.is_cpu() && !skip_autoschedulers)
     for (const char* scheduler : {"adams2019", "mullapudi2016"}) {
       use_measured_gemm_choice(false);
@@ -194,12 +203,16 @@ int run_tune(const BenchOptions& opts, double budget_s, const std::string& db, b
     return std::nan("");
   };
   default_ms = ms_of("default");
-  double tuned_ms = ms_of("tuned"), adams_ms = ms_of("adams2019"), mullapudi_ms = ms_of("mullapudi2016");
+  double tuned_ms = ms_of("tuned"), control_ms = ms_of("control"), adams_ms = ms_of("adams2019"),
+         mullapudi_ms = ms_of("mullapudi2016");
+  double floor = std::abs(control_ms / default_ms - 1);
   if (saved) ::setenv("KILN_SCHEDULE_DIR", saved->c_str(), 1);
   else ::unsetenv("KILN_SCHEDULE_DIR");
   std::printf("%s: default %.3f ms, tuned %.3f ms (%.2fx); %d candidates timed, %d schedules written, %.0f s\n",
               what.c_str(), default_ms, tuned_ms, default_ms / tuned_ms, trials, written,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  std::printf("%s: a second default build %.3f ms: identical builds %.1f%% apart%s\n", what.c_str(), control_ms,
+              100 * floor, std::abs(default_ms / tuned_ms - 1) <= floor ? "; the tuned build is within that" : "");
   if (!std::isnan(adams_ms))
     std::printf("%s: adams2019 %.3f ms (tuned %.2fx faster), mullapudi2016 %.3f ms (tuned %.2fx faster)\n", what.c_str(),
                 adams_ms, adams_ms / tuned_ms, mullapudi_ms, mullapudi_ms / tuned_ms);
@@ -214,6 +227,7 @@ int run_tune(const BenchOptions& opts, double budget_s, const std::string& db, b
     report.set("trials", trials);
     report.set("default_ms", default_ms);
     report.set("tuned_ms", tuned_ms);
+    report.set("control_ms", control_ms);
     report.set("adams2019_ms", std::isnan(adams_ms) ? Json() : Json(adams_ms));
     report.set("mullapudi2016_ms", std::isnan(mullapudi_ms) ? Json() : Json(mullapudi_ms));
     report.set("gemm_choice", gemm ? gemm->text() : std::string());

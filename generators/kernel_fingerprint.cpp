@@ -3,6 +3,9 @@
 #include <cstring>
 #include <map>
 #include <sstream>
+#include <string_view>
+
+#include "dsl/fnv_hash.h"
 
 namespace kiln {
 namespace {
@@ -213,9 +216,8 @@ void describe_parameters(ExactPrinter& p, std::ostream& os) {
   }
   for (const auto& [name, buffer] : p.buffers) {
     // FNV-1a of the contents of a constant buffer (a table the definition reads).
-    uint64_t hash = 1469598103934665603ull;
-    const auto* bytes = static_cast<const unsigned char*>(buffer.data());
-    for (size_t i = 0; bytes && i < buffer.size_in_bytes(); ++i) hash = (hash ^ bytes[i]) * 1099511628211ull;
+    const char* bytes = static_cast<const char*>(buffer.data());
+    uint64_t hash = bytes ? fnv1a(std::string_view(bytes, buffer.size_in_bytes())) : kFnvOffset;
     os << "buffer " << name << " " << buffer.type() << " dims=" << buffer.dimensions() << " bytes=" << buffer.size_in_bytes()
        << " fnv=" << std::hex << hash << std::dec << "\n";
   }

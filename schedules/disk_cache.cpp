@@ -13,6 +13,7 @@
 
 #include "dsl/atomic_file.h"
 #include "dsl/error.h"
+#include "dsl/fnv_hash.h"
 #include "graph/logs.h"
 #include "schedules/codegen_version.h"  // generated: KILN_CODEGEN_VERSION (kiln, Halide)
 #include "dsl/settings.h"
@@ -40,11 +41,6 @@ struct Overrides {
 Overrides& overrides() {
   static Overrides s;
   return s;
-}
-
-uint64_t fnv1a(uint64_t h, const std::string& s) {
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-  return h;
 }
 
 // 8 bytes at a time, each mixed by a multiply and a rotate: fast enough for megabytes per load.
@@ -140,10 +136,10 @@ void count(int64_t DiskCacheStats::*field) {
 }  // namespace
 
 std::string cache_key(const std::vector<std::string>& parts) {
-  uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
+  uint64_t a = kFnvOffset, b = 0x84222325cbf29ce4ull;
   auto add = [&](const std::string& s) {
-    a = fnv1a(a, s), b = fnv1a(b, s);
-    a = fnv1a(a, "\x1f"), b = fnv1a(b, "\x1e");
+    a = fnv1a(s, a), b = fnv1a(s, b);
+    a = fnv1a("\x1f", a), b = fnv1a("\x1e", b);
   };
   add(KILN_CODEGEN_VERSION);
   for (const std::string& p : parts) add(p);

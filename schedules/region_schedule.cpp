@@ -7,6 +7,7 @@
 
 #include "dsl/cuda/cuda_context.h"
 #include "dsl/error.h"
+#include "dsl/fnv_hash.h"
 #include "dsl/settings.h"
 #include "schedules/graph_executor.h"
 #include "schedules/region_signature.h"
@@ -14,13 +15,7 @@
 
 namespace kiln {
 
-std::string region_schedule_key(const std::string& signature) {
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, 64 bits
-  for (unsigned char c : signature) h = (h ^ c) * 0x100000001b3ull;
-  char out[17];
-  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
-  return out;
-}
+std::string region_schedule_key(const std::string& signature) { return fnv1a_hex(signature); }
 
 RegionSchedule parse_region_schedule(const std::string& text, const std::string& where) {
   RegionSchedule s;

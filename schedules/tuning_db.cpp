@@ -15,6 +15,7 @@
 #include "dsl/cuda/cuda_context.h"
 #include "dsl/eager/matmul.h"
 #include "dsl/error.h"
+#include "dsl/fnv_hash.h"
 #include "dsl/settings.h"
 #include "graph/logs.h"
 #include "schedules/codegen_version.h"  // generated: KILN_CODEGEN_VERSION (kiln, Halide)
@@ -41,14 +42,6 @@ void warn_once(const std::string& path, const std::string& why) {
   std::lock_guard<std::mutex> lock(mu);
   if (warned.insert(path).second)
     std::cerr << "kiln: warning: tuning database: " << path << ": " << why << "; skipped\n";
-}
-
-std::string hex16(const std::string& text) {
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, 64 bits
-  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
-  char out[17];
-  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
-  return out;
 }
 
 const char* const kHeader = "# kiln tuning record (schedules/tuning_db.h)";
@@ -115,7 +108,7 @@ TuningRecord parse_tuning_record(const std::string& text, const std::string& whe
 }
 
 std::string tuning_record_path(const std::string& kind, const std::string& key, const std::string& device) {
-  return (std::filesystem::path(tuning_db_dir()) / (kind + "-" + hex16(key + "\n" + device) + ".record")).string();
+  return (std::filesystem::path(tuning_db_dir()) / (kind + "-" + fnv1a_hex(key + "\n" + device) + ".record")).string();
 }
 
 std::string write_tuning_record(const std::string& kind, const std::string& key, const std::string& device,

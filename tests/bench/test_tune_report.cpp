@@ -57,6 +57,7 @@ Json tune_report(const std::string& model, double default_ms, double tuned_ms) {
       .set("trials", 8)
       .set("default_ms", default_ms)
       .set("tuned_ms", tuned_ms)
+      .set("control_ms", default_ms * 1.01)
       .set("adams2019_ms", 50.0)
       .set("mullapudi2016_ms", Json())
       .set("gemm_choice", "gemm 256 halide 185.0 eigen 207.5\n")
@@ -85,7 +86,7 @@ BOOST_AUTO_TEST_CASE(the_report_shows_every_model_and_region) {
   run_tune_report((dir.path / "out").string(), {a, b});
   std::string html = read(dir.path / "out" / "index.html");
   BOOST_TEST(html.find("model_a training step") != std::string::npos);
-  BOOST_TEST(html.find("<td>12.000</td><td>10.000</td><td>1.20x</td><td>50.000</td><td>-</td>") != std::string::npos, html);
+  BOOST_TEST(html.find("<td>12.000</td><td>10.000</td><td>1.20x</td><td>12.120</td><td>50.000</td><td>-</td>") != std::string::npos, html);
   BOOST_TEST(html.find("<b>1.095x</b>") != std::string::npos);  // sqrt(1.2 * 1.0)
   BOOST_TEST(html.find("a pipeline of &lt;2&gt; ops &amp; more") != std::string::npos);
   BOOST_TEST(html.find("<svg") != std::string::npos);
