@@ -155,7 +155,7 @@ int run_tune(const BenchOptions& opts, double budget_s, const std::string& db, b
   }
 
   // The model again, compiled with the database's records, timed beside the default build; on
-  // the CPU also with Halide's autoschedulers (their schedules for every region, the default GEMM rule).
+  // the CPU also with Halide's autoschedulers (their schedules for every region, the measured GEMM choice).
   std::function<void()> tuned = compiled_call(md, opts.train, md.m.name + " tuned", opts.device);
   tuned();
   struct Build {
@@ -176,13 +176,13 @@ int run_tune(const BenchOptions& opts, double budget_s, const std::string& db, b
   std::vector<Build> builds = {{"default", plain, false, {}}, {"tuned", tuned, true, {}}, {"control", control, false, {}}};
   if (opts.device.is_cpu() && !skip_autoschedulers)
     for (const char* scheduler : {"adams2019", "mullapudi2016"}) {
-      use_measured_gemm_choice(false);
+      use_measured_gemm_choice(true);  // as the tuned build: only the regions' schedules differ
       TuningDbScope off(std::nullopt);
       auto c0 = std::chrono::steady_clock::now();
       std::function<void()> call = compiled_call(md, opts.train, md.m.name + " " + scheduler, opts.device, scheduler);
       call();
       std::printf("%s: compiled in %.1f s\n", scheduler, std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count());
-      builds.push_back({scheduler, call, false, {}});
+      builds.push_back({scheduler, call, true, {}});
     }
   // Alternating rounds, each build's time the median of its rounds' medians: a machine that
   // slows down for a while does not favour the one timed then. (norm_softmax's training step ran
