@@ -63,7 +63,9 @@ std::optional<RegionSchedule> find_region_schedule(const std::string& signature)
 }
 
 std::optional<RegionSchedule> region_schedule_of(const Graph& g, const Region& r, bool cuda) {
-  bool files = setting("KILN_SCHEDULE_DIR").has_value(), db = !tuning_db_dir().empty();
+  // No signature to compute where neither folder exists (nothing was ever tuned here).
+  std::string db_dir = tuning_db_dir();
+  bool files = setting("KILN_SCHEDULE_DIR").has_value(), db = !db_dir.empty() && std::filesystem::is_directory(db_dir);
   if (!files && !db) return std::nullopt;
   std::string signature = region_signature(g, r);
   std::optional<RegionSchedule> s = files ? find_region_schedule(signature) : std::nullopt;

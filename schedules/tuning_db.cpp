@@ -62,14 +62,18 @@ std::string tuning_versions() { return KILN_CODEGEN_VERSION; }
 
 std::string tuning_device_name(Device d) {
   if (d.is_cuda()) return cuda_context(d.index).name;
-  std::ifstream in("/proc/cpuinfo");
-  std::string line, name = "an unknown CPU";
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) {
-      name = line.substr(line.find(':') + 2);
-      break;
-    }
-  return name + " (" + std::to_string(std::max(1u, std::thread::hardware_concurrency())) + " threads)";
+  // Read once: compile() asks it for every region it looks up.
+  static const std::string cpu = [] {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line, name = "an unknown CPU";
+    while (std::getline(in, line))
+      if (line.rfind("model name", 0) == 0) {
+        name = line.substr(line.find(':') + 2);
+        break;
+      }
+    return name + " (" + std::to_string(std::max(1u, std::thread::hardware_concurrency())) + " threads)";
+  }();
+  return cpu;
 }
 
 std::string tuning_record_text(const TuningRecord& r) {
@@ -154,10 +158,11 @@ std::optional<GemmChoice> machine_gemm_choice_from_db() {
   if (tuning_db_dir().empty()) return std::nullopt;
   std::string device = tuning_device_name(Device::cpu());
   if (std::optional<TuningRecord> r = find_tuning_record("gemm", "f32", device, false)) {
+    std::string path = tuning_record_path("gemm", "f32", device);
     try {
-      return GemmChoice::parse(r->body, tuning_record_path("gemm", "f32", device));
+      return GemmChoice::parse(r->body, path);
     } catch (const Error& e) {
-      warn_once(tuning_record_path("gemm", "f32", device), e.what());
+      warn_once(path, e.what());
     }
   }
   auto t0 = std::chrono::steady_clock::now();
