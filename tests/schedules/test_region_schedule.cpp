@@ -5,12 +5,11 @@
 // directive on a CPU region is an error naming the file and the directive.
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
-#include "graph/logs.h"
 #include "schedules/region_schedule.h"
 #include "schedules/schedule_source.h"
 #include "support/reference.h"
+#include "support/schedule_dump.h"
 #include "support/scoped_env.h"
 
 using namespace kiln;
@@ -18,35 +17,6 @@ using namespace kiln::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-// Softmax over rows of 1000, scaled: one region with a row reduction and a parallel loop.
-Tensor softmax_rows(const Tensor& x) { return softmax(x, -1) * 2.0; }
-
-struct Compiled {
-  Tensor out;
-  std::string schedule;  // the dumped schedule source of its one region
-};
-
-// Compiles softmax_rows afresh with KILN_DEBUG_DIR at `dump` and runs it on x.
-Compiled compile_and_dump(const Tensor& x, const TempDir& dump) {
-  fs::remove_all(dump.path);
-  fs::create_directories(dump.path);
-  set_debug_dir(dump.path.string());
-  auto f = compile(softmax_rows, {.backend = "halide"});
-  Tensor out = f(x);
-  set_debug_dir("");
-  std::string text;
-  for (const auto& e : fs::directory_iterator(dump.path))
-    if (e.path().string().ends_with(".schedule.cpp")) {
-      BOOST_TEST(text.empty(), "one region expected");
-      std::ifstream in(e.path());
-      std::ostringstream s;
-      s << in.rdbuf();
-      text = s.str();
-    }
-  BOOST_TEST_REQUIRE(!text.empty());
-  return {out, text};
-}
 
 // "region schedule key 0123456789abcdef" in a dumped schedule.
 std::string key_of(const std::string& schedule) {

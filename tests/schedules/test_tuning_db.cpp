@@ -18,38 +18,13 @@
 #include "schedules/region_tuner.h"
 #include "schedules/tuning_db.h"
 #include "support/reference.h"
+#include "support/schedule_dump.h"
 
 using namespace kiln;
 using namespace kiln::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-Tensor softmax_rows(const Tensor& x) { return softmax(x, -1) * 2.0; }
-
-// softmax_rows compiled afresh, run on x, with its one region's schedule source as dumped.
-struct Compiled {
-  Tensor out;
-  std::string schedule;
-};
-
-Compiled compile_and_dump(const Tensor& x, const TempDir& dump) {
-  fs::remove_all(dump.path);
-  fs::create_directories(dump.path);
-  set_debug_dir(dump.path.string());
-  Tensor out = compile(softmax_rows, {.backend = "halide"})(x);
-  set_debug_dir("");
-  std::string text;
-  for (const auto& e : fs::directory_iterator(dump.path))
-    if (e.path().string().ends_with(".schedule.cpp")) {
-      std::ifstream in(e.path());
-      std::ostringstream s;
-      s << in.rdbuf();
-      text = s.str();
-    }
-  BOOST_TEST_REQUIRE(!text.empty());
-  return {out, text};
-}
 
 // Whether the record (cpu.parallel 0) was applied: the log line says so and no loop is parallel.
 bool serial_record_applied(const std::string& schedule) {
