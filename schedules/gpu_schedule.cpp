@@ -191,21 +191,43 @@ void pointwise(Func f, int lanes, CatChunks cat = {}) {
   thread_per_point(f, v);
 }
 
+// Whether the rows of `value` (its last dim) have one length for every call (not a dynamic dim).
+bool static_row(const Graph& g, int value) {
+  const Value& val = g.values[size_t(value)];
+  return !val.sym.empty() && g.shape_env->canonical(val.sym.back()).is_static();
+}
+
+// The loops of x (a row of a block) as `threads` threads that each take `lanes` consecutive
+// elements (one vector access) per step: x = (co * threads + ct) * lanes + cv, ct the thread, cv
+// vectorized, co the thread's steps. `lanes` must divide the row; the guard of the last step
+// then tests the scalar thread index. (A guard of a vectorized split, x split by
+// lanes * threads and that by lanes, was dropped by Halide 14 on CUDA: a 768 row in steps of
+// 4 x 256 read 1024 elements of its input, out of bounds on the last row: CUDA error 700.)
+struct ThreadLoops {
+  Var co, ct, cv;
+};
+ThreadLoops threads_of_lanes(Func f, Var x, int lanes, int threads) {
+  ThreadLoops l{Var("co"), Var("ct"), Var("cv")};
+  Var xo("xo");
+  f.split(x, xo, l.cv, lanes, TailStrategy::RoundUp).split(xo, l.co, l.ct, threads, kGuard);
+  if (lanes > 1) f.vectorize(l.cv);
+  f.reorder(l.cv, l.ct, l.co).gpu_threads(l.ct);
+  return l;
+}
+
 // A block-per-row op with KILN_GPU_ROW_STAGE=1: its row staged in shared memory
-// (gpu_row_staging.h), each thread loading `lanes` consecutive elements of every
-// lanes * threads. Off by default: until 2026-12-02 it never staged anything (it looked for the
-// inputs among Func calls), so it is not measured yet.
+// (gpu_row_staging.h), each thread loading `lanes` consecutive elements (fewer where they do not
+// divide the row, one where its length varies) of every lanes * threads. Off by default: until
+// 2026-12-02 it never staged anything (it looked for the inputs among Func calls), so it is not
+// measured yet.
 void stage_block_row(const ScheduleRoot& root, const std::vector<ImageParam>& inputs,
-                     const std::set<std::string>& shared, Var row, int64_t length) {
+                     const std::set<std::string>& shared, Var row, int64_t length, bool fixed_length) {
   if (length > kRowCacheMax || !row_tuning().stage) return;
   stage_inputs(root, inputs, shared, length, kStageBytes, [&](Func cached, int bytes) {
-    Var co("co"), ci("ci"), ct("ct"), cv("cv");
-    int lanes = lanes_for_bytes(size_t(bytes));
-    cached.compute_at(root.func, row)
-        .split(cached.args()[0], co, ci, lanes * row_tuning().threads, kGuard)
-        .split(ci, ct, cv, lanes, kGuard)
-        .vectorize(cv)
-        .gpu_threads(ct);
+    int lanes = fixed_length ? lanes_for_bytes(size_t(bytes)) : 1;
+    while (lanes > 1 && length % lanes != 0) lanes /= 2;
+    cached.compute_at(root.func, row);
+    threads_of_lanes(cached, cached.args()[0], lanes, row_tuning().threads);
   });
 }
 
@@ -215,12 +237,6 @@ int warp_row_lanes(const Graph& g, const Region& r, int64_t length, int width) {
   int lanes = access_lanes(g, r, length);
   while (lanes > 1 && length < int64_t(width) * lanes) lanes /= 2;
   return lanes;
-}
-
-// Whether the rows of `value` (its last dim) have one length for every call (not a dynamic dim).
-bool static_row(const Graph& g, int value) {
-  const Value& val = g.values[size_t(value)];
-  return !val.sym.empty() && g.shape_env->canonical(val.sym.back()).is_static();
 }
 
 // Whether the reduction producing `value` has one extent for every call: the dims it reduces
@@ -463,11 +479,11 @@ bool schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, co
   const int threads = row_tuning().threads;
   const int steps = row_steps_in_registers(length, threads);
   if (row_wise) {  // each thread writes 4 consecutive elements per step when the row allows
-    Var co("co"), ci("ci"), ct("ct"), cv("cv");
     if (int lanes = vector_lanes(g, r, root.value); row_tuning().vector && lanes > 1 && length % lanes == 0) {
-      f.split(v[0], co, ci, lanes * threads, kGuard).split(ci, ct, cv, lanes, kGuard).vectorize(cv);
-      f.reorder(cv, ct, co, row).gpu_threads(ct);
+      ThreadLoops l = threads_of_lanes(f, v[0], lanes, threads);
+      f.reorder(l.cv, l.ct, l.co, row);
     } else {
+      Var co("co"), ci("ci");
       f.split(v[0], co, ci, threads, kGuard);
       if (steps > 0) f.reorder(co, ci, row).gpu_threads(ci).unroll(co);  // a thread's steps inside its loop: no barrier between
       else f.reorder(ci, co, row).gpu_threads(ci);
@@ -476,7 +492,7 @@ bool schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, co
   f.gpu_blocks(row);
   const int unroll = steps > 0 ? steps : row_tuning().unroll;
   for (Func inner : root.inner) block_reduction(inner, f, row, unroll);
-  if (row_wise) stage_block_row(root, lowered.inputs, shared, row, length);
+  if (row_wise) stage_block_row(root, lowered.inputs, shared, row, length, static_row(g, root.value));
   if (!row_wise) return false;
   for (const ScheduleRoot* h : hosted) {
     Func(h->func).compute_at(f, row);

@@ -14,6 +14,7 @@
 #include "dsl/settings.h"
 #include "graph/logs.h"
 #include "schedules/disk_cache.h"
+#include "schedules/gpu_bounds_check.h"
 #include "schedules/gpu_launch_check.h"
 #include "schedules/gpu_schedule.h"
 #include "schedules/jit_target.h"
@@ -100,7 +101,9 @@ std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, const std::string& 
           build_region(g, s, options, int(i), exporting ? exporting->conditions() : std::vector<SizeCondition>{});
           std::string object = (dir / (function_name(prefix, int(i)) + ".o")).string();
           std::shared_ptr<const std::vector<GpuLaunch>> launches;
+          std::shared_ptr<const GpuBounds> bounds;
           if (s.cuda) launches = record_gpu_launches(s.pipeline, region_sizes(g, s.region, s.lowered));
+          if (s.cuda) bounds = record_gpu_bounds(s.pipeline, region_sizes(g, s.region, s.lowered));
           {
             CompilePhase phase("code generation", "\"region\": " + json_quote(region_what(s.region)));
             std::vector<Halide::Argument> args = pipeline_arguments(s.region, s.lowered);
@@ -113,6 +116,12 @@ std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, const std::string& 
             }
           }
           if (launches) warn_narrow_launches(*launches, s, options.label + " region " + std::to_string(i));
+          // Run, such a kernel would read or write another allocation's memory, or end the
+          // process's CUDA context (error 700).
+          KILN_CHECK(!bounds || bounds->outside.empty(), "halide: ", options.label, " region ", i, " (",
+                     region_what(s.region), "): its CUDA schedule accesses memory outside a buffer at the traced sizes: ",
+                     bounds ? bounds->outside.front() : "", " (a schedule bug: with KILN_SCHEDULE_DIR or KILN_GPU_ROW_* ",
+                     "settings, a directive there chose it)");
           log_line(LogChannel::output_code, "halide: " + options.label + " region " + std::to_string(i) + ": " +
                                                 region_what(s.region) + ", " + std::to_string(s.region.outputs.size()) +
                                                 " outputs, compiled in " + std::to_string(int(ms_since(r0))) + " ms");

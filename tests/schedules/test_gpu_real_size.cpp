@@ -20,6 +20,7 @@
 #include "graph/backend.h"
 #include "graph/compile_graph.h"
 #include "schedules/fusion.h"
+#include "schedules/gpu_bounds_check.h"
 #include "schedules/gpu_launch_check.h"
 #include "schedules/gpu_schedule.h"
 #include "schedules/lower_region.h"
@@ -132,6 +133,7 @@ std::vector<std::string> narrow_launches(const Graph& cuda_graph, Counts& counts
     Halide::Pipeline p(lowered.outputs);
     schedule_gpu(g, step.region, lowered);
     auto launches = record_gpu_launches(p, region_sizes(g, step.region, lowered));
+    auto bounds = record_gpu_bounds(p, region_sizes(g, step.region, lowered));
     p.compile_to_module(pipeline_arguments(step.region, lowered), "kiln_region", aot_target(true));
     std::string ops;
     for (int n : step.region.nodes) ops += " " + g.nodes[size_t(n)].op->name;
@@ -142,6 +144,8 @@ std::vector<std::string> narrow_launches(const Graph& cuda_graph, Counts& counts
                   << k.threads << " serial " << k.per_thread << " launches " << k.launches << (k.known ? "" : " (symbolic)")
                   << "\n";
     for (const std::string& w : narrow_gpu_launches(*launches))
+      found.push_back("region " + std::to_string(index) + " (" + ops + " ): " + w);
+    for (const std::string& w : bounds->outside)
       found.push_back("region " + std::to_string(index) + " (" + ops + " ): " + w);
     ++index;
   }

@@ -22,6 +22,7 @@
 #include "graph/graph.h"
 #include "graph/passes.h"
 #include "schedules/fusion.h"
+#include "schedules/gpu_bounds_check.h"
 #include "schedules/gpu_launch_check.h"
 #include "schedules/gpu_math.h"
 #include "schedules/gpu_schedule.h"
@@ -79,6 +80,8 @@ std::vector<std::string> compile_for_cuda(Graph& g, const std::string& what, Reg
     // The backend's launch check runs inside every CUDA compile (region_library.cpp): its cost is
     // part of what is tested here.
     record_gpu_launches(p, region_sizes(g, step.region, lowered));
+    // Every load and store inside its buffer at the traced sizes (gpu_bounds_check.h).
+    std::shared_ptr<const GpuBounds> bounds = record_gpu_bounds(p, region_sizes(g, step.region, lowered));
     std::string base = (dir / ("r" + std::to_string(index++))).string();
     std::vector<Halide::Argument> args = pipeline_arguments(step.region, lowered);
     try {
@@ -91,6 +94,7 @@ std::vector<std::string> compile_for_cuda(Graph& g, const std::string& what, Reg
     } catch (const std::exception& e) {
       BOOST_FAIL(what << ": compiling for CUDA failed: " << e.what());
     }
+    for (const std::string& w : bounds->outside) BOOST_ERROR(what << ": region " << index - 1 << ": " << w);
     stmts.push_back(test::file_bytes(base + ".stmt"));
     if (std::getenv("KILN_DEBUG_GPU_TEST")) std::cerr << "  statement: " << base << ".stmt" << std::endl;
   }
