@@ -9,6 +9,7 @@
 
 #include "dsl/autocast.h"
 #include "dsl/creation.h"
+#include "dsl/custom_op.h"
 #include "dsl/cuda/cuda_allocator.h"
 #include "dsl/cuda/cuda_context.h"
 #include "dsl/cuda/cudnn_api.h"
@@ -31,6 +32,7 @@
 #include "dsl/nn/transformer.h"
 #include "dsl/optim/grad_scaler.h"
 #include "dsl/optim/optimizer.h"
+#include "graph/check_op.h"
 #include "graph/compile.h"
 #include "aot/model.h"
 #include "aot/program.h"

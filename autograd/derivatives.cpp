@@ -289,7 +289,7 @@ const std::unordered_map<const OpDef*, Rule>& rule_table() {
       KILN_CHECK(t.emplace(&def, std::move(e.rule)).second, "derivative rules: op '", e.op, "' has two rules");
     }
     for (const OpDef* def : all_op_defs())
-      KILN_CHECK(!is_differentiable(*def) || t.count(def), "derivative rules: op '", def->name,
+      KILN_CHECK(def->custom || !is_differentiable(*def) || t.count(def), "derivative rules: op '", def->name,
                  "' is differentiable (OpDef::differentiable) but has no rule in autograd/derivatives.cpp");
     return t;
   }();
@@ -299,6 +299,10 @@ const std::unordered_map<const OpDef*, Rule>& rule_table() {
 }  // namespace
 
 const DerivativeRule& derivative_rule(const OpDef& def) {
+  if (def.custom) {
+    KILN_CHECK(def.custom->differentiable, "backward: op ", def.name, " is marked non-differentiable");
+    return def.custom->backward;  // register_op gives one that raises where the user gave none
+  }
   auto it = rule_table().find(&def);
   KILN_CHECK(it != rule_table().end(), "backward: op ", def.name, " has no derivative rule (it is not differentiable)");
   return it->second;

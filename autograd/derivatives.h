@@ -7,20 +7,16 @@
 #pragma once
 #include <functional>
 
+#include "dsl/custom_op.h"
 #include "dsl/op_def.h"
 #include "dsl/tensor.h"
 
 namespace kiln {
 
-// grads of the outputs -> grads of the inputs (an undefined Tensor where none flows). `needed[i]`
-// says whether input i wants a gradient: a rule may skip the others (PyTorch's
-// needs_input_grad; the gradient of a 0-d constant such as attention's scale is a full
-// reduction of the scores).
-using DerivativeRule = std::function<TensorList(const TensorList& inputs, const TensorList& outputs,
-                                                const TensorList& grad_outputs, const Attrs&,
-                                                const std::vector<bool>& needed)>;
+// DerivativeRule (dsl/custom_op.h): grads of the outputs -> grads of the inputs.
 
-// The rule of a differentiable op; kiln::Error naming the op for one without a rule.
+// The rule of a differentiable op (a custom op's own, CustomOp::backward); kiln::Error naming the
+// op for one without a rule.
 const DerivativeRule& derivative_rule(const OpDef& def);
 // False for ops whose outputs carry no gradient (comparisons, argmax, integer results).
 bool is_differentiable(const OpDef& def);

@@ -31,7 +31,9 @@ struct HalideTensor;     // dsl/halide_def.h
 struct ViewIndexShapes;  // dsl/halide_def.h
 
 // gather: reads rows at indices (embedding); scatter: adds rows at indices (embedding_backward).
-enum class ScheduleClass { pointwise, reduction, normalization, matmul, gather, scatter, data_movement, view, creation };
+// custom: a user's op (dsl/custom_op.h), run through its own kernels between pipelines.
+enum class ScheduleClass { pointwise, reduction, normalization, matmul, gather, scatter, data_movement, view, creation,
+                           custom };
 std::string_view name(ScheduleClass c);
 
 // How the eager path runs the op: which generator family built its kernels.
@@ -46,6 +48,7 @@ enum class KernelFamily {
   embedding_backward,             // scatter-add of rows
   creation,                       // no inputs: filled, ranges, random draws (host code)
   attention,                      // fused attention and its backward (dsl/eager/attention.cpp)
+  custom,                         // a user's op: its registered kernels (dsl/custom_op.h)
 };
 
 // What autocast (dsl/autocast.h) does to the op's floating inputs (f64 ones are left alone, as in
@@ -54,6 +57,8 @@ enum class KernelFamily {
 // 16 bits (softmax, layer_norm, cross_entropy, sum, mean, ...), which then return f32. none: the
 // inputs as given; pointwise ops already promote to their widest input type.
 enum class AutocastRule : uint8_t { none, lower_precision, f32 };
+
+struct CustomOp;  // dsl/custom_op.h
 
 struct TensorMeta {
   Shape shape;
@@ -128,10 +133,17 @@ struct OpDef {
   // Pointwise ops: the dtype the inputs are converted to before the kernel runs (comparisons
   // compute in the promoted input type and return bool). Unset: the first output's dtype.
   std::function<DType(const std::vector<TensorMeta>&)> compute_dtype;
+  // A custom op's registration (kernels, derivative rule); null for kiln's own ops.
+  const CustomOp* custom = nullptr;
 };
 
 // The registry of all ops; built on first use from the op tables in dsl/ops/.
 const OpDef& op_def(std::string_view name);
+// Null where no op has the name.
+const OpDef* find_op_def(std::string_view name);
 std::vector<const OpDef*> all_op_defs();
+// Adds an op after the tables (a custom op, dsl/custom_op.h's register_op): kiln::Error if the
+// name is taken. The OpDef stays at its address for the life of the process.
+const OpDef& add_op_def(OpDef def);
 
 }  // namespace kiln

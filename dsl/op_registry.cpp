@@ -1,4 +1,7 @@
 #include <algorithm>
+#include <deque>
+#include <mutex>
+#include <shared_mutex>
 #include <unordered_map>
 
 #include "dsl/error.h"
@@ -17,6 +20,10 @@ namespace {
 struct Registry {
   std::vector<OpDef> defs;
   std::unordered_map<std::string_view, size_t> index;
+  // Ops added at run time (custom ops): a deque keeps each at its address.
+  std::deque<OpDef> added;
+  std::unordered_map<std::string_view, const OpDef*> added_index;
+  mutable std::shared_mutex added_mu;
 
   Registry() {
     // The tables with their Halide definitions where kiln_defs is linked, else the run time's
@@ -55,21 +62,43 @@ std::string_view name(ScheduleClass c) {
     case ScheduleClass::data_movement: return "data_movement";
     case ScheduleClass::view: return "view";
     case ScheduleClass::creation: return "creation";
+    case ScheduleClass::custom: return "custom";
   }
   return "?";
 }
 
-const OpDef& op_def(std::string_view name) {
+const OpDef* find_op_def(std::string_view name) {
   const Registry& r = registry();
-  auto it = r.index.find(name);
-  KILN_CHECK(it != r.index.end(), "op registry: no op named '", name, "'");
-  return r.defs[it->second];
+  if (auto it = r.index.find(name); it != r.index.end()) return &r.defs[it->second];
+  std::shared_lock lock(r.added_mu);
+  auto it = r.added_index.find(name);
+  return it == r.added_index.end() ? nullptr : it->second;
+}
+
+const OpDef& op_def(std::string_view name) {
+  const OpDef* d = find_op_def(name);
+  KILN_CHECK(d, "op registry: no op named '", name, "'",
+             name.find("::") != std::string_view::npos ? " (a custom op is known once register_op has run)" : "");
+  return *d;
 }
 
 std::vector<const OpDef*> all_op_defs() {
+  Registry& r = registry();
   std::vector<const OpDef*> out;
-  for (const OpDef& d : registry().defs) out.push_back(&d);
+  for (const OpDef& d : r.defs) out.push_back(&d);
+  std::shared_lock lock(r.added_mu);
+  for (const OpDef& d : r.added) out.push_back(&d);
   return out;
+}
+
+const OpDef& add_op_def(OpDef def) {
+  Registry& r = registry();
+  std::unique_lock lock(r.added_mu);
+  KILN_CHECK(!r.index.count(def.name) && !r.added_index.count(def.name), "op registry: op '", def.name,
+             "' is already registered");
+  const OpDef& d = r.added.emplace_back(std::move(def));
+  r.added_index.emplace(d.name, &d);
+  return d;
 }
 
 }  // namespace kiln

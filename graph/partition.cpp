@@ -23,7 +23,8 @@ bool must_not_recompute(const GraphNode& n) {
     case ScheduleClass::reduction:
     case ScheduleClass::normalization:
     case ScheduleClass::gather:
-    case ScheduleClass::scatter: return true;
+    case ScheduleClass::scatter:
+    case ScheduleClass::custom: return true;  // a user's kernel: its cost is unknown
     default: return false;
   }
 }

@@ -22,6 +22,7 @@ EagerRunner eager_runner(KernelFamily family) {
     case KernelFamily::cat: return &run_cat;
     case KernelFamily::creation: return &run_creation;
     case KernelFamily::attention: return &run_attention;
+    case KernelFamily::custom: return &run_custom;
     default: break;
   }
   throw_error("eager: no runner for kernel family ", int(family));

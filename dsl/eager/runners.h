@@ -25,6 +25,7 @@ TensorList run_cat(const OpDef&, const TensorList&, const Attrs&);
 TensorList run_creation(const OpDef&, const TensorList&, const Attrs&);
 TensorList run_attention(const OpDef&, const TensorList&, const Attrs&);  // both attention ops
 TensorList run_attention_cuda(const OpDef&, const TensorList&, const Attrs&);  // their CUDA half
+TensorList run_custom(const OpDef&, const TensorList&, const Attrs&);  // dsl/custom_op.cpp
 
 // Shared by runners: the input converted to `t` (no copy when it already has that dtype).
 Tensor convert(const Tensor& x, DType t);

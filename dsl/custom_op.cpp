@@ -1,0 +1,131 @@
+#include "dsl/custom_op.h"
+
+#include <cctype>
+#include <deque>
+#include <mutex>
+
+#include "dsl/dispatch.h"
+#include "dsl/eager/runners.h"
+#include "dsl/error.h"
+
+namespace kiln {
+
+namespace {
+
+// The registrations, each at its address for the life of the process (OpDef::custom points here).
+struct Registrations {
+  std::mutex mu;
+  std::deque<CustomOp> ops;
+};
+Registrations& registrations() {
+  static Registrations r;
+  return r;
+}
+
+bool identifier(std::string_view s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
+
+std::string meta_str(const TensorMeta& m) {
+  std::ostringstream s;
+  s << name(m.dtype) << to_string(m.shape) << " on " << m.device;
+  return s.str();
+}
+
+// Runs `f`, turning an exception other than kiln::Error into one that names the op and `what`.
+template <typename F>
+auto named(const std::string& op, const char* what, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw_error(op, ": its ", what, " threw: ", e.what());
+  }
+}
+
+}  // namespace
+
+const OpDef& register_op(CustomOp op) {
+  size_t sep = op.name.find("::");
+  KILN_CHECK(sep != std::string::npos && identifier(std::string_view(op.name).substr(0, sep)) &&
+                 identifier(std::string_view(op.name).substr(sep + 2)),
+             "register_op: '", op.name, "' is not a custom op name: write \"namespace::op\" (letters, digits and '_')");
+  KILN_CHECK(op.num_inputs >= 1, "register_op: ", op.name, " takes ", op.num_inputs,
+             " inputs; a custom op takes at least 1 (its inputs' device picks its kernel)");
+  KILN_CHECK(bool(op.shape), "register_op: ", op.name, " has no shape rule (CustomOp::shape)");
+  KILN_CHECK(op.cpu || op.cuda, "register_op: ", op.name, " has no kernel (CustomOp::cpu or CustomOp::cuda)");
+  KILN_CHECK(op.differentiable || !op.backward, "register_op: ", op.name,
+             " is marked non-differentiable but has a derivative rule");
+  KILN_CHECK(!find_op_def(op.name), "register_op: op '", op.name, "' is already registered");
+  if (op.differentiable && !op.backward)  // recorded on the tape all the same: the error comes with backward()
+    op.backward = [name = op.name](const TensorList&, const TensorList&, const TensorList&, const Attrs&,
+                                   const std::vector<bool>&) -> TensorList {
+      throw_error("backward: a gradient was asked of ", name, ", which has no derivative rule; give it one ",
+                  "(CustomOp::backward) or mark it non-differentiable (CustomOp::differentiable = false)");
+    };
+  Registrations& r = registrations();
+  const CustomOp* stored;
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    stored = &r.ops.emplace_back(std::move(op));
+  }
+  OpDef def;
+  def.name = stored->name;
+  def.schedule_class = ScheduleClass::custom;
+  def.family = KernelFamily::custom;
+  def.num_inputs = stored->num_inputs;
+  def.differentiable = stored->differentiable;
+  def.custom = stored;
+  def.infer = [stored](const std::vector<TensorMeta>& in, const Attrs& a) {
+    std::vector<TensorMeta> out = named(stored->name, "shape rule", [&] { return stored->shape(in, a); });
+    KILN_CHECK(!out.empty(), stored->name, ": its shape rule gave no outputs");
+    return out;
+  };
+  return add_op_def(std::move(def));
+}
+
+TensorList call_op(const OpDef& op, const TensorList& inputs, const Attrs& attrs) {
+  return dispatch(op, inputs, attrs);
+}
+
+TensorList call_op(std::string_view name, const TensorList& inputs, const Attrs& attrs) {
+  return dispatch(op_def(name), inputs, attrs);
+}
+
+const CustomOp* custom_op_of(const OpDef& def) { return def.custom; }
+
+// The eager runner of KernelFamily::custom: the kernel of the inputs' device, on contiguous
+// inputs outside autograd, its outputs checked against the shape rule.
+TensorList run_custom(const OpDef& def, const TensorList& inputs, const Attrs& attrs) {
+  const CustomOp& op = *def.custom;
+  const bool cuda = inputs[0].device().is_cuda();
+  const CustomKernel& kernel = cuda ? op.cuda : op.cpu;
+  KILN_CHECK(bool(kernel), op.name, ": no ", cuda ? "CUDA" : "CPU", " kernel is registered (it has a ",
+             cuda ? "CPU" : "CUDA", " one); move its inputs with to(Device::", cuda ? "cpu()" : "cuda()", ")");
+  std::vector<TensorMeta> metas;
+  for (const Tensor& t : inputs) metas.push_back({t.shape(), t.dtype(), t.device()});
+  std::vector<TensorMeta> expected = def.infer(metas, attrs);
+  TensorList in;
+  for (const Tensor& t : inputs) in.push_back(t.is_contiguous() ? t.detach() : t.contiguous().detach());
+  TensorList out = named(op.name, cuda ? "CUDA kernel" : "CPU kernel", [&] { return kernel(in, attrs); });
+  const char* which = cuda ? "CUDA kernel" : "CPU kernel";
+  KILN_CHECK(out.size() == expected.size(), op.name, ": its ", which, " returned ", out.size(),
+             " outputs, but its shape rule says ", expected.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    KILN_CHECK(out[i].defined(), op.name, ": its ", which, " returned an undefined tensor as output ", i);
+    TensorMeta got{out[i].shape(), out[i].dtype(), out[i].device()};
+    KILN_CHECK(got.shape == expected[i].shape && got.dtype == expected[i].dtype && got.device == expected[i].device,
+               op.name, ": its ", which, " returned output ", i, " as ", meta_str(got), ", but its shape rule says ",
+               meta_str(expected[i]));
+    for (size_t k = 0; k < in.size(); ++k)
+      KILN_CHECK(out[i].storage() != in[k].storage(), op.name, ": its ", which, " returned input ", k,
+                 " (or a view of it) as output ", i, "; a custom op returns new tensors (clone() it)");
+  }
+  return out;
+}
+
+}  // namespace kiln

@@ -1,0 +1,111 @@
+#include "support/custom_ops.h"
+
+#include <cmath>
+
+#include "dsl/creation.h"
+#include "dsl/functions.h"
+
+namespace kiln::test {
+
+namespace {
+
+template <typename T>
+void bias_gelu_rows(const T* x, const T* b, T* out, int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < n; ++i) {
+      double z = double(x[r * n + i]) + double(b[i]);
+      out[r * n + i] = T(0.5 * z * (1.0 + std::erf(z / std::sqrt(2.0))));
+    }
+}
+
+std::vector<TensorMeta> bias_gelu_shape(const std::vector<TensorMeta>& in, const Attrs&) {
+  const TensorMeta &x = in[0], &b = in[1];
+  KILN_CHECK(b.shape.size() == 1 && !x.shape.empty() && x.shape.back() == b.shape[0], "kiln_test::bias_gelu: b ",
+             to_string(b.shape), " must be [N] for x ", to_string(x.shape), " of last dim N");
+  KILN_CHECK(x.dtype == b.dtype && (x.dtype == f32 || x.dtype == f64), "kiln_test::bias_gelu: x and b must both be "
+             "f32 or f64, got ", name(x.dtype), " and ", name(b.dtype));
+  return {x};
+}
+
+TensorList bias_gelu_cpu(const TensorList& in, const Attrs&) {
+  const Tensor &x = in[0], &b = in[1];
+  Tensor out = Tensor::empty(x.shape(), {x.dtype(), x.device()});
+  int64_t n = b.shape()[0], rows = n ? x.numel() / n : 0;
+  if (x.dtype() == f64) bias_gelu_rows(x.data<double>(), b.data<double>(), out.data<double>(), rows, n);
+  else bias_gelu_rows(x.data<float>(), b.data<float>(), out.data<float>(), rows, n);
+  return {out};
+}
+
+// d gelu(z) / dz = Phi(z) + z phi(z); `exp_term` false drops phi (the broken rule).
+DerivativeRule bias_gelu_backward(bool exp_term) {
+  return [exp_term](const TensorList& in, const TensorList&, const TensorList& grads, const Attrs&,
+                    const std::vector<bool>& needed) -> TensorList {
+    Tensor z = in[0] + in[1];
+    Tensor d = (erf(z * (1.0 / std::sqrt(2.0))) + 1.0) * 0.5;
+    if (exp_term) d = d + z * exp(z * z * -0.5) * (1.0 / std::sqrt(2.0 * M_PI));
+    Tensor dz = grads[0] * d;
+    Tensor db;
+    if (needed[1]) {
+      std::vector<int64_t> dims;
+      for (int64_t k = 0; k + 1 < dz.dim(); ++k) dims.push_back(k);
+      db = dims.empty() ? dz : sum(dz, dims);
+    }
+    return {needed[0] ? dz : Tensor(), db};
+  };
+}
+
+CustomOp bias_gelu_spec(const char* name) {
+  return {.name = name, .num_inputs = 2, .shape = bias_gelu_shape, .cpu = bias_gelu_cpu,
+          .backward = bias_gelu_backward(true)};
+}
+
+}  // namespace
+
+const OpDef& bias_gelu() {
+  static const OpDef& op = register_op(bias_gelu_spec("kiln_test::bias_gelu"));
+  return op;
+}
+
+const OpDef& bias_gelu_wrong_shape_rule() {
+  static const OpDef& op = [] {
+    CustomOp c = bias_gelu_spec("kiln_test::bias_gelu_wrong_shape_rule");
+    c.shape = [](const std::vector<TensorMeta>& in, const Attrs& a) {
+      std::vector<TensorMeta> out = bias_gelu_shape(in, a);
+      out[0].shape.back() += 1;
+      return out;
+    };
+    return std::ref(register_op(c));
+  }();
+  return op;
+}
+
+const OpDef& bias_gelu_wrong_gradient() {
+  static const OpDef& op = [] {
+    CustomOp c = bias_gelu_spec("kiln_test::bias_gelu_wrong_gradient");
+    c.backward = bias_gelu_backward(false);
+    return std::ref(register_op(c));
+  }();
+  return op;
+}
+
+const OpDef& bias_gelu_writes_its_input() {
+  static const OpDef& op = [] {
+    CustomOp c = bias_gelu_spec("kiln_test::bias_gelu_writes_its_input");
+    c.cpu = [](const TensorList& in, const Attrs& a) {
+      Tensor x = in[0];
+      int64_t n = in[1].shape()[0];
+      if (x.dtype() == f64) {
+        double* p = x.data<double>();
+        for (int64_t i = 0; i < x.numel(); ++i) p[i] += in[1].data<double>()[i % n];
+        return bias_gelu_cpu({x, zeros(in[1].shape(), {in[1].dtype(), in[1].device()})}, a);
+      }
+      float* p = x.data<float>();
+      for (int64_t i = 0; i < x.numel(); ++i) p[i] += in[1].data<float>()[i % n];
+      return bias_gelu_cpu({x, zeros(in[1].shape(), {in[1].dtype(), in[1].device()})}, a);
+    };
+    return std::ref(register_op(c));
+  }();
+  return op;
+}
+
+}  // namespace kiln::test

@@ -1,0 +1,20 @@
+// Custom ops of the tests (dsl/custom_op.h), registered once a process: test::bias_gelu() is
+// gelu(x + b) with the erf form over rows of b's length, its CPU kernel plain loops (f32 and
+// f64), its derivative rule Tensor ops; the others are it with one thing broken, for check_op's
+// tests (graph/check_op.h).
+#pragma once
+#include "dsl/custom_op.h"
+
+namespace kiln::test {
+
+// "kiln_test::bias_gelu": x [..., N], b [N] -> gelu(x + b).
+const OpDef& bias_gelu();
+
+// bias_gelu with a shape rule that says [..., N + 1].
+const OpDef& bias_gelu_wrong_shape_rule();
+// bias_gelu whose derivative rule forgets the erf term's exponential part.
+const OpDef& bias_gelu_wrong_gradient();
+// bias_gelu whose kernel adds b into x in place before computing.
+const OpDef& bias_gelu_writes_its_input();
+
+}  // namespace kiln::test
