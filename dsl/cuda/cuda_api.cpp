@@ -56,6 +56,10 @@ void load_driver(Loaded& l) {
   resolve(lib, "cuGraphLaunch", a.cuGraphLaunch, missing);
   resolve(lib, "cuGraphExecDestroy", a.cuGraphExecDestroy, missing);
   resolve(lib, "cuGraphDestroy", a.cuGraphDestroy, missing);
+  resolve(lib, "cuDeviceGetAttribute", a.cuDeviceGetAttribute, missing);
+  resolve(lib, "cuModuleLoadData", a.cuModuleLoadData, missing);
+  resolve(lib, "cuModuleGetFunction", a.cuModuleGetFunction, missing);
+  resolve(lib, "cuLaunchKernel", a.cuLaunchKernel, missing);
   resolve(lib, "cuProfilerStart", a.cuProfilerStart, missing);
   resolve(lib, "cuProfilerStop", a.cuProfilerStop, missing);
   if (!missing.empty()) {

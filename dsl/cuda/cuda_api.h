@@ -20,6 +20,11 @@ using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
 using CUgraph = struct CUgraph_st*;
 using CUgraphExec = struct CUgraphExec_st*;
+using CUmodule = struct CUmod_st*;
+using CUfunction = struct CUfunc_st*;
+// CUdevice_attribute values kiln reads.
+inline constexpr int kDeviceAttributeComputeCapabilityMajor = 75;
+inline constexpr int kDeviceAttributeComputeCapabilityMinor = 76;
 // CUstreamCaptureMode: relaxed lets a capturing thread allocate (cuMemAlloc) as it runs.
 inline constexpr int kStreamCaptureModeRelaxed = 2;
 using cublasHandle_t = struct cublasContext*;
@@ -99,6 +104,12 @@ struct CudaApi {
   CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
   CUresult (*cuGraphExecDestroy)(CUgraphExec);
   CUresult (*cuGraphDestroy)(CUgraph);
+  // Modules of PTX and their kernels (dsl/cuda/runtime_kernel.h: custom ops' kernels from NVRTC).
+  CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice);
+  CUresult (*cuModuleLoadData)(CUmodule*, const void*);
+  CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             CUstream, void**, void**);
   // Marks for a profiler (CUPTI, the kernel summary of bench/kernel_summary.cpp); no-ops without one.
   CUresult (*cuProfilerStart)();
   CUresult (*cuProfilerStop)();

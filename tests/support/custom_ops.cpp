@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "dsl/creation.h"
+#include "dsl/cuda/runtime_kernel.h"
 #include "dsl/functions.h"
 
 namespace kiln::test {
@@ -36,6 +37,36 @@ TensorList bias_gelu_cpu(const TensorList& in, const Attrs&) {
   return {out};
 }
 
+// The CUDA kernel, compiled at run time with NVRTC: one thread an element. `tanh_form` uses
+// GELU's tanh approximation instead of erf (the CUDA kernel that disagrees with the CPU's).
+std::string bias_gelu_source(bool tanh_form) {
+  std::string gelu = tanh_form ? "0.5 * z * (1.0 + tanh(0.7978845608028654 * (z + 0.044715 * z * z * z)))"
+                               : "0.5 * z * (1.0 + erf(z * 0.7071067811865476))";
+  return R"(template <typename T> __device__ void run(const T* x, const T* b, T* y, long long n, long long cols) {
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  double z = double(x[i]) + double(b[i % cols]);
+  y[i] = T()" + gelu + R"();
+}
+extern "C" __global__ void bias_gelu_f32(const float* x, const float* b, float* y, long long n, long long c) { run(x, b, y, n, c); }
+extern "C" __global__ void bias_gelu_f64(const double* x, const double* b, double* y, long long n, long long c) { run(x, b, y, n, c); }
+)";
+}
+
+CustomKernel bias_gelu_cuda(bool tanh_form) {
+  auto f32_kernel = std::make_shared<RuntimeKernel>(bias_gelu_source(tanh_form), "bias_gelu_f32");
+  auto f64_kernel = std::make_shared<RuntimeKernel>(bias_gelu_source(tanh_form), "bias_gelu_f64");
+  return [f32_kernel, f64_kernel](const TensorList& in, const Attrs&) {
+    const Tensor &x = in[0], &b = in[1];
+    Tensor y = Tensor::empty(x.shape(), {x.dtype(), x.device()});
+    int64_t n = x.numel(), cols = b.shape()[0];
+    if (n > 0)
+      (x.dtype() == f64 ? f64_kernel : f32_kernel)
+          ->launch(x.device().index, {unsigned((n + 255) / 256)}, {256}, {x, b, y, n, cols});
+    return TensorList{y};
+  };
+}
+
 // d gelu(z) / dz = Phi(z) + z phi(z); `exp_term` false drops phi (the broken rule).
 DerivativeRule bias_gelu_backward(bool exp_term) {
   return [exp_term](const TensorList& in, const TensorList&, const TensorList& grads, const Attrs&,
@@ -56,7 +87,7 @@ DerivativeRule bias_gelu_backward(bool exp_term) {
 
 CustomOp bias_gelu_spec(const char* name) {
   return {.name = name, .num_inputs = 2, .shape = bias_gelu_shape, .cpu = bias_gelu_cpu,
-          .backward = bias_gelu_backward(true)};
+          .cuda = bias_gelu_cuda(false), .backward = bias_gelu_backward(true)};
 }
 
 }  // namespace
@@ -107,5 +138,16 @@ const OpDef& bias_gelu_writes_its_input() {
   }();
   return op;
 }
+
+const OpDef& bias_gelu_cuda_disagrees() {
+  static const OpDef& op = [] {
+    CustomOp c = bias_gelu_spec("kiln_test::bias_gelu_cuda_disagrees");
+    c.cuda = bias_gelu_cuda(true);
+    return std::ref(register_op(c));
+  }();
+  return op;
+}
+
+std::string bias_gelu_cuda_source() { return bias_gelu_source(false); }
 
 }  // namespace kiln::test
