@@ -43,6 +43,8 @@ GradcheckResult gradcheck(const std::function<Tensor(const TensorList&)>& fn, co
   for (size_t i = 0; i < inputs.size(); ++i) {
     KILN_CHECK(inputs[i].dtype() == DType::f64, "gradcheck: input ", i, " has dtype ", inputs[i].dtype(),
                "; finite differences need f64");
+    KILN_CHECK(inputs[i].device().is_cpu(), "gradcheck: input ", i, " is on ", inputs[i].device(),
+               "; it perturbs elements on the host: pass CPU tensors");
     for (int64_t d = 0; d < inputs[i].dim(); ++d)
       KILN_CHECK(inputs[i].stride(d) != 0 || inputs[i].size(d) <= 1, "gradcheck: input ", i,
                  " is expanded (stride 0 in dim ", d, "); pass a materialized tensor");

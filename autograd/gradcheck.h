@@ -24,7 +24,7 @@ struct GradcheckResult {
   std::string message;  // the first mismatches: input, element, analytic and numeric values
 };
 
-// `inputs` must be f64; those that require grad are checked (each element perturbed in place
+// `inputs` must be f64 CPU tensors; those that require grad are checked (each element perturbed in place
 // and restored). Inputs with stride-0 (expanded) dims are rejected: one memory element would
 // stand for several tensor elements.
 GradcheckResult gradcheck(const std::function<Tensor(const TensorList&)>& fn, const TensorList& inputs,

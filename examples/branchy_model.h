@@ -1,4 +1,4 @@
-// The model of examples/graph_break.cpp (also `kiln explain graph_break` / `graph_break_where`):
+// The model of examples/02_graph_break.cpp (also `kiln explain graph_break` / `graph_break_where`):
 // a two-layer MLP whose forward halves its hidden activations when their mean is large. Written
 // with a host branch on a tensor's value, it breaks the graph in two; written with where(), the
 // same computation captures as one graph.

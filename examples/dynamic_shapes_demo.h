@@ -1,4 +1,4 @@
-// The story of examples/dynamic_shapes.cpp (also `kiln explain dynamic_shapes`): a compiled MLP
+// The story of examples/04_dynamic_shapes.cpp (also `kiln explain dynamic_shapes`): a compiled MLP
 // fed batches of changing size. The first compile is static; the first size change recompiles
 // with the batch dim symbolic (automatic dynamic); every later size reuses that graph, except
 // sizes 0 and 1, which are always specialized.

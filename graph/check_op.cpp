@@ -245,8 +245,16 @@ class Checker {
     }
   }
 
+  // On the CPU (gradcheck perturbs elements on the host): a CUDA sample's inputs are moved there
+  // when the op has a CPU kernel (the rule is the same Tensor ops on either device).
   void gradcheck_f64(const OpSample& s) {
-    TensorList in = leaves(s.inputs, f64);
+    TensorList host = s.inputs;
+    if (s.inputs[0].device().is_cuda()) {
+      if (!op_.custom || !op_.custom->cpu)
+        return skip("gradcheck", "the op has no CPU kernel, and finite differences run on the host");
+      for (Tensor& t : host) t = t.to(Device::cpu());
+    }
+    TensorList in = leaves(host, f64);
     try {
       op_.infer(metas(in), s.attrs);
     } catch (const Error& e) {

@@ -7,7 +7,8 @@
 //   autograd           a differentiable op's rule gives every float input a gradient of its
 //                      shape and dtype, and the compiled backward (the rule traced into the joint
 //                      graph) gives the eager gradients
-//   gradcheck          the rule against central differences, in f64 (inputs converted)
+//   gradcheck          the rule against central differences, in f64 (inputs converted), on the
+//                      CPU (a CUDA sample's inputs moved there where the op has a CPU kernel)
 //   cpu_vs_cuda        where the op has both kernels and a GPU is present, the same outputs
 // Each failure names the check, the sample and what differed.
 //

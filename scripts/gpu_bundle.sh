@@ -17,7 +17,7 @@ bundle=$root/gpu-bundle
 bash "$root/scripts/setup.sh"
 rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/debs"
-programs=(kiln example_profiling example_custom_op)
+programs=(kiln example_profiling example_05_custom_op)
 for t in "$build"/bin/test_cuda_*; do programs+=("$(basename "$t")"); done
 # One solid archive: the programs share most of their code (kiln and its kernels), which a
 # dictionary larger than one program stores once.

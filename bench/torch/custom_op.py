@@ -1,4 +1,4 @@
-# The PyTorch side of experiment 5 (examples/custom_op.cpp): RMSNorm over the last dim of an
+# The PyTorch side of experiment 5 (examples/05_custom_op.cpp): RMSNorm over the last dim of an
 # f32 [8192, 4096] tensor, timed as the example times kiln (median of 20 calls after 3 of
 # warm-up, each call followed by a device synchronize): the math in torch ops eagerly and under
 # torch.compile (Inductor's generated kernel), F.rms_norm eagerly and compiled, and a custom op
