@@ -29,12 +29,6 @@ bool identifier(std::string_view s) {
   return true;
 }
 
-std::string meta_str(const TensorMeta& m) {
-  std::ostringstream s;
-  s << name(m.dtype) << to_string(m.shape) << " on " << m.device;
-  return s.str();
-}
-
 // Runs `f`, turning an exception other than kiln::Error into one that names the op and `what`.
 template <typename F>
 auto named(const std::string& op, const char* what, F&& f) -> decltype(f()) {
@@ -96,8 +90,6 @@ TensorList call_op(std::string_view name, const TensorList& inputs, const Attrs&
   return dispatch(op_def(name), inputs, attrs);
 }
 
-const CustomOp* custom_op_of(const OpDef& def) { return def.custom; }
-
 // The eager runner of KernelFamily::custom: the kernel of the inputs' device, on contiguous
 // inputs outside autograd, its outputs checked against the shape rule.
 TensorList run_custom(const OpDef& def, const TensorList& inputs, const Attrs& attrs) {
@@ -106,21 +98,18 @@ TensorList run_custom(const OpDef& def, const TensorList& inputs, const Attrs& a
   const CustomKernel& kernel = cuda ? op.cuda : op.cpu;
   KILN_CHECK(bool(kernel), op.name, ": no ", cuda ? "CUDA" : "CPU", " kernel is registered (it has a ",
              cuda ? "CPU" : "CUDA", " one); move its inputs with to(Device::", cuda ? "cpu()" : "cuda()", ")");
-  std::vector<TensorMeta> metas;
-  for (const Tensor& t : inputs) metas.push_back({t.shape(), t.dtype(), t.device()});
-  std::vector<TensorMeta> expected = def.infer(metas, attrs);
+  std::vector<TensorMeta> expected = def.infer(metas_of(inputs), attrs);
   TensorList in;
-  for (const Tensor& t : inputs) in.push_back(t.is_contiguous() ? t.detach() : t.contiguous().detach());
-  TensorList out = named(op.name, cuda ? "CUDA kernel" : "CPU kernel", [&] { return kernel(in, attrs); });
+  for (const Tensor& t : inputs) in.push_back(t.contiguous().detach());
   const char* which = cuda ? "CUDA kernel" : "CPU kernel";
+  TensorList out = named(op.name, which, [&] { return kernel(in, attrs); });
   KILN_CHECK(out.size() == expected.size(), op.name, ": its ", which, " returned ", out.size(),
              " outputs, but its shape rule says ", expected.size());
   for (size_t i = 0; i < out.size(); ++i) {
     KILN_CHECK(out[i].defined(), op.name, ": its ", which, " returned an undefined tensor as output ", i);
-    TensorMeta got{out[i].shape(), out[i].dtype(), out[i].device()};
-    KILN_CHECK(got.shape == expected[i].shape && got.dtype == expected[i].dtype && got.device == expected[i].device,
-               op.name, ": its ", which, " returned output ", i, " as ", meta_str(got), ", but its shape rule says ",
-               meta_str(expected[i]));
+    TensorMeta got = metas_of({out[i]})[0];
+    KILN_CHECK(got == expected[i], op.name, ": its ", which, " returned output ", i, " as ", to_string(got),
+               ", but its shape rule says ", to_string(expected[i]));
     for (size_t k = 0; k < in.size(); ++k)
       KILN_CHECK(out[i].storage() != in[k].storage(), op.name, ": its ", which, " returned input ", k,
                  " (or a view of it) as output ", i, "; a custom op returns new tensors (clone() it)");

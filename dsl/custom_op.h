@@ -58,7 +58,4 @@ const OpDef& register_op(CustomOp op);
 TensorList call_op(const OpDef& op, const TensorList& inputs, const Attrs& attrs = {});
 TensorList call_op(std::string_view name, const TensorList& inputs, const Attrs& attrs = {});
 
-// The registration behind a custom op's OpDef (OpDef::custom), or null for kiln's own ops.
-const CustomOp* custom_op_of(const OpDef& def);
-
 }  // namespace kiln

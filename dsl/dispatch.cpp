@@ -70,6 +70,13 @@ TensorList dispatch(const OpDef& def, const TensorList& inputs, const Attrs& att
   return dispatch_to_modes(def, inputs, attrs);
 }
 
+std::vector<TensorMeta> metas_of(const TensorList& in) {
+  std::vector<TensorMeta> m;
+  m.reserve(in.size());
+  for (const Tensor& t : in) m.push_back({t.shape(), t.dtype(), t.device()});
+  return m;
+}
+
 TensorList run_eager(const OpDef& def, const TensorList& inputs, const Attrs& attrs) {
   Device device = inputs.empty() ? Device::cpu() : inputs[0].device();
   for (size_t i = 1; i < inputs.size(); ++i)

@@ -44,6 +44,8 @@ TensorList dispatch(const OpDef& def, const TensorList& inputs, const Attrs& att
 using AutogradHook = void (*)(const OpDef& def, const TensorList& inputs, TensorList& outputs,
                               const Attrs& attrs);
 void set_autograd_hook(AutogradHook hook);
+// The shapes, dtypes and devices of `in`, as shape rules (OpDef::infer) take them.
+std::vector<TensorMeta> metas_of(const TensorList& in);
 // Runs the op now through its generator-built kernels (or as a view).
 TensorList run_eager(const OpDef& def, const TensorList& inputs, const Attrs& attrs);
 

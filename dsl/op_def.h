@@ -64,7 +64,10 @@ struct TensorMeta {
   Shape shape;
   DType dtype = DType::f32;
   Device device;
+  bool operator==(const TensorMeta&) const = default;
 };
+// "f32[4, 8] on cpu"
+std::string to_string(const TensorMeta& m);
 
 struct ViewMeta {
   Shape shape;

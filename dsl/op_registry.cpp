@@ -2,6 +2,7 @@
 #include <deque>
 #include <mutex>
 #include <shared_mutex>
+#include <sstream>
 #include <unordered_map>
 
 #include "dsl/error.h"
@@ -65,6 +66,12 @@ std::string_view name(ScheduleClass c) {
     case ScheduleClass::custom: return "custom";
   }
   return "?";
+}
+
+std::string to_string(const TensorMeta& m) {
+  std::ostringstream s;
+  s << name(m.dtype) << to_string(m.shape) << " on " << m.device;
+  return s.str();
 }
 
 const OpDef* find_op_def(std::string_view name) {

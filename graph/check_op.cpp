@@ -26,11 +26,7 @@ std::vector<double> host_f64(const Tensor& t) {
   return {p, p + h.numel()};
 }
 
-std::string meta_str(const Tensor& t) {
-  std::ostringstream s;
-  s << name(t.dtype()) << to_string(t.shape()) << " on " << t.device();
-  return s.str();
-}
+std::string meta_str(const Tensor& t) { return to_string(metas_of({t})[0]); }
 
 // Raw bytes of t (on the host), to see whether a call wrote them.
 std::vector<unsigned char> bytes_of(const Tensor& t) {
@@ -115,27 +111,18 @@ class Checker {
     r_.skipped.push_back(label(check) + ": " + why);
   }
 
-  std::vector<TensorMeta> metas(const TensorList& in) const {
-    std::vector<TensorMeta> m;
-    for (const Tensor& t : in) m.push_back({t.shape(), t.dtype(), t.device()});
-    return m;
-  }
-
   TensorList call(const TensorList& in, const Attrs& a) const {
     NoGradGuard no_grad;
     return dispatch(op_, in, a);
   }
 
   TensorList eager_outputs(const OpSample& s) {
-    std::vector<TensorMeta> want = op_.infer(metas(s.inputs), s.attrs);
+    std::vector<TensorMeta> want = op_.infer(metas_of(s.inputs), s.attrs);
     TensorList out = call(s.inputs, s.attrs);
     KILN_CHECK(out.size() == want.size(), out.size(), " outputs, the shape rule says ", want.size());
-    for (size_t k = 0; k < out.size(); ++k) {
-      const TensorMeta& w = want[k];
-      KILN_CHECK(out[k].shape() == w.shape && out[k].dtype() == w.dtype && out[k].device() == w.device, "output ", k,
-                 " is ", meta_str(out[k]), ", the shape rule says ", name(w.dtype), to_string(w.shape), " on ",
-                 w.device);
-    }
+    std::vector<TensorMeta> got = metas_of(out);
+    for (size_t k = 0; k < out.size(); ++k)
+      KILN_CHECK(got[k] == want[k], "output ", k, " is ", to_string(got[k]), ", the shape rule says ", to_string(want[k]));
     return out;
   }
 
@@ -150,12 +137,17 @@ class Checker {
     }
   }
 
-  void compiled(const OpSample& s, const TensorList& eager, bool dynamic) {
+  // compile() of the op alone with the sample's attributes (fullgraph: a graph break fails).
+  CompiledFunction<TensorList(TensorList)> compiled_op(const OpSample& s, std::optional<bool> dynamic,
+                                                       const std::string& what) const {
     const OpDef& op = op_;
     Attrs attrs = s.attrs;
-    auto f = compile([&op, attrs](std::vector<Tensor> in) { return dispatch(op, in, attrs); },
-                     {.backend = o_.backend, .fullgraph = true, .dynamic = dynamic,
-                      .name = "check_op " + op_.name + (dynamic ? " (dynamic)" : "")});
+    return compile([&op, attrs](TensorList in) { return dispatch(op, in, attrs); },
+                   {.backend = o_.backend, .fullgraph = true, .dynamic = dynamic, .name = "check_op " + op_.name + what});
+  }
+
+  void compiled(const OpSample& s, const TensorList& eager, bool dynamic) {
+    auto f = compiled_op(s, dynamic, dynamic ? " (dynamic)" : "");
     NoGradGuard no_grad;
     TensorList got = f(s.inputs);
     KILN_CHECK(got.size() == eager.size(), got.size(), " outputs compiled, ", eager.size(), " eagerly");
@@ -231,10 +223,7 @@ class Checker {
       eager_grads.push_back(g);
     }
     // The rule traced into a compiled training step's backward graph.
-    const OpDef& op = op_;
-    Attrs attrs = s.attrs;
-    auto f = compile([&op, attrs](std::vector<Tensor> x) { return dispatch(op, x, attrs); },
-                     {.backend = o_.backend, .fullgraph = true, .name = "check_op " + op_.name + " (backward)"});
+    auto f = compiled_op(s, std::nullopt, " (backward)");
     TensorList cin = leaves(s.inputs);
     Tensor closs = projection(f(cin), w);
     closs.backward();
@@ -256,7 +245,7 @@ class Checker {
     }
     TensorList in = leaves(host, f64);
     try {
-      op_.infer(metas(in), s.attrs);
+      op_.infer(metas_of(in), s.attrs);
     } catch (const Error& e) {
       skip("gradcheck", std::string("its shape rule rejects f64 inputs: ") + e.what());
       return;

@@ -1,6 +1,9 @@
 #include "schedules/gpu_bounds_check.h"
 
+#include "schedules/gpu_launch_check.h"
+
 #include <functional>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -28,6 +31,14 @@ std::map<std::string, int64_t> buffer_spans(const std::map<std::string, int64_t>
   return span;
 }
 
+// The constant limits of `i`, or nothing where a limit is not a constant.
+std::optional<std::pair<int64_t, int64_t>> constant_limits(const Interval& i) {
+  const int64_t* l = i.has_lower_bound() ? as_const_int(simplify(i.min)) : nullptr;
+  const int64_t* h = i.has_upper_bound() ? as_const_int(simplify(i.max)) : nullptr;
+  if (!l || !h) return std::nullopt;
+  return std::make_pair(*l, *h);
+}
+
 // `e` with the bounds-query tests of the pipeline's entry (Halide asks whether a call only wants
 // its buffers' bounds) taken as false: the accesses checked are those of a real call.
 Expr real_call(const Expr& e) {
@@ -46,8 +57,10 @@ Expr real_call(const Expr& e) {
 class BoundsWalker : public IRVisitor {
  public:
   BoundsWalker(const std::map<std::string, int64_t>& sizes, GpuBounds& out) : spans_(buffer_spans(sizes)), out_(out) {
-    for (const auto& [name, v] : sizes) scope_.push(name, Interval::single_point(make_const(Int(32), v)));
-    for (const auto& [name, v] : sizes) known_.insert(name), sizes_[name] = make_const(Int(32), v);
+    for (const auto& [name, v] : sizes) {
+      sizes_[name] = make_const(Int(32), v);
+      scope_.push(name, Interval::single_point(sizes_[name]));
+    }
   }
 
  private:
@@ -56,7 +69,7 @@ class BoundsWalker : public IRVisitor {
   std::map<std::string, int64_t> spans_;  // buffers and constant allocations: elements
   GpuBounds& out_;
   Scope<Interval> scope_;
-  std::set<std::string> known_;  // names whose value the sizes give (their lets are not rebound)
+  std::map<std::string, Expr> sizes_;  // the known sizes' values (their lets are not rebound)
   std::string kernel_;           // the outermost GPU loop around the walk, if any
 
   // What encloses the access being checked, outermost first: loops, lets and if conditions.
@@ -66,7 +79,6 @@ class BoundsWalker : public IRVisitor {
     Expr a, b;  // loop: min, extent; let: value; condition: a
   };
   std::vector<Frame> frames_;
-  std::map<std::string, Expr> sizes_;
 
   // Concrete runs of the frames around an access, each loop at its first and last iterations (all
   // of a short one), in search of a point where `index` leaves [0, span). `exhaustive` stays true
@@ -85,16 +97,15 @@ class BoundsWalker : public IRVisitor {
     }
     auto eval = [&](const Expr& e) { return simplify(substitute(env, e)); };
     if (k == frames_.size()) {
-      Interval i = bounds_of_expr_in_scope(eval(q.index), Scope<Interval>::empty_scope());
-      const int64_t* l = i.has_lower_bound() ? as_const_int(simplify(i.min)) : nullptr;
-      const int64_t* h = i.has_upper_bound() ? as_const_int(simplify(i.max)) : nullptr;
-      if (!l || !h) {
+      auto limits = constant_limits(bounds_of_expr_in_scope(eval(q.index), Scope<Interval>::empty_scope()));
+      if (!limits) {
         q.exhaustive = false;
         return false;
       }
-      if (*l >= 0 && *h < q.span) return false;
+      auto [l, h] = *limits;
+      if (l >= 0 && h < q.span) return false;
       std::ostringstream at;
-      at << "elements " << *l << ".." << *h << " of " << q.span << " where";
+      at << "elements " << l << ".." << h << " of " << q.span << " where";
       for (const Frame& f : frames_)
         if (f.kind == Frame::loop) at << " " << f.name << " = " << env[f.name];
       q.found = at.str();
@@ -141,15 +152,12 @@ class BoundsWalker : public IRVisitor {
   void check(const std::string& name, const Expr& index, const char* what) {
     auto span = spans_.find(name);
     if (span == spans_.end()) return;
-    Interval i = bounds_of_expr_in_scope(index, scope_);
-    Expr lo = i.has_lower_bound() ? simplify(i.min) : Expr(), hi = i.has_upper_bound() ? simplify(i.max) : Expr();
-    const int64_t* l = lo.defined() ? as_const_int(lo) : nullptr;
-    const int64_t* h = hi.defined() ? as_const_int(hi) : nullptr;
-    if (!l || !h) {
+    auto limits = constant_limits(bounds_of_expr_in_scope(index, scope_));
+    if (!limits) {
       ++out_.unbounded;
       return;
     }
-    if (*l >= 0 && *h < span->second) {
+    if (limits->first >= 0 && limits->second < span->second) {
       ++out_.checked;
       return;
     }
@@ -208,7 +216,7 @@ class BoundsWalker : public IRVisitor {
   template <typename LetOp>
   void let(const LetOp* op) {
     op->value.accept(this);
-    bool bind = !known_.count(op->name);
+    bool bind = !sizes_.count(op->name);
     if (bind) scope_.push(op->name, bounds_of_expr_in_scope(op->value, scope_));
     if (bind) frames_.push_back({Frame::let, op->name, op->value, Expr()});
     op->body.accept(this);
@@ -244,7 +252,7 @@ class BoundsWalker : public IRVisitor {
     split(condition);
     std::vector<std::string> pushed;
     for (const std::string& name : std::set<std::string>(names.begin(), names.end())) {
-      if (!scope_.contains(name) || known_.count(name)) continue;
+      if (!scope_.contains(name) || sizes_.count(name)) continue;
       Interval where = Interval::everything();
       for (const Expr& c : conjuncts)
         if (expr_uses_var(c, name)) where = Interval::make_intersection(where, solve_for_inner_interval(c, name));
@@ -276,28 +284,15 @@ class BoundsWalker : public IRVisitor {
   }
 };
 
-class Recorder : public IRMutator {
- public:
-  Recorder(std::map<std::string, int64_t> sizes, std::shared_ptr<GpuBounds> out)
-      : sizes_(std::move(sizes)), out_(std::move(out)) {}
-  using IRMutator::mutate;
-  Stmt mutate(const Stmt& s) override {
-    *out_ = GpuBounds{};
-    BoundsWalker w(sizes_, *out_);
-    s.accept(&w);
-    return s;
-  }
-
- private:
-  std::map<std::string, int64_t> sizes_;
-  std::shared_ptr<GpuBounds> out_;
-};
-
 }  // namespace
 
 std::shared_ptr<const GpuBounds> record_gpu_bounds(Pipeline& p, const std::map<std::string, int64_t>& sizes) {
   auto out = std::make_shared<GpuBounds>();
-  p.add_custom_lowering_pass(new Recorder(sizes, out));
+  inspect_lowered(p, [sizes, out](const Stmt& s) {
+    *out = GpuBounds{};
+    BoundsWalker w(sizes, *out);
+    s.accept(&w);
+  });
   return out;
 }
 

@@ -84,22 +84,18 @@ class LaunchWalker : public IRVisitor {
   }
 };
 
-// A lowering pass that changes nothing: it walks the lowered loops once and keeps their kernels.
-class Recorder : public IRMutator {
+// A lowering pass that changes nothing: it shows the lowered statement to its function.
+class Inspector : public IRMutator {
  public:
-  Recorder(std::map<std::string, int64_t> sizes, std::shared_ptr<std::vector<GpuLaunch>> out)
-      : sizes_(std::move(sizes)), out_(std::move(out)) {}
+  explicit Inspector(std::function<void(const Stmt&)> look) : look_(std::move(look)) {}
   using IRMutator::mutate;
   Stmt mutate(const Stmt& s) override {
-    LaunchWalker w(sizes_);
-    s.accept(&w);
-    *out_ = w.launches;
+    look_(s);
     return s;
   }
 
  private:
-  std::map<std::string, int64_t> sizes_;
-  std::shared_ptr<std::vector<GpuLaunch>> out_;
+  std::function<void(const Stmt&)> look_;
 };
 
 std::string describe(const GpuLaunch& k) {
@@ -112,10 +108,18 @@ std::string describe(const GpuLaunch& k) {
 
 }  // namespace
 
+void inspect_lowered(Pipeline& p, std::function<void(const Stmt&)> look) {
+  p.add_custom_lowering_pass(new Inspector(std::move(look)));
+}
+
 std::shared_ptr<const std::vector<GpuLaunch>> record_gpu_launches(Pipeline& p,
                                                                   const std::map<std::string, int64_t>& sizes) {
   auto out = std::make_shared<std::vector<GpuLaunch>>();
-  p.add_custom_lowering_pass(new Recorder(sizes, out));
+  inspect_lowered(p, [sizes, out](const Stmt& s) {
+    LaunchWalker w(sizes);
+    s.accept(&w);
+    *out = w.launches;
+  });
   return out;
 }
 

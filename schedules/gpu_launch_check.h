@@ -12,6 +12,7 @@
 #include <Halide.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -20,6 +21,11 @@
 #include "schedules/lower_region.h"
 
 namespace kiln {
+
+// Installs a lowering pass into p that hands `look` the lowered statement (with its GPU loops, before
+// Halide moves them into device code) each time p is compiled, and changes nothing. The launch
+// check below and gpu_bounds_check.h inspect pipelines this way.
+void inspect_lowered(Halide::Pipeline& p, std::function<void(const Halide::Internal::Stmt&)> look);
 
 // One kernel of a lowered pipeline, at known sizes (-1 where a size stayed symbolic).
 struct GpuLaunch {

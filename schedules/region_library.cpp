@@ -102,8 +102,11 @@ std::shared_ptr<SharedLibrary> load_or_build(const Graph& g, const std::string& 
           std::string object = (dir / (function_name(prefix, int(i)) + ".o")).string();
           std::shared_ptr<const std::vector<GpuLaunch>> launches;
           std::shared_ptr<const GpuBounds> bounds;
-          if (s.cuda) launches = record_gpu_launches(s.pipeline, region_sizes(g, s.region, s.lowered));
-          if (s.cuda) bounds = record_gpu_bounds(s.pipeline, region_sizes(g, s.region, s.lowered));
+          if (s.cuda) {
+            std::map<std::string, int64_t> sizes = region_sizes(g, s.region, s.lowered);
+            launches = record_gpu_launches(s.pipeline, sizes);
+            bounds = record_gpu_bounds(s.pipeline, sizes);
+          }
           {
             CompilePhase phase("code generation", "\"region\": " + json_quote(region_what(s.region)));
             std::vector<Halide::Argument> args = pipeline_arguments(s.region, s.lowered);

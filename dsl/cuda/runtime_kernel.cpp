@@ -102,6 +102,7 @@ void RuntimeKernel::launch(int device, LaunchDims grid, LaunchDims block, std::v
                            unsigned shared_bytes) const {
   CudaContext& ctx = cuda_context(device);
   const CudaApi& api = cuda_api();
+  check_cuda(api.cuCtxSetCurrent(ctx.context), "cuCtxSetCurrent");  // this thread's, for the module and the launch
   CUfunction f = nullptr;
   {
     std::unique_lock<std::mutex> lock(mu_);
@@ -116,7 +117,6 @@ void RuntimeKernel::launch(int device, LaunchDims grid, LaunchDims block, std::v
       check_cuda(api.cuDeviceGetAttribute(&minor, kDeviceAttributeComputeCapabilityMinor, ctx.device),
                  "cuDeviceGetAttribute");
       std::string code = ptx(major, minor);
-      api.cuCtxSetCurrent(ctx.context);
       CUmodule module = nullptr;
       check_cuda(api.cuModuleLoadData(&module, code.c_str()), ("CUDA kernel " + function_ + ": cuModuleLoadData").c_str());
       check_cuda(api.cuModuleGetFunction(&f, module, function_.c_str()),
@@ -127,7 +127,6 @@ void RuntimeKernel::launch(int device, LaunchDims grid, LaunchDims block, std::v
   }
   std::vector<void*> params;
   for (KernelArg& a : args) params.push_back(a.address());
-  api.cuCtxSetCurrent(ctx.context);
   check_cuda(api.cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared_bytes, ctx.stream,
                                 params.data(), nullptr),
              ("CUDA kernel " + function_ + ": cuLaunchKernel").c_str());

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "dsl/dispatch.h"
 #include "dsl/eager/attention_kernel.h"
 #include "dsl/eager/cpu_isa.h"
 #include "dsl/eager/runners.h"
@@ -75,9 +76,7 @@ AttentionLayout layout(const Tensor& x) { return {x.stride(0), x.stride(1), x.st
 }  // namespace
 
 TensorList run_attention(const OpDef& def, const TensorList& inputs, const Attrs& attrs) {
-  std::vector<TensorMeta> metas;
-  for (const Tensor& x : inputs) metas.push_back({x.shape(), x.dtype(), x.device()});
-  def.infer(metas, attrs);  // raises on bad shapes and dtypes
+  def.infer(metas_of(inputs), attrs);  // raises on bad shapes and dtypes
   if (inputs[0].device().is_cuda()) return run_attention_cuda(def, inputs, attrs);
   KILN_CHECK(inputs[0].device().is_cpu(), def.name, ": no kernel for tensors on ", inputs[0].device());
   const bool backward = def.name == "attention_backward";

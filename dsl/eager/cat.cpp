@@ -1,14 +1,13 @@
 // Eager runner of cat: allocates the output and copies each input (converted to the result
 // dtype) into its slice along the cat dim with the generator-built strided copy kernel.
+#include "dsl/dispatch.h"
 #include "dsl/eager/runners.h"
 #include "dsl/error.h"
 
 namespace kiln {
 
 TensorList run_cat(const OpDef& def, const TensorList& in, const Attrs& a) {
-  std::vector<TensorMeta> metas;
-  for (const Tensor& x : in) metas.push_back({x.shape(), x.dtype(), x.device()});
-  TensorMeta om = def.infer(metas, a)[0];
+  TensorMeta om = def.infer(metas_of(in), a)[0];
   Tensor out = Tensor::empty(om.shape, {om.dtype, om.device});
   if (out.numel() == 0) return {out};
   int d = wrap_dim("cat", a.get<int64_t>("dim"), out.dim());

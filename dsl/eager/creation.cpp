@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "dsl/cuda/cuda_context.h"
+#include "dsl/dispatch.h"
 #include "dsl/eager/kernel_call.h"
 #include "dsl/eager/runners.h"
 #include "dsl/kernel_table.h"
@@ -88,9 +89,7 @@ Tensor create_on_cuda(const OpDef& def, const TensorMeta& m, const TensorList& i
 }  // namespace
 
 TensorList run_creation(const OpDef& def, const TensorList& inputs, const Attrs& a) {
-  std::vector<TensorMeta> in;
-  for (const Tensor& x : inputs) in.push_back({x.shape(), x.dtype(), x.device()});
-  TensorMeta m = def.infer(in, a)[0];
+  TensorMeta m = def.infer(metas_of(inputs), a)[0];
   if (m.device.is_cuda()) return {create_on_cuda(def, m, inputs, a)};
   Tensor t = Tensor::empty(m.shape, {m.dtype, m.device});
   if (def.random) {

@@ -29,6 +29,7 @@
 #include <type_traits>
 
 #include "dsl/cuda/cuda_context.h"
+#include "dsl/dispatch.h"
 #include "dsl/eager/cublas_gemm.h"
 #include "dsl/eager/eigen_gemm.h"
 #include "dsl/eager/gemm_choice.h"
@@ -358,9 +359,7 @@ GemmChoice measure_gemm_choice() {
 // matmul, matmul_bias (a third input, bias [N], added to every row of the product), and the GEMMs
 // with GELU and bias-gradient epilogues (run_gelu_gemm, run_bias_grad_gemm).
 TensorList run_matmul(const OpDef& def, const TensorList& in, const Attrs& attrs) {
-  std::vector<TensorMeta> metas;
-  for (const Tensor& t : in) metas.push_back({t.shape(), t.dtype(), t.device()});
-  std::vector<TensorMeta> oms = def.infer(metas, attrs);
+  std::vector<TensorMeta> oms = def.infer(metas_of(in), attrs);
   if (def.name == "matmul_bias_gelu" || def.name == "matmul_gelu_backward")
     return run_gelu_gemm(oms, in, def.name == "matmul_gelu_backward");
   if (def.name == "matmul_bias_grad") return run_bias_grad_gemm(oms, in);

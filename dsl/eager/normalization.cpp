@@ -16,6 +16,7 @@
 #include <numeric>
 
 #include "dsl/creation.h"
+#include "dsl/dispatch.h"
 #include "dsl/eager/kernel_call.h"
 #include "dsl/eager/runners.h"
 #include "dsl/eager/strided_view.h"
@@ -26,11 +27,6 @@ namespace kiln {
 
 namespace {
 
-std::vector<TensorMeta> metas_of(const TensorList& in) {
-  std::vector<TensorMeta> m;
-  for (const Tensor& t : in) m.push_back({t.shape(), t.dtype(), t.device()});
-  return m;
-}
 
 // The 2-D [along, rows] description of t for a kernel buffer.
 struct RowsView {

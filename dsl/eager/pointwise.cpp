@@ -1,4 +1,5 @@
 // Eager runners of the pointwise families (unary, binary, where, cast) and of copies and views.
+#include "dsl/dispatch.h"
 #include "dsl/eager/kernel_call.h"
 #include "dsl/eager/runners.h"
 #include "dsl/error.h"
@@ -7,12 +8,6 @@ namespace kiln {
 
 namespace {
 
-std::vector<TensorMeta> metas_of(const TensorList& in) {
-  std::vector<TensorMeta> m;
-  m.reserve(in.size());
-  for (const Tensor& t : in) m.push_back({t.shape(), t.dtype(), t.device()});
-  return m;
-}
 
 // kiln_<op>, then the value of each string attribute (gelu's approximate, ...).
 std::string kernel_prefix(const OpDef& def, const Attrs& a) {

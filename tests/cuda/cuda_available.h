@@ -6,14 +6,14 @@
 #include <boost/test/unit_test.hpp>
 
 #include "kiln.h"
+#include "support/preconditions.h"
 
 namespace kiln::test {
 
 inline boost::unit_test::precondition needs_cuda() {
-  return boost::unit_test::precondition([](boost::unit_test::test_unit_id) {
-    boost::test_tools::assertion_result r(cuda_available());
-    if (!r) r.message() << "skipped: no CUDA device (" << cuda_unavailable_reason() << ")";
-    return r;
+  return needs([] {
+    std::string why = cuda_unavailable_reason();
+    return why.empty() ? why : "no CUDA device (" + why + ")";
   });
 }
 

@@ -19,14 +19,6 @@ using namespace kiln::test;
 
 namespace {
 
-boost::unit_test::precondition needs_cudnn() {
-  return boost::unit_test::precondition([](boost::unit_test::test_unit_id) {
-    boost::test_tools::assertion_result r(cudnn_available());
-    if (!r) r.message() << "skipped: " << cudnn_unavailable_reason();
-    return r;
-  });
-}
-
 struct Case {
   int64_t batch, heads, queries, keys, features;
   bool causal;
@@ -44,7 +36,7 @@ Tensor heads(const Tensor& t, int64_t at, int64_t h, int64_t d) {
 
 }  // namespace
 
-BOOST_AUTO_TEST_CASE(outputs_and_gradients_match_a_double_reference, *needs_cudnn()) {
+BOOST_AUTO_TEST_CASE(outputs_and_gradients_match_a_double_reference, *needs(cudnn_unavailable_reason)) {
   EnableGradGuard grad;
   for (DType t : {DType::bf16, DType::f16}) {
     // bf16 keeps 8 bits of mantissa: P is rounded to it before P V, as in every flash kernel.
@@ -76,7 +68,7 @@ BOOST_AUTO_TEST_CASE(outputs_and_gradients_match_a_double_reference, *needs_cudn
 
 // GPT-2 small's whole attention shape, [8, 12, 1024, 64] causal, against kiln's f32 CUDA attention
 // on the same bf16 values (a double reference at this size would take minutes).
-BOOST_AUTO_TEST_CASE(gpt2_small_shape_matches_f32_attention, *needs_cudnn()) {
+BOOST_AUTO_TEST_CASE(gpt2_small_shape_matches_f32_attention, *needs(cudnn_unavailable_reason)) {
   EnableGradGuard grad;
   const Shape shape{8, 12, 1024, 64};
   TensorList bf, f32s;
@@ -100,7 +92,7 @@ BOOST_AUTO_TEST_CASE(gpt2_small_shape_matches_f32_attention, *needs_cudnn()) {
 
 // Compiled under bf16 autocast, the attention the model writes as matmul, softmax, matmul becomes
 // the fused op (no [B, H, T, T] value in the optimized graph) and gives the eager results.
-BOOST_AUTO_TEST_CASE(compiled_under_autocast_uses_the_fused_op, *needs_cudnn()) {
+BOOST_AUTO_TEST_CASE(compiled_under_autocast_uses_the_fused_op, *needs(cudnn_unavailable_reason)) {
   EnableGradGuard grad;
   const int64_t B = 2, T = 96, H = 4, D = 32;
   // Scores of a few units, not tens: a near one-hot softmax makes the backward's dP - D cancel,

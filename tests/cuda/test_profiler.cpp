@@ -20,19 +20,7 @@
 using namespace kiln;
 using namespace kiln::test;
 
-namespace {
-
-boost::unit_test::precondition needs_cupti() {
-  return boost::unit_test::precondition([](boost::unit_test::test_unit_id) {
-    boost::test_tools::assertion_result r(cupti_unavailable_reason().empty());
-    if (!r) r.message() << "skipped: " << cupti_unavailable_reason();
-    return r;
-  });
-}
-
-}  // namespace
-
-BOOST_AUTO_TEST_CASE(device_events_link_to_the_host_events_that_launched_them, *needs_cupti()) {
+BOOST_AUTO_TEST_CASE(device_events_link_to_the_host_events_that_launched_them, *needs(cupti_unavailable_reason)) {
   Tensor x = random_tensor({512, 1024}, DType::f32, 3).to(kCuda);
   auto f = compile([](const Tensor& a) { return softmax(tanh(a) * 2.0, -1); }, {.backend = "halide"});
   f(x);  // compiled, cached and run once before the profile
@@ -107,7 +95,7 @@ BOOST_AUTO_TEST_CASE(device_events_link_to_the_host_events_that_launched_them, *
   BOOST_TEST(table.find("kernel") != std::string::npos, table);
 }
 
-BOOST_AUTO_TEST_CASE(one_recording_at_a_time_and_a_profiler_after_another, *needs_cupti()) {
+BOOST_AUTO_TEST_CASE(one_recording_at_a_time_and_a_profiler_after_another, *needs(cupti_unavailable_reason)) {
   {
     Profiler p({.cuda = true});
     check_error([] { CuptiActivity a(std::chrono::steady_clock::now()); }, {"CUDA activity", "one at a time"});

@@ -6,23 +6,12 @@
 
 #include "dsl/cuda/runtime_kernel.h"
 #include "support/custom_ops.h"
+#include "support/preconditions.h"
 #include "support/reference.h"
 
 using namespace kiln;
 
-namespace {
-
-boost::unit_test::precondition needs_nvrtc() {
-  return boost::unit_test::precondition([](boost::unit_test::test_unit_id) {
-    boost::test_tools::assertion_result r(nvrtc_unavailable_reason().empty());
-    if (!r) r.message() << "skipped: " << nvrtc_unavailable_reason();
-    return r;
-  });
-}
-
-}  // namespace
-
-BOOST_AUTO_TEST_CASE(cuda_source_compiles_to_ptx_for_each_architecture, *needs_nvrtc()) {
+BOOST_AUTO_TEST_CASE(cuda_source_compiles_to_ptx_for_each_architecture, *test::needs(nvrtc_unavailable_reason)) {
   RuntimeKernel k(test::bias_gelu_cuda_source(), "bias_gelu_f32");
   std::string hopper = k.ptx(9, 0), ampere = k.ptx(8, 0);
   BOOST_TEST(hopper.find(".entry bias_gelu_f32") != std::string::npos);
@@ -32,7 +21,7 @@ BOOST_AUTO_TEST_CASE(cuda_source_compiles_to_ptx_for_each_architecture, *needs_n
   BOOST_TEST(k.ptx(9, 0) == hopper);  // compiled once
 }
 
-BOOST_AUTO_TEST_CASE(a_source_that_does_not_compile_is_an_error_with_nvrtcs_log, *needs_nvrtc()) {
+BOOST_AUTO_TEST_CASE(a_source_that_does_not_compile_is_an_error_with_nvrtcs_log, *test::needs(nvrtc_unavailable_reason)) {
   RuntimeKernel k("extern \"C\" __global__ void broken(float* y) {\n  y[0] = undeclared_name;\n}\n", "broken");
   test::check_error([&] { k.ptx(9, 0); }, {"CUDA kernel broken", "NVRTC", "broken.cu(2)", "undeclared_name"});
 }

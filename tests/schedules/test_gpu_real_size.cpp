@@ -6,7 +6,8 @@
 // CUDA, and
 // every kernel of every region is measured at the traced sizes (schedules/gpu_launch_check.h).
 // A kernel that does a large loop on few threads, or a host loop of launches, fails the test with
-// its loop, blocks, threads and serial iterations. Regions alike (GPT-2's twelve layers) are
+// its loop, blocks, threads and serial iterations, as does a load or store outside its buffer
+// (schedules/gpu_bounds_check.h). Regions alike (GPT-2's twelve layers) are
 // compiled once, as the halide backend does (region_signature.h). KILN_PRINT_LAUNCHES=1 prints
 // every kernel, KILN_PRINT_REGIONS=1 every region's ops.
 #include <boost/test/unit_test.hpp>
@@ -118,8 +119,9 @@ struct Counts {
   int regions = 0, distinct = 0;  // regions, and distinct pipelines among them (region_signature.h)
 };
 
-// Every distinct region of g, scheduled for CUDA: the kernels that run large loops on few threads.
-std::vector<std::string> narrow_launches(const Graph& cuda_graph, Counts& counts) {
+// Every distinct region of g, scheduled for CUDA: the kernels that run large loops on few threads,
+// and the accesses that leave their buffers.
+std::vector<std::string> bad_kernels(const Graph& cuda_graph, Counts& counts) {
   Graph g = cuda_graph;
   std::vector<std::string> found;
   std::set<std::string> seen;
@@ -132,8 +134,9 @@ std::vector<std::string> narrow_launches(const Graph& cuda_graph, Counts& counts
     LoweredRegion lowered = lower_region(g, step.region);
     Halide::Pipeline p(lowered.outputs);
     schedule_gpu(g, step.region, lowered);
-    auto launches = record_gpu_launches(p, region_sizes(g, step.region, lowered));
-    auto bounds = record_gpu_bounds(p, region_sizes(g, step.region, lowered));
+    std::map<std::string, int64_t> sizes = region_sizes(g, step.region, lowered);
+    auto launches = record_gpu_launches(p, sizes);
+    auto bounds = record_gpu_bounds(p, sizes);
     p.compile_to_module(pipeline_arguments(step.region, lowered), "kiln_region", aot_target(true));
     std::string ops;
     for (int n : step.region.nodes) ops += " " + g.nodes[size_t(n)].op->name;
@@ -143,10 +146,9 @@ std::vector<std::string> narrow_launches(const Graph& cuda_graph, Counts& counts
         std::cout << "region " << index << " (" << ops << " ): " << k.loop << " blocks " << k.blocks << " threads "
                   << k.threads << " serial " << k.per_thread << " launches " << k.launches << (k.known ? "" : " (symbolic)")
                   << "\n";
-    for (const std::string& w : narrow_gpu_launches(*launches))
-      found.push_back("region " + std::to_string(index) + " (" + ops + " ): " + w);
-    for (const std::string& w : bounds->outside)
-      found.push_back("region " + std::to_string(index) + " (" + ops + " ): " + w);
+    std::vector<std::string> findings = narrow_gpu_launches(*launches);
+    findings.insert(findings.end(), bounds->outside.begin(), bounds->outside.end());
+    for (const std::string& w : findings) found.push_back("region " + std::to_string(index) + " (" + ops + " ): " + w);
     ++index;
   }
   return found;
@@ -163,7 +165,7 @@ Counts check_graphs(const std::string& what) {
   BOOST_TEST_REQUIRE(!keep_compiled().graphs.empty());
   Counts counts;
   for (const Graph& g : keep_compiled().graphs)
-    for (const std::string& w : narrow_launches(g, counts)) BOOST_ERROR(what << ": " << w);
+    for (const std::string& w : bad_kernels(g, counts)) BOOST_ERROR(what << ": " << w);
   BOOST_TEST_MESSAGE(what << ": " << counts.regions << " regions, " << counts.distinct << " distinct pipelines");
   return counts;
 }

@@ -79,9 +79,10 @@ std::vector<std::string> compile_for_cuda(Graph& g, const std::string& what, Reg
     schedule_as_the_backend_does(g, step.region, lowered);
     // The backend's launch check runs inside every CUDA compile (region_library.cpp): its cost is
     // part of what is tested here.
-    record_gpu_launches(p, region_sizes(g, step.region, lowered));
+    std::map<std::string, int64_t> sizes = region_sizes(g, step.region, lowered);
+    record_gpu_launches(p, sizes);
     // Every load and store inside its buffer at the traced sizes (gpu_bounds_check.h).
-    std::shared_ptr<const GpuBounds> bounds = record_gpu_bounds(p, region_sizes(g, step.region, lowered));
+    std::shared_ptr<const GpuBounds> bounds = record_gpu_bounds(p, sizes);
     std::string base = (dir / ("r" + std::to_string(index++))).string();
     std::vector<Halide::Argument> args = pipeline_arguments(step.region, lowered);
     try {

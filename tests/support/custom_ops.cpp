@@ -1,6 +1,7 @@
 #include "support/custom_ops.h"
 
 #include <cmath>
+#include <functional>
 
 #include "dsl/creation.h"
 #include "dsl/cuda/runtime_kernel.h"
@@ -90,6 +91,19 @@ CustomOp bias_gelu_spec(const char* name) {
           .cuda = bias_gelu_cuda(false), .backward = bias_gelu_backward(true)};
 }
 
+// bias_gelu registered under `name` with `change` made to its registration (the broken variants).
+const OpDef& variant(const char* name, const std::function<void(CustomOp&)>& change) {
+  CustomOp c = bias_gelu_spec(name);
+  change(c);
+  return register_op(std::move(c));
+}
+
+// x[i] += b[i % n]: the write into its input of bias_gelu_writes_its_input's kernel.
+template <typename T>
+void add_rows_in_place(T* x, const T* b, int64_t numel, int64_t n) {
+  for (int64_t i = 0; i < numel; ++i) x[i] += b[i % n];
+}
+
 }  // namespace
 
 const OpDef& bias_gelu() {
@@ -98,53 +112,37 @@ const OpDef& bias_gelu() {
 }
 
 const OpDef& bias_gelu_wrong_shape_rule() {
-  static const OpDef& op = [] {
-    CustomOp c = bias_gelu_spec("kiln_test::bias_gelu_wrong_shape_rule");
+  static const OpDef& op = variant("kiln_test::bias_gelu_wrong_shape_rule", [](CustomOp& c) {
     c.shape = [](const std::vector<TensorMeta>& in, const Attrs& a) {
       std::vector<TensorMeta> out = bias_gelu_shape(in, a);
       out[0].shape.back() += 1;
       return out;
     };
-    return std::ref(register_op(c));
-  }();
+  });
   return op;
 }
 
 const OpDef& bias_gelu_wrong_gradient() {
-  static const OpDef& op = [] {
-    CustomOp c = bias_gelu_spec("kiln_test::bias_gelu_wrong_gradient");
-    c.backward = bias_gelu_backward(false);
-    return std::ref(register_op(c));
-  }();
+  static const OpDef& op =
+      variant("kiln_test::bias_gelu_wrong_gradient", [](CustomOp& c) { c.backward = bias_gelu_backward(false); });
   return op;
 }
 
 const OpDef& bias_gelu_writes_its_input() {
-  static const OpDef& op = [] {
-    CustomOp c = bias_gelu_spec("kiln_test::bias_gelu_writes_its_input");
+  static const OpDef& op = variant("kiln_test::bias_gelu_writes_its_input", [](CustomOp& c) {
     c.cpu = [](const TensorList& in, const Attrs& a) {
-      Tensor x = in[0];
-      int64_t n = in[1].shape()[0];
-      if (x.dtype() == f64) {
-        double* p = x.data<double>();
-        for (int64_t i = 0; i < x.numel(); ++i) p[i] += in[1].data<double>()[i % n];
-        return bias_gelu_cpu({x, zeros(in[1].shape(), {in[1].dtype(), in[1].device()})}, a);
-      }
-      float* p = x.data<float>();
-      for (int64_t i = 0; i < x.numel(); ++i) p[i] += in[1].data<float>()[i % n];
-      return bias_gelu_cpu({x, zeros(in[1].shape(), {in[1].dtype(), in[1].device()})}, a);
+      const Tensor &x = in[0], &b = in[1];
+      if (x.dtype() == f64) add_rows_in_place(x.data<double>(), b.data<double>(), x.numel(), b.numel());
+      else add_rows_in_place(x.data<float>(), b.data<float>(), x.numel(), b.numel());
+      return bias_gelu_cpu({x, zeros(b.shape(), {b.dtype(), b.device()})}, a);
     };
-    return std::ref(register_op(c));
-  }();
+  });
   return op;
 }
 
 const OpDef& bias_gelu_cuda_disagrees() {
-  static const OpDef& op = [] {
-    CustomOp c = bias_gelu_spec("kiln_test::bias_gelu_cuda_disagrees");
-    c.cuda = bias_gelu_cuda(true);
-    return std::ref(register_op(c));
-  }();
+  static const OpDef& op =
+      variant("kiln_test::bias_gelu_cuda_disagrees", [](CustomOp& c) { c.cuda = bias_gelu_cuda(true); });
   return op;
 }
 
