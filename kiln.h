@@ -34,6 +34,7 @@
 #include "dsl/optim/optimizer.h"
 #include "graph/check_op.h"
 #include "graph/compile.h"
+#include "graph/halide_op.h"
 #include "aot/model.h"
 #include "aot/program.h"
 #include "graph/logs.h"

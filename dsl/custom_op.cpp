@@ -69,8 +69,9 @@ const OpDef& register_op(CustomOp op) {
   }
   OpDef def;
   def.name = stored->name;
-  def.schedule_class = ScheduleClass::custom;
+  def.schedule_class = stored->pointwise ? ScheduleClass::pointwise : ScheduleClass::custom;
   def.family = KernelFamily::custom;
+  def.pointwise = stored->pointwise;
   def.num_inputs = stored->num_inputs;
   def.differentiable = stored->differentiable;
   def.custom = stored;

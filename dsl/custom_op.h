@@ -46,6 +46,10 @@ struct CustomOp {
   CustomKernel cuda{};
   DerivativeRule backward{};   // written with Tensor ops (other custom ops included)
   bool differentiable = true;  // false: no gradient flows through it (an index, a mask)
+  // An op with a Halide definition of one element (graph/halide_op.h's register_halide_op): the
+  // output element from its inputs' elements, broadcast. Compiled regions lower and fuse it like
+  // kiln's own pointwise ops; its kernels run it eagerly.
+  PointwiseDef pointwise{};
 };
 
 // Registers the op and returns its OpDef, which lives as long as the process. kiln::Error for a

@@ -2,9 +2,12 @@
 // at run time with NVRTC, launched on kiln's stream) passes check_op against its CPU kernel,
 // eagerly, compiled and on the tape; a CUDA kernel that computes GELU's tanh approximation
 // fails the CPU against CUDA check; and a compiled training step with the op on the GPU trains
-// as the same step does eagerly on the CPU.
+// as the same step does eagerly on the CPU. A Halide op (graph/halide_op.h) runs on CUDA through
+// the pipeline compiled from its definition, fuses with its neighbours into one kernel, and its
+// propagate_adjoints gradients match the derivative in double.
 #include "cuda/cuda_available.h"
 #include "support/custom_ops.h"
+#include "support/halide_ops.h"
 #include "support/reference.h"
 
 using namespace kiln;
@@ -67,4 +70,31 @@ BOOST_AUTO_TEST_CASE(a_compiled_cuda_step_with_a_custom_op_trains_as_the_cpu_doe
     check_close(step(xg, tg), host_values(want), {}, {1e-4, 1e-5}, "loss of step " + std::to_string(i));
   }
   check_close(gpu[1], host_values(cpu[1]), {48}, {1e-4, 1e-5}, "the custom op's bias after 3 steps");
+}
+
+BOOST_AUTO_TEST_CASE(a_halide_op_runs_fuses_and_differentiates_on_cuda, *needs_cuda()) {
+  Tensor x = random_tensor({256, 96}, f32, 9, -3, 3), beta = random_tensor({96}, f32, 10, 0.5, 2);
+  std::vector<double> xs = host_values(x), bs = host_values(beta), want, chained;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    want.push_back(swish_reference(xs[i], bs[i % 96]));
+    chained.push_back(3 * swish_reference(2 * xs[i] + 1, bs[i % 96]));
+  }
+  Tensor gx = x.to(kCuda), gbeta = beta.to(kCuda);
+  check_close(call_op(swish(), {gx, gbeta})[0].to(Device::cpu()), want, {256, 96}, "eager on cuda");
+  auto f = compile([](Tensor a, Tensor b) { return call_op(swish(), {a * 2.0 + 1.0, b})[0] * 3.0; },
+                   {.backend = "halide", .fullgraph = true, .name = "swish chain on cuda"});
+  check_close(f(gx, gbeta).to(Device::cpu()), chained, {256, 96}, "compiled on cuda");
+  BOOST_TEST(f.stats().kernels == 1);
+  Tensor g = random_tensor({256, 96}, f32, 11);
+  Tensor dx = gx.detach().requires_grad_(), db = gbeta.detach().requires_grad_();
+  (call_op(swish(), {dx, db})[0] * g.to(kCuda)).sum().backward();
+  std::vector<double> gs = host_values(g), want_dx, want_db(96, 0.0);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    want_dx.push_back(gs[i] * swish_dx_reference(xs[i], bs[i % 96]));
+    want_db[i % 96] += gs[i] * swish_dbeta_reference(xs[i], bs[i % 96]);
+  }
+  check_close(dx.grad().to(Device::cpu()), want_dx, {256, 96}, "dx on cuda");
+  check_close(db.grad().to(Device::cpu()), want_db, {96}, "dbeta on cuda");
+  OpCheckReport r = check_op(swish(), {{.inputs = {gx, gbeta}}});
+  BOOST_TEST(r.ok(), r.text());
 }

@@ -1,0 +1,45 @@
+// Ops defined by a Halide expression: a user's op that kiln compiles, fuses and differentiates
+// like its own pointwise ops (the other kind of custom op, with C++ or CUDA kernels kiln cannot
+// see into, is dsl/custom_op.h's register_op).
+//
+//   const OpDef& op = register_halide_op({
+//       .name = "myns::swish",
+//       .num_inputs = 2,
+//       .pointwise = [](const std::vector<Halide::Expr>& v, const Attrs&) {
+//         return v[0] / (1.0f + Halide::exp(-v[1] * v[0])); }});
+//   Tensor y = call_op(op, {x, beta})[0];
+//
+// The definition gives one output element from its inputs' elements (inputs broadcast as in
+// add(); 16-bit floats arrive as f32 and the result is stored back in the output's dtype).
+//   - Eagerly the op runs through a pipeline that kiln compiles from the definition on first use
+//     (for each input dtype, rank and device; sizes become symbolic when they change) and keeps in
+//     its disk cache; CPU and CUDA alike.
+//   - Inside compile() it is a node like add's: fused into the neighbouring pipelines, recomputed
+//     rather than saved where that is cheaper.
+//   - Without a derivative rule, its gradient comes from Halide's propagate_adjoints: for each
+//     input an op "<name>_grad<i>" (registered on first use) computes dy * dy/dx_i from the same
+//     values, pointwise again, so the backward fuses too; and those ops are differentiated the same
+//     way (gradients of any order).
+// The definition must be a pure function of its input values (no element index, no state).
+#pragma once
+#include <string>
+
+#include "dsl/custom_op.h"
+
+namespace kiln {
+
+struct HalideOp {
+  std::string name{};   // "namespace::op"
+  int num_inputs = 1;
+  PointwiseDef pointwise{};
+  // Unset: the inputs broadcast (add's rule) and their dtypes promoted, on the inputs' device.
+  ShapeRule shape{};
+  // Unset: from propagate_adjoints. Written with Tensor ops, as CustomOp::backward.
+  DerivativeRule backward{};
+  bool differentiable = true;
+};
+
+// Registers the op (kiln::Error as register_op: a name taken or malformed, no definition).
+const OpDef& register_halide_op(HalideOp op);
+
+}  // namespace kiln
