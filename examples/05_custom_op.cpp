@@ -3,14 +3,17 @@
 // compiled at run time with NVRTC, a block a row) and a derivative rule written with Tensor ops;
 // verified with check_op; used in a compiled training step (no graph break) that trains as the
 // eager step does; and timed against the same math written with kiln's own ops, eagerly and
-// compiled into kiln's generated kernel. On a machine without a GPU the CUDA parts say so and
-// skip. Exits non-zero when a check fails.
+// compiled into kiln's generated kernel. Then the same RMSNorm with its pointwise half as a Halide
+// op ("examples::scale_rows", x * r * w): kiln sees into its definition, so compiled it fuses with
+// the row reduction into kiln's kernel, and its gradient comes from Halide's propagate_adjoints.
+// On a machine without a GPU the CUDA parts say so and skip. Exits non-zero when a check fails.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 
 #include "dsl/cuda/runtime_kernel.h"
+#include "dsl/halide_def.h"
 #include "kiln.h"
 
 using namespace kiln;
@@ -107,6 +110,37 @@ Tensor rms_norm_in_kiln_ops(const Tensor& x, const Tensor& w) {
   return x * (1.0 / sqrt(mean(x * x, {-1}, true) + kEps)) * w;
 }
 
+// RMSNorm's pointwise half as a Halide op, x * r * w with r broadcast along the rows and w along
+// the columns; no kernel and no derivative rule are written.
+const OpDef& scale_rows_op() {
+  static const OpDef& op = register_halide_op(
+      {.name = "examples::scale_rows",
+       .num_inputs = 3,
+       .pointwise = [](const std::vector<Halide::Expr>& v, const Attrs&) { return v[0] * v[1] * v[2]; }});
+  return op;
+}
+Tensor rms_norm_halide(const Tensor& x, const Tensor& w) {
+  return call_op(scale_rows_op(), {x, 1.0 / sqrt(mean(x * x, {-1}, true) + kEps), w})[0];
+}
+
+// The Halide op's RMSNorm against the custom op's, values and gradients (the one's from
+// propagate_adjoints, the other's from its hand-written rule), and check_op on the Halide op.
+bool halide_op_agrees(Device d) {
+  manual_seed(4);
+  Tensor x = randn({32, 96}).to(d), w = randn({96}).to(d), g = randn({32, 96}).to(d);
+  TensorList a = {x.detach().requires_grad_(), w.detach().requires_grad_()};
+  TensorList b = {x.detach().requires_grad_(), w.detach().requires_grad_()};
+  Tensor ya = rms_norm_halide(a[0], a[1]), yb = rms_norm(b[0], b[1]);
+  (ya * g).sum().backward();
+  (yb * g).sum().backward();
+  auto max_diff = [](const Tensor& p, const Tensor& q) { return max(abs(p - q)).item<double>(); };
+  double dy = max_diff(ya, yb), dx = max_diff(a[0].grad(), b[0].grad()), dw = max_diff(a[1].grad(), b[1].grad());
+  OpCheckReport r = check_op(scale_rows_op(), {{.inputs = {x, randn({32, 1}).to(d), w}}});
+  std::printf("Halide op on %s: |y - custom op's y| %.2e, |dx - custom's dx| %.2e, |dw - custom's dw| %.2e; check_op: %s",
+              d.is_cuda() ? "cuda" : "cpu", dy, dx, dw, r.text().c_str());
+  return r.ok() && dy < 1e-4 && dx < 1e-3 && dw < 1e-3;
+}
+
 // Median milliseconds of `fn` after warm-up, the device drained around each call.
 template <typename F>
 double median_ms(Device d, F&& fn, int runs = 20) {
@@ -171,6 +205,7 @@ void timing(Device d, int64_t rows, int64_t cols) {
   NoGradGuard no_grad;
   auto kiln_compiled = compile([](Tensor a, Tensor b) { return rms_norm_in_kiln_ops(a, b); }, {.backend = "halide"});
   auto custom_compiled = compile([](Tensor a, Tensor b) { return rms_norm(a, b); }, {.backend = "halide"});
+  auto halide_compiled = compile([](Tensor a, Tensor b) { return rms_norm_halide(a, b); }, {.backend = "halide"});
   double bytes = double(2 * rows * cols + cols) * 4;
   std::printf("\nRMSNorm [%lld, %lld] f32 on %s, median of 20 after warm-up:\n", (long long)rows, (long long)cols,
               d.is_cuda() ? "cuda" : "cpu");
@@ -180,6 +215,8 @@ void timing(Device d, int64_t rows, int64_t cols) {
   row("custom op, compiled (a step between pipelines)", median_ms(d, [&] { custom_compiled(x, w); }));
   row("kiln ops, eager", median_ms(d, [&] { rms_norm_in_kiln_ops(x, w); }));
   row("kiln ops, compiled (kiln's generated kernel)", median_ms(d, [&] { kiln_compiled(x, w); }));
+  row("Halide op with kiln's reduction, eager", median_ms(d, [&] { rms_norm_halide(x, w); }));
+  row("Halide op with kiln's reduction, compiled (fused)", median_ms(d, [&] { halide_compiled(x, w); }));
 }
 
 }  // namespace
@@ -189,6 +226,7 @@ int main() {
   bool ok = check("on the CPU", {{.inputs = {randn({16, 64}), randn({64})}},
                                  {.inputs = {randn({3, 4, 32}, {.dtype = f64}), randn({32}, {.dtype = f64})}}});
   ok = trains_as_eagerly(Device::cpu()) && ok;
+  ok = halide_op_agrees(Device::cpu()) && ok;
   if (!cuda_available()) {
     std::printf("CUDA parts skipped: %s\n", cuda_unavailable_reason().c_str());
   } else {
@@ -196,6 +234,7 @@ int main() {
     ok = check("on CUDA", {{.inputs = {randn({16, 300}).to(g), randn({300}).to(g)}},
                            {.inputs = {randn({5, 96}, {.dtype = f64}).to(g), randn({96}, {.dtype = f64}).to(g)}}}) && ok;
     ok = trains_as_eagerly(g) && ok;
+    ok = halide_op_agrees(g) && ok;
     timing(g, 8192, 4096);
   }
   timing(Device::cpu(), 1024, 1024);
