@@ -25,9 +25,10 @@ const std::vector<RowTunable>& row_tunables() {
        "threads per block of a row a block", {64, 128, 256, 512, 1024}},
       {"gpu.row.stage", "KILN_GPU_ROW_STAGE", 0, 1, true, [](const T& t) { return int64_t(t.stage); },
        [](T& t, int64_t v) { t.stage = v != 0; }, "1 stages a block's row in shared memory",
-       // Not searched: an unmeasured experiment (gpu_schedule.cpp); with a block per row it made
-       // GPT-2's residual + layer_norm pair read out of bounds on an H100 (CUDA error 700).
-       {}},
+       // Searched since its rows split by the vector lanes exactly (threads_of_lanes in
+       // gpu_schedule.cpp): before that, GPT-2's residual + layer_norm pair read past its rows on
+       // an H100 (CUDA error 700); tests/cuda/test_tune.cpp ran every combination clean on an H100.
+       {0, 1}},
       {"gpu.row.registers", "KILN_GPU_ROW_REGISTERS", 0, 1, true, [](const T& t) { return int64_t(t.registers); },
        [](T& t, int64_t v) { t.registers = v != 0; }, "0 keeps no row in registers", {0, 1}},
       {"gpu.row.host", "KILN_GPU_ROW_HOST", 0, 1, true, [](const T& t) { return int64_t(t.host); },

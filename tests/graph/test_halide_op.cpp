@@ -1,7 +1,8 @@
 // Ops defined by a Halide expression (graph/halide_op.h): eagerly and compiled they compute what
 // plain loops in double compute; inside compile() they fuse with their neighbours into one kernel;
 // their gradients, taken by Halide's propagate_adjoints, match the derivative worked out by hand
-// (and central differences in f64), eagerly, in a compiled training step, and at second order;
+// (and central differences in f64), eagerly, in a compiled training step, and at second order, and
+// a rule given instead passes check_op and agrees with them;
 // and a bad definition or call is a kiln::Error that names the op.
 #include <boost/test/unit_test.hpp>
 
@@ -9,6 +10,7 @@
 
 #include "dsl/halide_adjoint.h"
 #include "graph/halide_op.h"
+#include "autograd/derivatives.h"
 #include "kiln.h"
 #include "support/halide_ops.h"
 #include "support/reference.h"
@@ -101,6 +103,28 @@ BOOST_AUTO_TEST_CASE(check_op_passes_a_halide_op) {
                                        {.inputs = {random_tensor({2, 3, 5}, f64, 17), random_tensor({5}, f64, 18)}}});
   BOOST_TEST(r.ok(), r.text());
   BOOST_TEST(!r.passed.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_halide_op_with_its_own_derivative_rule_passes_check_op_and_agrees_with_propagate_adjoints) {
+  const OpDef& op = register_halide_op(
+      {.name = "kiln_test::swish_with_rule",
+       .num_inputs = 2,
+       .pointwise = [](const std::vector<Halide::Expr>& v, const Attrs&) { return v[0] / (1.0f + Halide::exp(-v[1] * v[0])); },
+       // s = sigmoid(beta x): dx = g (s + x beta s (1 - s)), dbeta = g x^2 s (1 - s), summed to beta's shape.
+       .backward = [](const TensorList& in, const TensorList&, const TensorList& grads, const Attrs&, const std::vector<bool>&) {
+         const Tensor &x = in[0], &beta = in[1], &g = grads[0];
+         Tensor s = sigmoid(beta * x), ds = s * (1.0 - s);
+         return TensorList{g * (s + x * beta * ds), sum_to(g * x * x * ds, beta.shape())};
+       }});
+  Tensor x = random_tensor({6, 5}, f64, 20, -3, 3), beta = random_tensor({5}, f64, 21, 0.5, 2), g = random_tensor({6, 5}, f64, 22);
+  OpCheckReport r = check_op(op, {{.inputs = {x, beta}}, {.inputs = {x.to(f32), beta.to(f32)}}});
+  BOOST_TEST(r.ok(), r.text());
+  TensorList rule = {x.detach().requires_grad_(), beta.detach().requires_grad_()};
+  TensorList adjoints = {x.detach().requires_grad_(), beta.detach().requires_grad_()};
+  (call_op(op, rule)[0] * g).sum().backward();
+  (call_op(swish(), adjoints)[0] * g).sum().backward();
+  check_close(rule[0].grad(), host_values(adjoints[0].grad()), {6, 5}, "dx: the rule against propagate_adjoints");
+  check_close(rule[1].grad(), host_values(adjoints[1].grad()), {5}, "dbeta: the rule against propagate_adjoints");
 }
 
 BOOST_AUTO_TEST_CASE(bad_halide_ops_are_errors_that_name_the_op) {
