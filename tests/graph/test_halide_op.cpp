@@ -1,9 +1,9 @@
 // Ops defined by a Halide expression (graph/halide_op.h): eagerly and compiled they compute what
 // plain loops in double compute; inside compile() they fuse with their neighbours into one kernel;
 // their gradients, taken by Halide's propagate_adjoints, match the derivative worked out by hand
-// (and central differences in f64), eagerly, in a compiled training step, and at second order, and
-// a rule given instead passes check_op and agrees with them;
-// and a bad definition or call is a kiln::Error that names the op.
+// (and central differences in f64), eagerly, in a compiled training step, and at second order; a
+// rule given instead passes check_op and agrees with them; and a bad definition or call is a
+// kiln::Error that names the op.
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
