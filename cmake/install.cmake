@@ -1,6 +1,6 @@
 # cmake --install: kiln's headers (under include/kiln, as the source tree lays them out), its
 # libraries (the eager kernels as one archive), the `kiln` program, and a versioned CMake package:
-# find_package(kiln 0.1) gives kiln::kiln, kiln::runtime and kiln_add_model(). tests/install/ builds a program and an
+# find_package(kiln 0.1) gives kiln::kiln, kiln::runtime, kiln_add_model() and kiln_add_cuda_kernels(). tests/install/ builds a program and an
 # ahead-of-time model against an installed tree.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -26,5 +26,5 @@ configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/kilnConfig.cmake.in ${PR
 # 0.x: a minor version may change the API, so only the same minor version is compatible.
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/kilnConfigVersion.cmake COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/kilnConfig.cmake ${PROJECT_BINARY_DIR}/kilnConfigVersion.cmake
-              ${CMAKE_CURRENT_LIST_DIR}/kiln_add_model.cmake
+              ${CMAKE_CURRENT_LIST_DIR}/kiln_add_model.cmake ${CMAKE_CURRENT_LIST_DIR}/kiln_cuda_kernels.cmake
         DESTINATION ${KILN_INSTALL_CMAKEDIR})

@@ -4,6 +4,7 @@
 #include <deque>
 #include <mutex>
 
+#include "dsl/cuda/cuda_context.h"
 #include "dsl/dispatch.h"
 #include "dsl/eager/runners.h"
 #include "dsl/error.h"
@@ -51,7 +52,10 @@ const OpDef& register_op(CustomOp op) {
   KILN_CHECK(op.num_inputs >= 1, "register_op: ", op.name, " takes ", op.num_inputs,
              " inputs; a custom op takes at least 1 (its inputs' device picks its kernel)");
   KILN_CHECK(bool(op.shape), "register_op: ", op.name, " has no shape rule (CustomOp::shape)");
-  KILN_CHECK(op.cpu || op.cuda, "register_op: ", op.name, " has no kernel (CustomOp::cpu or CustomOp::cuda)");
+  KILN_CHECK(op.has_cpu_kernel() || op.has_cuda_kernel(), "register_op: ", op.name,
+             " has no kernel (CustomOp::cpu, cuda, raw_cpu or raw_cuda)");
+  KILN_CHECK(!(op.cpu && op.raw_cpu) && !(op.cuda && op.raw_cuda), "register_op: ", op.name,
+             " has two kernels for one device (a CustomKernel and a RawKernel); give one");
   KILN_CHECK(op.differentiable || !op.backward, "register_op: ", op.name,
              " is marked non-differentiable but has a derivative rule");
   KILN_CHECK(!find_op_def(op.name), "register_op: op '", op.name, "' is already registered");
@@ -83,6 +87,8 @@ const OpDef& register_op(CustomOp op) {
   return add_op_def(std::move(def));
 }
 
+void* cuda_stream(int device) { return cuda_context(device).stream; }
+
 TensorList call_op(const OpDef& op, const TensorList& inputs, const Attrs& attrs) {
   return dispatch(op, inputs, attrs);
 }
@@ -91,19 +97,42 @@ TensorList call_op(std::string_view name, const TensorList& inputs, const Attrs&
   return dispatch(op_def(name), inputs, attrs);
 }
 
-// The eager runner of KernelFamily::custom: the kernel of the inputs' device, on contiguous
-// inputs outside autograd, its outputs checked against the shape rule.
+namespace {
+
+StridedBuffer buffer_of(const Tensor& t) {
+  return {t.data_ptr(), t.dtype(), t.shape(), t.impl().strides, t.device()};
+}
+
+// A RawKernel run as a CustomKernel: outputs allocated from the shape rule, inputs as they are.
+TensorList run_raw(const RawKernel& kernel, const TensorList& in, const std::vector<TensorMeta>& expected,
+                   const Attrs& attrs) {
+  std::vector<StridedBuffer> ins, outs;
+  TensorList out;
+  for (const Tensor& t : in) ins.push_back(buffer_of(t));
+  for (const TensorMeta& m : expected) {
+    out.push_back(Tensor::empty(m.shape, {m.dtype, m.device}));
+    outs.push_back(buffer_of(out.back()));
+  }
+  kernel(ins, outs, attrs);
+  return out;
+}
+
+}  // namespace
+
+// The eager runner of KernelFamily::custom: the kernel of the inputs' device outside autograd, on
+// contiguous inputs (a RawKernel gets them as they are), its outputs checked against the shape rule.
 TensorList run_custom(const OpDef& def, const TensorList& inputs, const Attrs& attrs) {
   const CustomOp& op = *def.custom;
   const bool cuda = inputs[0].device().is_cuda();
   const CustomKernel& kernel = cuda ? op.cuda : op.cpu;
-  KILN_CHECK(bool(kernel), op.name, ": no ", cuda ? "CUDA" : "CPU", " kernel is registered (it has a ",
+  const RawKernel& raw = cuda ? op.raw_cuda : op.raw_cpu;
+  KILN_CHECK(kernel || raw, op.name, ": no ", cuda ? "CUDA" : "CPU", " kernel is registered (it has a ",
              cuda ? "CPU" : "CUDA", " one); move its inputs with to(Device::", cuda ? "cpu()" : "cuda()", ")");
   std::vector<TensorMeta> expected = def.infer(metas_of(inputs), attrs);
   TensorList in;
-  for (const Tensor& t : inputs) in.push_back(t.contiguous().detach());
+  for (const Tensor& t : inputs) in.push_back(raw ? t.detach() : t.contiguous().detach());
   const char* which = cuda ? "CUDA kernel" : "CPU kernel";
-  TensorList out = named(op.name, which, [&] { return kernel(in, attrs); });
+  TensorList out = named(op.name, which, [&] { return raw ? run_raw(raw, in, expected, attrs) : kernel(in, attrs); });
   KILN_CHECK(out.size() == expected.size(), op.name, ": its ", which, " returned ", out.size(),
              " outputs, but its shape rule says ", expected.size());
   for (size_t i = 0; i < out.size(); ++i) {

@@ -38,18 +38,39 @@ using DerivativeRule = std::function<TensorList(const TensorList& inputs, const 
 // A kernel of a custom op: the op's outputs from its inputs (contiguous, on the kernel's device).
 using CustomKernel = std::function<TensorList(const TensorList& inputs, const Attrs&)>;
 
+// A tensor's memory as a kernel over raw buffers sees it: element (i0, i1, ...) is at
+// data + (i0 * strides[0] + i1 * strides[1] + ...) elements of `dtype` (a device pointer on CUDA).
+struct StridedBuffer {
+  void* data = nullptr;
+  DType dtype = DType::f32;
+  Shape shape;
+  Strides strides;  // in elements; 0 where a dim is broadcast
+  Device device;
+};
+// A kernel over raw buffers, in destination-passing style: it reads its inputs in the caller's
+// layout (a transposed or broadcast view arrives as it is, without a copy) and writes every
+// element of the outputs, which kiln allocates (contiguous) from the shape rule. For kernels
+// written without kiln's Tensor API (C, a vendor library, an existing C++ code base).
+using RawKernel = std::function<void(const std::vector<StridedBuffer>& inputs,
+                                     const std::vector<StridedBuffer>& outputs, const Attrs&)>;
+
 struct CustomOp {
   std::string name{};    // "namespace::op": letters, digits and '_', one "::"
   int num_inputs = 1;    // at least 1 (the inputs' device picks the kernel)
   ShapeRule shape{};     // the outputs' shapes, dtypes and devices; throws kiln::Error on bad input
-  CustomKernel cpu{};    // at least one of cpu and cuda
+  CustomKernel cpu{};    // at least one kernel: cpu or raw_cpu, cuda or raw_cuda
   CustomKernel cuda{};
+  RawKernel raw_cpu{};   // instead of cpu (not both)
+  RawKernel raw_cuda{};  // instead of cuda (not both)
   DerivativeRule backward{};   // written with Tensor ops (other custom ops included)
   bool differentiable = true;  // false: no gradient flows through it (an index, a mask)
   // An op with a Halide definition of one element (graph/halide_op.h's register_halide_op): the
   // output element from its inputs' elements, broadcast. Compiled regions lower and fuse it like
   // kiln's own pointwise ops; its kernels run it eagerly.
   PointwiseDef pointwise{};
+
+  bool has_cpu_kernel() const { return cpu || raw_cpu; }
+  bool has_cuda_kernel() const { return cuda || raw_cuda; }
 };
 
 // Registers the op and returns its OpDef, which lives as long as the process. kiln::Error for a
@@ -57,6 +78,12 @@ struct CustomOp {
 // or no kernel. Without `backward`, a differentiable op records a tape node whose backward
 // raises kiln::Error naming the op (as PyTorch's custom ops without register_autograd do).
 const OpDef& register_op(CustomOp op);
+
+// kiln's stream on CUDA device `device`, as a CUstream (a cudaStream_t to the CUDA runtime, in
+// the device's primary context): a custom op's CUDA kernel launches on it, so that it runs in order
+// with kiln's own kernels and copies. Kernels compiled with nvcc by the user's CMake:
+// cmake/kiln_cuda_kernels.cmake's kiln_add_cuda_kernels(). kiln::Error without CUDA.
+void* cuda_stream(int device = 0);
 
 // Calls a registered op (kiln's own or a custom one) through dispatch().
 TensorList call_op(const OpDef& op, const TensorList& inputs, const Attrs& attrs = {});

@@ -239,7 +239,7 @@ class Checker {
   void gradcheck_f64(const OpSample& s) {
     TensorList host = s.inputs;
     if (s.inputs[0].device().is_cuda()) {
-      if (!op_.custom || !op_.custom->cpu)
+      if (!op_.custom || !op_.custom->has_cpu_kernel())
         return skip("gradcheck", "the op has no CPU kernel, and finite differences run on the host");
       for (Tensor& t : host) t = t.to(Device::cpu());
     }
@@ -267,7 +267,7 @@ class Checker {
 
   void cpu_vs_cuda(const OpSample& s, const TensorList& eager) {
     const CustomOp* c = op_.custom;
-    if (!c || !c->cpu || !c->cuda) return skip("cpu_vs_cuda", "the op has one kernel");
+    if (!c || !c->has_cpu_kernel() || !c->has_cuda_kernel()) return skip("cpu_vs_cuda", "the op has one kernel");
     if (!cuda_available()) return skip("cpu_vs_cuda", "no GPU");
     bool on_cuda = s.inputs[0].device().is_cuda();
     TensorList moved;

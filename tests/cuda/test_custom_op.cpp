@@ -2,7 +2,8 @@
 // at run time with NVRTC, launched on kiln's stream) passes check_op against its CPU kernel,
 // eagerly, compiled and on the tape; a CUDA kernel that computes GELU's tanh approximation
 // fails the CPU against CUDA check; and a compiled training step with the op on the GPU trains
-// as the same step does eagerly on the CPU. A Halide op (graph/halide_op.h) runs on CUDA through
+// as the same step does eagerly on the CPU. The same op with its kernel compiled by nvcc through
+// kiln_add_cuda_kernels (where the build found nvcc) passes check_op too. A Halide op (graph/halide_op.h) runs on CUDA through
 // the pipeline compiled from its definition, fuses with its neighbours into one kernel, and its
 // propagate_adjoints gradients match the derivative in double.
 #include "cuda/cuda_available.h"
@@ -31,6 +32,15 @@ BOOST_AUTO_TEST_CASE(a_cuda_custom_op_passes_check_op_against_its_cpu_kernel, *n
     BOOST_TEST((std::find(r.passed.begin(), r.passed.end(), want) != r.passed.end()), want << " did not pass");
   }
 }
+
+#ifdef KILN_TEST_NVCC
+BOOST_AUTO_TEST_CASE(a_custom_op_with_an_nvcc_built_kernel_passes_check_op_against_its_cpu_kernel, *needs_cuda()) {
+  OpCheckReport r = check_op(bias_gelu_nvcc(), cuda_samples());
+  BOOST_TEST_MESSAGE(r.text());
+  BOOST_TEST(r.ok(), r.text());
+  BOOST_TEST((std::find(r.passed.begin(), r.passed.end(), "cpu_vs_cuda (sample 0)") != r.passed.end()));
+}
+#endif
 
 BOOST_AUTO_TEST_CASE(a_cuda_kernel_that_disagrees_with_the_cpu_fails_check_op, *needs_cuda()) {
   OpCheckReport r = check_op(bias_gelu_cuda_disagrees(), cuda_samples());

@@ -117,3 +117,53 @@ BOOST_AUTO_TEST_CASE(a_gradient_through_an_op_without_a_derivative_rule_is_an_er
   static const OpDef& nd = register_op(c);
   BOOST_TEST(!call_op(nd, {x})[0].requires_grad());
 }
+
+// A kernel over raw strided buffers: y = 2 x + b over [rows, cols] in f64, reading x and b through
+// their strides (a transposed x arrives transposed, a broadcast b with stride 0) and writing the
+// contiguous output kiln allocated.
+BOOST_AUTO_TEST_CASE(a_raw_buffer_kernel_reads_its_inputs_in_place_and_fills_the_outputs) {
+  static Strides seen;
+  const OpDef& op = register_op(
+      {.name = "kiln_test::raw_axpb",
+       .num_inputs = 2,
+       .shape = [](const std::vector<TensorMeta>& in, const Attrs&) { return std::vector<TensorMeta>{in[0]}; },
+       .raw_cpu = [](const std::vector<StridedBuffer>& in, const std::vector<StridedBuffer>& out, const Attrs&) {
+         const StridedBuffer &x = in[0], &b = in[1], &y = out[0];
+         seen = x.strides;
+         auto* xp = static_cast<const double*>(x.data);
+         auto* bp = static_cast<const double*>(b.data);
+         auto* yp = static_cast<double*>(y.data);
+         for (int64_t i = 0; i < y.shape[0]; ++i)
+           for (int64_t j = 0; j < y.shape[1]; ++j)
+             yp[i * y.strides[0] + j * y.strides[1]] =
+                 2 * xp[i * x.strides[0] + j * x.strides[1]] + bp[i * b.strides[0] + j * b.strides[1]];
+       },
+       .backward = [](const TensorList&, const TensorList&, const TensorList& g, const Attrs&, const std::vector<bool>&) {
+         return TensorList{g[0] * 2.0, g[0]};
+       }});
+  Tensor x = random_tensor({7, 5}, f64, 40).transpose(0, 1);  // [5, 7], strides [1, 5]
+  Tensor b = random_tensor({7}, f64, 41).unsqueeze(0).expand({5, 7});
+  std::vector<double> xs = host_values(x), bs = host_values(b), want;
+  for (size_t i = 0; i < xs.size(); ++i) want.push_back(2 * xs[i] + bs[i]);
+  check_close(call_op(op, {x, b})[0], want, {5, 7}, "raw_axpb");
+  BOOST_TEST((seen == Strides{1, 5}));  // no copy made it contiguous
+  OpCheckReport r = check_op(op, {{.inputs = {random_tensor({3, 4}, f64, 42), random_tensor({3, 4}, f64, 43)}}});
+  BOOST_TEST(r.ok(), r.text());
+  check_error([] {
+    CustomOp c = identity_spec("kiln_test::two_cpu_kernels");
+    c.raw_cpu = [](const std::vector<StridedBuffer>&, const std::vector<StridedBuffer>&, const Attrs&) {};
+    register_op(c);
+  }, {"kiln_test::two_cpu_kernels", "two kernels"});
+}
+
+#ifdef KILN_TEST_NVCC
+// The op whose CUDA kernel nvcc built (kiln_add_cuda_kernels) links into a program that runs on a
+// machine without a GPU; there its CPU kernel passes check_op, and the CUDA kernel is run by
+// tests/cuda/test_custom_op.cpp where a GPU is present.
+BOOST_AUTO_TEST_CASE(an_op_with_an_nvcc_built_cuda_kernel_links_and_runs_on_the_cpu) {
+  Tensor x = random_tensor({5, 7}, f32, 30), b = random_tensor({7}, f32, 31);
+  check_close(call_op(bias_gelu_nvcc(), {x, b})[0], bias_gelu_reference(x, b), {5, 7}, "bias_gelu_nvcc on the cpu");
+  OpCheckReport r = check_op(bias_gelu_nvcc(), {{.inputs = {x, b}}});
+  BOOST_TEST(r.ok(), r.text());
+}
+#endif

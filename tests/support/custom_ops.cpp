@@ -7,6 +7,12 @@
 #include "dsl/cuda/runtime_kernel.h"
 #include "dsl/functions.h"
 
+#ifdef KILN_TEST_NVCC
+// bias_gelu.cu, compiled with nvcc.
+const char* launch_bias_gelu_f32(const float* x, const float* b, float* y, long long n, long long cols, void* stream);
+const char* launch_bias_gelu_f64(const double* x, const double* b, double* y, long long n, long long cols, void* stream);
+#endif
+
 namespace kiln::test {
 
 namespace {
@@ -68,6 +74,23 @@ CustomKernel bias_gelu_cuda(bool tanh_form) {
   };
 }
 
+#ifdef KILN_TEST_NVCC
+TensorList bias_gelu_nvcc_cuda(const TensorList& in, const Attrs&) {
+  const Tensor &x = in[0], &b = in[1];
+  Tensor y = Tensor::empty(x.shape(), {x.dtype(), x.device()});
+  int64_t n = x.numel(), cols = b.shape()[0];
+  void* stream = cuda_stream(x.device().index);
+  const char* error =
+      x.dtype() == f64
+          ? launch_bias_gelu_f64(static_cast<const double*>(x.data_ptr()), static_cast<const double*>(b.data_ptr()),
+                                 static_cast<double*>(y.data_ptr()), n, cols, stream)
+          : launch_bias_gelu_f32(static_cast<const float*>(x.data_ptr()), static_cast<const float*>(b.data_ptr()),
+                                 static_cast<float*>(y.data_ptr()), n, cols, stream);
+  KILN_CHECK(!error, "kiln_test::bias_gelu_nvcc: the kernel's launch failed: ", error);
+  return {y};
+}
+#endif
+
 // d gelu(z) / dz = Phi(z) + z phi(z); `exp_term` false drops phi (the broken rule).
 DerivativeRule bias_gelu_backward(bool exp_term) {
   return [exp_term](const TensorList& in, const TensorList&, const TensorList& grads, const Attrs&,
@@ -110,6 +133,13 @@ const OpDef& bias_gelu() {
   static const OpDef& op = register_op(bias_gelu_spec("kiln_test::bias_gelu"));
   return op;
 }
+
+#ifdef KILN_TEST_NVCC
+const OpDef& bias_gelu_nvcc() {
+  static const OpDef& op = variant("kiln_test::bias_gelu_nvcc", [](CustomOp& c) { c.cuda = bias_gelu_nvcc_cuda; });
+  return op;
+}
+#endif
 
 const OpDef& bias_gelu_wrong_shape_rule() {
   static const OpDef& op = variant("kiln_test::bias_gelu_wrong_shape_rule", [](CustomOp& c) {
