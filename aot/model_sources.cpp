@@ -1,7 +1,6 @@
 #include "aot/model_sources.h"
 
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "dsl/atomic_file.h"
@@ -111,10 +110,9 @@ void write_model_sources(const ExportedModel& m, const std::string& dir) {
   if (m.object.empty()) {
     write_empty_object(object);
   } else if (std::filesystem::path(m.object) != std::filesystem::path(object)) {
-    std::ifstream in(m.object, std::ios::binary);
-    KILN_CHECK(in.good(), "write_model_sources: cannot read ", m.object);
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    write_file_atomic("write_model_sources", object, {{bytes.data(), bytes.size()}});
+    std::optional<std::string> bytes = read_file(m.object);
+    KILN_CHECK(bytes.has_value(), "write_model_sources: cannot read ", m.object);
+    write_file_atomic("write_model_sources", object, {{bytes->data(), bytes->size()}});
   }
   nn::save_safetensors(m.weights, base.string() + ".safetensors");
 }

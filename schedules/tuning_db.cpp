@@ -132,13 +132,11 @@ std::optional<TuningRecord> find_tuning_record(const std::string& kind, const st
                                                const std::string& device, bool warn_stale) {
   if (tuning_db_dir().empty()) return std::nullopt;
   std::string path = tuning_record_path(kind, key, device);
-  std::ifstream f(path);
-  if (!f) return std::nullopt;
-  std::ostringstream text;
-  text << f.rdbuf();
+  std::optional<std::string> text = read_file(path);
+  if (!text) return std::nullopt;
   TuningRecord r;
   try {
-    r = parse_tuning_record(text.str(), path);
+    r = parse_tuning_record(*text, path);
   } catch (const Error& e) {
     warn_once(path, e.what());
     return std::nullopt;

@@ -1,7 +1,6 @@
 #include "dsl/nn/state_dict.h"
 
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -167,9 +166,9 @@ void save_safetensors(const std::vector<std::pair<std::string, Tensor>>& named, 
 }
 
 std::vector<std::pair<std::string, Tensor>> load_safetensors(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  KILN_CHECK(f.good(), "load_safetensors: cannot open ", path);
-  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::optional<std::string> file = read_file(path);
+  KILN_CHECK(file.has_value(), "load_safetensors: cannot open ", path);
+  const std::string& bytes = *file;
   KILN_CHECK(bytes.size() >= 8, "load_safetensors: ", path, " is too short for a safetensors file (", bytes.size(),
              " bytes)");
   uint64_t n = 0;

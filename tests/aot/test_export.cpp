@@ -93,8 +93,7 @@ BOOST_AUTO_TEST_CASE(exported_model_matches_compile_bit_for_bit) {
   aot::Model from_file(c.code(), scratch.file("block.safetensors"));
   Tensor x = randn({3, 16, 32}), s = randn({3, 16, 32});
   BOOST_TEST(same_bits(from_file.run({x, s})[0], model.run({x, s})[0]));
-  std::ifstream source(scratch.file("block.cpp"));
-  std::string text((std::istreambuf_iterator<char>(source)), std::istreambuf_iterator<char>());
+  std::string text = file_bytes(scratch.file("block.cpp"));
   for (const std::string& fn : m.functions) BOOST_TEST(text.find(fn + "_argv") != std::string::npos, fn);
   BOOST_TEST(fs::file_size(scratch.file("block_regions.o")) > 0u);
 }
@@ -326,8 +325,7 @@ BOOST_AUTO_TEST_CASE(a_cuda_model_is_built_on_the_cpu) {
   BOOST_TEST(aot::read_manifest(m.manifest).target.find("cuda") != std::string::npos);
   BOOST_TEST(m.plan.find("cuda:0") != std::string::npos);
   BOOST_TEST(m.plan.find("cpu") == std::string::npos);
-  std::ifstream in(m.object, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string bytes = file_bytes(m.object);
   BOOST_TEST(bytes.find("halide_cuda_run") != std::string::npos);
   BOOST_TEST(host_values(p.module->parameters()[0]) == before);
   if (cuda_available()) return;

@@ -14,11 +14,6 @@ namespace {
 
 std::string temp_path(const std::string& name) { return "/tmp/kiln_test_" + std::to_string(::getpid()) + "_" + name; }
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
 void write_file(const std::string& path, const std::string& bytes) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   f << bytes;
@@ -41,7 +36,7 @@ BOOST_AUTO_TEST_CASE(round_trip_restores_every_parameter) {
   for (size_t i = 0; i < pa.size(); ++i) check_close(pb[i].second, host_values(pa[i].second), pa[i].second.shape(), {0, 0}, pa[i].first);
   BOOST_TEST(host_values(before) != host_values(b.forward(tokens)));
 
-  std::string bytes = read_file(path);
+  std::string bytes = file_bytes(path);
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= uint64_t(static_cast<unsigned char>(bytes[i])) << (8 * i);
   BOOST_TEST(n % 8 == 0u);
@@ -60,7 +55,7 @@ BOOST_AUTO_TEST_CASE(bad_files_raise_and_leave_the_model_untouched) {
   nn::MLP other({3, 5, 2});
   std::string path = temp_path("mlp.safetensors");
   nn::save_state_dict(src, path);
-  std::string good = read_file(path);
+  std::string good = file_bytes(path);
   std::vector<double> dst_before;
   for (const Tensor& p : dst.parameters())
     for (double v : host_values(p)) dst_before.push_back(v);

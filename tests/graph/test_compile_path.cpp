@@ -43,10 +43,7 @@ Tensor composite(const Tensor& x, const Tensor& w, const Tensor& b) {
   return softmax(gelu(h, "tanh"), -1) + log_softmax(h, 0);
 }
 
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
+std::string slurp(const std::filesystem::path& p) { return file_bytes(p.string()); }
 
 }  // namespace
 

@@ -10,6 +10,8 @@
 #include <random>
 #include <sstream>
 
+#include "dsl/atomic_file.h"
+
 namespace kiln::test {
 
 Tensor random_tensor(const Shape& shape, DType dtype, uint64_t seed, double lo, double hi) {
@@ -283,10 +285,7 @@ void check_error(const std::function<void()>& fn, const std::vector<std::string>
   BOOST_ERROR("expected kiln::Error containing '" << (parts.empty() ? "" : parts[0]) << "'");
 }
 
-std::string file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+std::string file_bytes(const std::string& path) { return read_file(path).value_or(""); }
 
 std::string dumped(const std::string& dir, const std::string& suffix) {
   std::string found;
