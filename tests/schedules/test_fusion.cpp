@@ -11,25 +11,13 @@
 
 #include "dsl/op_def.h"
 #include "graph/sym_shape.h"
+#include "support/graph_builder.h"
 #include "support/reference.h"
 
 using namespace kiln;
+using kiln::test::Builder;
 
 namespace {
-
-struct Builder {
-  Graph g;
-  int input(const Shape& s, DType t = DType::f32) {
-    return g.add_input(InputKind::argument, int(g.inputs.size()), "arg" + std::to_string(g.inputs.size()),
-                       {s, t, Device::cpu()}, static_shape(s), contiguous_strides(s));
-  }
-  int op(const char* name, const std::vector<int>& ins) { return g.add_inferred_node(op_def(name), {}, ins)[0]; }
-  int scalar(double v) {
-    return g.add_inferred_node(op_def("full"), {{"shape", Shape{}}, {"value", v}, {"dtype", std::string("f32")},
-                                                {"device", std::string("cpu")}},
-                               {})[0];
-  }
-};
 
 // `chains` momentum-like updates of (p, m) from g, each `length` ops or a little more, returned
 // as the graph's outputs in order.

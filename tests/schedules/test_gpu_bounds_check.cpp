@@ -13,8 +13,10 @@
 #include "schedules/gpu_schedule.h"
 #include "schedules/lower_region.h"
 #include "schedules/shared_library.h"
+#include "support/graph_builder.h"
 
 using namespace kiln;
+using kiln::test::Builder;
 using namespace Halide;
 
 namespace {
@@ -75,17 +77,6 @@ BOOST_AUTO_TEST_CASE(a_dropped_guard_is_found_with_the_point_that_leaves_the_buf
 }
 
 namespace {
-
-struct Builder {
-  Graph g;
-  int input(const Shape& s) {
-    return g.add_input(InputKind::argument, int(g.inputs.size()), "arg" + std::to_string(g.inputs.size()),
-                       {s, f32, Device::cuda(0)}, static_shape(s), contiguous_strides(s));
-  }
-  int op(const char* name, const std::vector<int>& ins, const Attrs& a = {}) {
-    return g.add_inferred_node(op_def(name), a, ins)[0];
-  }
-};
 
 // Every region of g scheduled for CUDA with `tuning`: what its accesses may leave.
 GpuBounds bounds_of(Graph g, const RowTuning& tuning) {

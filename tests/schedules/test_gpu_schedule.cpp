@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "bench/zoo.h"
+#include "support/graph_builder.h"
 #include "support/fuzz_program.h"
 #include "support/reference.h"
 #include "support/scoped_env.h"
@@ -32,24 +33,11 @@
 #include "schedules/shared_library.h"
 
 using namespace kiln;
+using kiln::test::Builder;
 
 namespace {
 
 const Device kCuda = Device::cuda(0);
-
-struct Builder {
-  Graph g;
-  int input(const Shape& s, DType t = f32) {
-    return g.add_input(InputKind::argument, int(g.inputs.size()), "arg" + std::to_string(g.inputs.size()),
-                       {s, t, kCuda}, static_shape(s), contiguous_strides(s));
-  }
-  int op(const char* name, const std::vector<int>& ins, const Attrs& a = {}) {
-    return g.add_inferred_node(op_def(name), a, ins)[0];
-  }
-  int scalar(double v) {
-    return op("full", {}, {{"shape", Shape{}}, {"value", v}, {"dtype", std::string("f32")}, {"device", std::string("cuda:0")}});
-  }
-};
 
 // Lowers, schedules and compiles every region of g for CUDA; returns the regions' statements.
 // A graph of eager steps only (a fuzz program that is one matmul) has none to return.
@@ -194,12 +182,12 @@ BOOST_AUTO_TEST_CASE(zoo_models_under_bf16_autocast_compile_for_cuda) {
 
 BOOST_AUTO_TEST_CASE(pointwise_chains) {
   for (Shape s : {Shape{1024, 1024}, Shape{37, 53}, Shape{7}, Shape{}}) {
-    Builder b;
+    Builder b(kCuda);
     int x = b.input(s), y = b.input(s);
     b.g.outputs = {b.op("add", {b.op("mul", {x, b.scalar(2.0)}), y})};
     check_on_device(b.g, "a*2+b " + to_string(s));
   }
-  Builder b;  // a transposed read and a broadcast
+  Builder b(kCuda);  // a transposed read and a broadcast
   int x = b.input({64, 96}), r = b.input({64});
   int t = b.op("transpose", {x}, {{"dim0", int64_t(0)}, {"dim1", int64_t(1)}});
   b.g.outputs = {b.op("add", {b.op("contiguous", {t}), r})};
@@ -208,13 +196,13 @@ BOOST_AUTO_TEST_CASE(pointwise_chains) {
 
 BOOST_AUTO_TEST_CASE(row_ops_and_row_reductions) {
   for (Shape s : {Shape{64, 1000}, Shape{1000, 8}, Shape{4, 16, 256}, Shape{1000}}) {
-    Builder b;
+    Builder b(kCuda);
     int x = b.input(s);
     int sm = b.op("softmax", {x}, {{"dim", int64_t(-1)}});
     b.g.outputs = {b.op("log_softmax", {b.op("add", {sm, x})}, {{"dim", int64_t(-1)}})};
     check_on_device(b.g, "softmax chain " + to_string(s));
   }
-  Builder b;
+  Builder b(kCuda);
   int x = b.input({128, 512}), w = b.input({512}), bias = b.input({512});
   int ln = b.op("layer_norm", {x, w, bias}, {{"normalized_shape", std::vector<int64_t>{512}}, {"eps", 1e-5}});
   int s = b.op("sum", {ln}, {{"dims", std::vector<int64_t>{1}}, {"keepdim", false}});
@@ -226,7 +214,7 @@ BOOST_AUTO_TEST_CASE(row_ops_and_row_reductions) {
 }
 
 BOOST_AUTO_TEST_CASE(short_rows_run_a_warp_per_row) {  // tiny_gpt's sizes
-  Builder b;
+  Builder b(kCuda);
   int x = b.input({4, 16, 64}), w = b.input({64}), bias = b.input({64});
   int ln = b.op("layer_norm", {x, w, bias}, {{"normalized_shape", std::vector<int64_t>{64}}, {"eps", 1e-5}});
   int s = b.input({4, 4, 16, 16});
@@ -239,7 +227,7 @@ BOOST_AUTO_TEST_CASE(short_rows_run_a_warp_per_row) {  // tiny_gpt's sizes
 
 BOOST_AUTO_TEST_CASE(column_and_full_reductions) {
   for (Shape s : {Shape{4096, 16}, Shape{64, 3000}, Shape{9, 5}}) {
-    Builder b;
+    Builder b(kCuda);
     int x = b.input(s);
     int c = b.op("sum", {x}, {{"dims", std::vector<int64_t>{0}}, {"keepdim", false}});
     int m = b.op("max", {x}, {{"dims", std::vector<int64_t>{0}}, {"keepdim", false}});
@@ -252,7 +240,7 @@ BOOST_AUTO_TEST_CASE(column_and_full_reductions) {
     b.g.outputs = {c, m, f, sm, l, v};
     check_on_device(b.g, "columns and all " + to_string(s));
   }
-  Builder b;
+  Builder b(kCuda);
   int x = b.input({3, 1 << 20});
   b.g.outputs = {b.op("mean", {x}, {{"dims", std::vector<int64_t>{}}, {"keepdim", false}})};
   check_on_device(b.g, "mean of 3M elements");
@@ -301,7 +289,7 @@ std::string kernel_ptx(const std::string& stmt, const std::string& part) {
 // In f64 a block of 256 threads per row (Halide 14 has no 64-bit warp shuffles).
 BOOST_AUTO_TEST_CASE(attention_rows_run_a_warp_per_row) {
   for (DType t : {DType::f32, DType::f64}) {
-    Builder b;
+    Builder b(kCuda);
     int x = b.input({8, 12, 1024, 1024}, t), v = b.input({8, 1024, 12, 64}, t);
     Attrs range{{"start", 0.0}, {"end", 1024.0}, {"step", 1.0}, {"dtype", std::string("i64")}, {"device", std::string("cuda:0")}};
     int pos = b.op("arange", {}, range);
@@ -338,7 +326,7 @@ BOOST_AUTO_TEST_CASE(attention_rows_run_a_warp_per_row) {
 // read no row twice: 72 loads of f32 in all, none spilled.
 // (Until 2026-12-02 the weight and bias kept the row out of registers, and each pass read it.)
 BOOST_AUTO_TEST_CASE(layer_norm_rows_stage_weight_and_bias_in_registers) {
-  Builder b;
+  Builder b(kCuda);
   int x = b.input({8, 1024, 768}), w = b.input({768}), bias = b.input({768});
   b.g.outputs = {b.op("layer_norm", {x, w, bias}, {{"normalized_shape", std::vector<int64_t>{768}}, {"eps", 1e-5}})};
   auto [launches, stmt] = launches_of(b.g);
@@ -351,7 +339,7 @@ BOOST_AUTO_TEST_CASE(layer_norm_rows_stage_weight_and_bias_in_registers) {
 // A layer_norm weight's gradient: 768 columns summed over 8192 rows. The rows are summed in
 // chunks by enough threads to hide the loads' latency (24576 threads had 32 chunks of 256 rows).
 BOOST_AUTO_TEST_CASE(column_sums_of_few_columns_spread_their_rows) {
-  Builder b;
+  Builder b(kCuda);
   int x = b.input({8192, 768}), dy = b.input({8192, 768});
   b.g.outputs = {b.op("sum", {b.op("mul", {x, dy})}, {{"dims", std::vector<int64_t>{0}}, {"keepdim", false}})};
   auto [launches, stmt] = launches_of(b.g);
@@ -368,7 +356,7 @@ BOOST_AUTO_TEST_CASE(column_sums_of_few_columns_spread_their_rows) {
 // copies of 768 values; the row statistics are two kernels (the mean; the variance inside 1/std).
 // 24 kernels in all before 2026-12-02, 9 now.
 BOOST_AUTO_TEST_CASE(layer_norm_backward_computes_its_row_sums_in_the_gradients_kernel) {
-  Builder b;
+  Builder b(kCuda);
   const int64_t T = 8192, C = 768;
   int x = b.input({8, 1024, C}), w = b.input({C}), g = b.input({8, 1024, C}), residual = b.input({8, 1024, C});
   std::vector<int64_t> last{-1};
@@ -404,7 +392,7 @@ BOOST_AUTO_TEST_CASE(layer_norm_backward_computes_its_row_sums_in_the_gradients_
 BOOST_AUTO_TEST_CASE(row_statistics_read_by_one_row_op_are_computed_in_its_rows) {
   for (int64_t C : {int64_t(4096), int64_t(768)}) {
     for (bool weight_gradient : {false, true}) {
-      Builder b;
+      Builder b(kCuda);
       const int64_t T = 8192;
       int x = b.input({T, C}), w = b.input({C}), g = b.input({T, C});
       std::vector<int64_t> last{-1};
@@ -436,7 +424,7 @@ BOOST_AUTO_TEST_CASE(row_statistics_read_by_one_row_op_are_computed_in_its_rows)
 BOOST_AUTO_TEST_CASE(block_rows_read_their_row_once) {
   const int64_t T = 8192, C = 4096, steps = C / 256;
   for (bool norm : {false, true}) {
-    Builder b;
+    Builder b(kCuda);
     int x = b.input({T, C});
     if (norm) {
       int w = b.input({C}), bias = b.input({C});
@@ -459,7 +447,7 @@ BOOST_AUTO_TEST_CASE(block_rows_read_their_row_once) {
 // column sum in chunks), as a stored Func holds one reduction's epilogue.
 BOOST_AUTO_TEST_CASE(stored_reductions_keep_their_own_work) {
   {
-    Builder b;
+    Builder b(kCuda);
     int x = b.input({4096, 1024});
     b.g.outputs = {b.op("softmax", {x}, {{"dim", int64_t(0)}})};
     auto [launches, stmt] = launches_of(b.g);
@@ -468,7 +456,7 @@ BOOST_AUTO_TEST_CASE(stored_reductions_keep_their_own_work) {
                                                                              << " x " << k.per_thread);
   }
   {
-    Builder b;
+    Builder b(kCuda);
     int x = b.input({4096, 512}), y = b.input({512, 4096});
     int rows = b.op("sum", {x}, {{"dims", std::vector<int64_t>{1}}, {"keepdim", false}});
     int columns = b.op("sum", {y}, {{"dims", std::vector<int64_t>{0}}, {"keepdim", false}});
@@ -486,7 +474,7 @@ BOOST_AUTO_TEST_CASE(stored_reductions_keep_their_own_work) {
 // in registers (36.9 us when they were): the mean, the variance and the output read them again,
 // from the caches.
 BOOST_AUTO_TEST_CASE(a_residual_sum_and_its_layer_norm_are_one_kernel) {
-  Builder b;
+  Builder b(kCuda);
   int x = b.input({8, 1024, 768}), y = b.input({8, 1024, 768}), bias = b.input({768});
   int w = b.input({768}), beta = b.input({768});
   int h = b.op("add", {x, b.op("add", {y, bias})});
@@ -505,7 +493,7 @@ BOOST_AUTO_TEST_CASE(a_residual_sum_and_its_layer_norm_are_one_kernel) {
 // sum and the cast norm are still one kernel (they were two on the H200: 15.6 us for the sum, 17.9
 // for the norm reading it back).
 BOOST_AUTO_TEST_CASE(a_residual_sum_and_its_bf16_layer_norm_are_one_kernel) {
-  Builder b;
+  Builder b(kCuda);
   int x = b.input({8, 1024, 768}), y = b.input({8, 1024, 768}, DType::bf16);
   int w = b.input({768}), beta = b.input({768});
   int h = b.op("add", {x, y});
@@ -523,7 +511,7 @@ BOOST_AUTO_TEST_CASE(a_residual_sum_and_its_bf16_layer_norm_are_one_kernel) {
 // GB/s on one H200 against torch.compile's 4208 for [50304, 768]. As one Tuple they are one kernel
 // that loads each input once.
 BOOST_AUTO_TEST_CASE(an_optimizer_update_is_one_kernel_that_reads_each_input_once) {
-  Builder b;
+  Builder b(kCuda);
   int p = b.input({50304, 768}), grad = b.input({50304, 768}), m = b.input({50304, 768}), v = b.input({50304, 768});
   int m2 = b.op("add", {b.op("mul", {m, b.scalar(0.9)}), b.op("mul", {grad, b.scalar(0.1)})});
   int v2 = b.op("add", {b.op("mul", {v, b.scalar(0.999)}), b.op("mul", {b.op("mul", {grad, grad}), b.scalar(0.001)})});
@@ -547,7 +535,7 @@ BOOST_AUTO_TEST_CASE(an_optimizer_update_is_one_kernel_that_reads_each_input_onc
 // at run time it divided by them five times a thread and guarded every load and store (18 us a
 // layer on one H200 against 14 us now, torch.compile's 12).
 BOOST_AUTO_TEST_CASE(a_head_copy_divides_by_no_runtime_extent) {
-  Builder b;
+  Builder b(kCuda);
   int x = b.input({8, 12, 1024, 64});
   b.g.outputs = {b.op("contiguous", {b.op("transpose", {x}, {{"dim0", int64_t(1)}, {"dim1", int64_t(2)}})})};
   auto [launches, stmt] = launches_of(b.g);
@@ -561,7 +549,7 @@ BOOST_AUTO_TEST_CASE(a_head_copy_divides_by_no_runtime_extent) {
 // of three head merges. Each thread runs the three chunks of its point, unrolled (cat_chunks), so
 // every load feeds a store; as one point a thread, each loaded all three pieces and kept one.
 BOOST_AUTO_TEST_CASE(a_cat_in_whole_chunks_loads_each_piece_once) {
-  Builder b;
+  Builder b(kCuda);
   std::vector<int> merged;
   for (int k = 0; k < 3; ++k) {
     int heads = b.input({8, 12, 1024, 64}, DType::bf16);
@@ -584,7 +572,7 @@ BOOST_AUTO_TEST_CASE(a_cat_in_whole_chunks_loads_each_piece_once) {
 // As a plain pointwise Func each warp's loads were 32 rows apart (908 GB/s on one H200).
 BOOST_AUTO_TEST_CASE(a_transposed_copy_goes_through_a_tile_in_shared_memory) {
   for (Shape shape : {Shape{8192, 3072}, Shape{100, 70}}) {  // tiles that divide, and tails
-    Builder b;
+    Builder b(kCuda);
     int x = b.input(shape);
     b.g.outputs = {b.op("contiguous", {b.op("transpose", {x}, {{"dim0", int64_t(0)}, {"dim1", int64_t(1)}})})};
     auto [launches, stmt] = launches_of(b.g);
@@ -599,7 +587,7 @@ BOOST_AUTO_TEST_CASE(a_transposed_copy_goes_through_a_tile_in_shared_memory) {
     BOOST_TEST(count(ptx, "bar.sync") >= 1);
   }
   // Read twice, once across: no tile (it would span both reads).
-  Builder b;
+  Builder b(kCuda);
   int x = b.input({256, 256});
   b.g.outputs = {b.op("add", {x, b.op("transpose", {x}, {{"dim0", int64_t(0)}, {"dim1", int64_t(1)}})})};
   auto [launches, stmt] = launches_of(b.g);
@@ -612,7 +600,7 @@ BOOST_AUTO_TEST_CASE(a_transposed_copy_goes_through_a_tile_in_shared_memory) {
 // that also reads its row's log-sum-exp.
 BOOST_AUTO_TEST_CASE(a_long_row_softmax_runs_as_chunks_then_rows) {
   const int64_t rows = 64, C = 50304, K = 8;
-  Builder b;
+  Builder b(kCuda);
   int x = b.input({rows, C});
   b.g.outputs = {b.op("softmax", {x}, {{"dim", int64_t(-1)}})};
   BOOST_TEST_REQUIRE(split_long_reductions(b.g) == 1);
@@ -633,7 +621,7 @@ BOOST_AUTO_TEST_CASE(a_long_row_softmax_runs_as_chunks_then_rows) {
 // With KILN_CHECK_INDICES=1 the gathers run eagerly again, their indices checked on the host.
 BOOST_AUTO_TEST_CASE(token_and_position_embeddings_fuse_into_the_first_layer_norm) {
   auto build = [] {
-    Builder b;
+    Builder b(kCuda);
     int tokens = b.input({8, 1024}, DType::i64), wte = b.input({50304, 768}), wpe = b.input({1024, 768});
     int gamma = b.input({768}), beta = b.input({768});
     Attrs range{{"start", 0.0}, {"end", 1024.0}, {"step", 1.0}, {"dtype", std::string("i64")}, {"device", std::string("cuda:0")}};
@@ -655,7 +643,7 @@ BOOST_AUTO_TEST_CASE(token_and_position_embeddings_fuse_into_the_first_layer_nor
 // gathered targets' indices and the mean compiles for CUDA, none on the host; the gather (an
 // embedding) runs between them.
 BOOST_AUTO_TEST_CASE(a_split_cross_entropy_compiles_for_cuda) {
-  Builder b;
+  Builder b(kCuda);
   b.g.outputs = b.g.add_inferred_node(op_def("cross_entropy"), {}, {b.input({64, 50304}), b.input({64}, DType::i64)});
   BOOST_TEST_REQUIRE(split_long_reductions(b.g) == 1);
   check_on_device(b.g, "cross_entropy of [64, 50304], split");
@@ -666,7 +654,7 @@ BOOST_AUTO_TEST_CASE(a_split_cross_entropy_compiles_for_cuda) {
 // ending in one thread's serial sum of 256 partials (full_sum on one H200: 2444 GB/s).
 BOOST_AUTO_TEST_CASE(a_large_full_sum_runs_as_chunks_then_one_block) {
   const int64_t n = int64_t(1) << 26, K = 8192;
-  Builder b;
+  Builder b(kCuda);
   b.g.outputs = {b.op("sum", {b.input({n})}, {{"dims", std::vector<int64_t>{}}, {"keepdim", false}})};
   BOOST_TEST_REQUIRE(split_long_reductions(b.g) == 1);
   auto [launches, stmt] = launches_of(b.g);
@@ -682,7 +670,7 @@ BOOST_AUTO_TEST_CASE(a_large_full_sum_runs_as_chunks_then_one_block) {
 // combines 8 lanes' values through 8 shuffles (a warp a row took 32 per reduction for 2 elements
 // a lane: 1354 GB/s on [1M, 64] on one H200 against 3983).
 BOOST_AUTO_TEST_CASE(rows_of_64_share_a_warp_eight_lanes_a_row) {
-  Builder b;
+  Builder b(kCuda);
   b.g.outputs = {b.op("softmax", {b.input({4096, 64})}, {{"dim", int64_t(-1)}})};
   auto [launches, stmt] = launches_of(b.g);
   BOOST_TEST_REQUIRE(launches.size() == 1u);
@@ -703,7 +691,7 @@ BOOST_AUTO_TEST_CASE(short_rows_per_block_divide_the_rows_and_fill_whole_warps) 
   for (auto [rows, length, per_block, width] :
        {std::tuple<int64_t, int64_t, int64_t, int64_t>{1000, 64, 8, 8}, {1001, 64, 1, 32}, {997, 64, 1, 32}, {6, 34, 1, 32},
         {1024, 64, 16, 8}}) {
-    Builder b;
+    Builder b(kCuda);
     b.g.outputs = {b.op("softmax", {b.input({rows, length})}, {{"dim", int64_t(-1)}})};
     auto [launches, stmt] = launches_of(b.g);
     BOOST_TEST_CONTEXT(rows << " rows of " << length) {
@@ -726,7 +714,7 @@ BOOST_AUTO_TEST_CASE(rows_shorter_than_their_lanes_or_ending_in_one_lane_run_wit
   for (auto [shape, warp] : {std::pair<Shape, bool>{{1, 1}, false}, {{1, 20}, false}, {{1000, 4}, false},
                              {{6, 33}, false}, {{1000, 9}, false}, {{1, 32}, true}, {{1000, 64}, true},
                              {{997, 48}, true}, {{1000, 10}, true}}) {
-    Builder b;
+    Builder b(kCuda);
     b.g.outputs = {b.op("mean", {b.input(shape)}, {{"dims", std::vector<int64_t>{-1}}, {"keepdim", true}})};
     auto [launches, stmt] = launches_of(b.g);
     BOOST_TEST_CONTEXT(to_string(shape)) {
@@ -740,7 +728,7 @@ BOOST_AUTO_TEST_CASE(rows_shorter_than_their_lanes_or_ending_in_one_lane_run_wit
 // A pointwise exp of f32 vectorized 4 wide: each lane's exp is PTX's ex2.approx (gpu_math.h's fast exp
 // calls libdevice's exp2f, which Halide calls once per lane and which flushes denormals to 0).
 BOOST_AUTO_TEST_CASE(a_vectorized_exp_compiles_for_cuda) {
-  Builder b;
+  Builder b(kCuda);
   int x = b.input({256, 1024});
   b.g.outputs = {b.op("exp", {b.op("mul", {x, b.scalar(0.5)})})};
   auto [launches, stmt] = launches_of(b.g);
@@ -777,7 +765,7 @@ BOOST_AUTO_TEST_CASE(fuzz_programs_compile_for_cuda) {
 // softmax region without a file keeps 256.
 BOOST_AUTO_TEST_CASE(a_regions_schedule_file_sets_its_own_row_threads) {
   auto layer_norm_rows = [] {
-    Builder b;
+    Builder b(kCuda);
     int x = b.input({64, 8192}), w = b.input({8192}), bias = b.input({8192});
     b.g.outputs = {b.op("layer_norm", {x, w, bias}, {{"normalized_shape", std::vector<int64_t>{8192}}, {"eps", 1e-5}})};
     return b;

@@ -1,5 +1,5 @@
-// Helpers of the graph pass tests (tests/graph/test_passes.cpp, tests/graph/test_split_long_reductions.cpp): graphs
-// built by hand, checked for validity, and run op by op through dispatch() on fresh random inputs.
+// Graphs built by hand for the graph pass and schedule tests (tests/graph/, tests/schedules/),
+// checked for validity, and run op by op through dispatch() on fresh random inputs.
 #pragma once
 #include <boost/test/unit_test.hpp>
 
@@ -16,8 +16,10 @@ namespace kiln::test {
 
 // Appends inputs and ops with the metadata the shape env infers (views through their view rule).
 struct Builder {
-  Graph g;
+  Builder() = default;
+  explicit Builder(Device d) : device(d) {}
 
+  Graph g;
   Device device = Device::cpu();  // metadata only: nothing runs on it
   int input(const Shape& s, DType t = f32) {
     return g.add_input(InputKind::argument, int(g.inputs.size()), "arg" + std::to_string(g.inputs.size()),
@@ -25,6 +27,10 @@ struct Builder {
   }
   int op(const char* name, const std::vector<int>& ins, const Attrs& a = {}) {
     return g.add_inferred_node(op_def(name), a, ins)[0];
+  }
+  // An f32 scalar constant (full).
+  int scalar(double v) {
+    return op("full", {}, {{"shape", Shape{}}, {"value", v}, {"dtype", std::string("f32")}, {"device", device.str()}});
   }
 };
 
