@@ -2,8 +2,8 @@
 // plain loops in double compute; inside compile() they fuse with their neighbours into one kernel;
 // their gradients, taken by Halide's propagate_adjoints, match the derivative worked out by hand
 // (and central differences in f64), eagerly, in a compiled training step, and at second order; a
-// rule given instead passes check_op and agrees with them; and a bad definition or call is a
-// kiln::Error that names the op.
+// rule given instead passes check_op and agrees with them; its definition keys the disk cache;
+// and a bad definition or call is a kiln::Error that names the op.
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
@@ -12,6 +12,8 @@
 #include "graph/halide_op.h"
 #include "autograd/derivatives.h"
 #include "kiln.h"
+#include "schedules/region_library.h"
+#include "support/graph_builder.h"
 #include "support/halide_ops.h"
 #include "support/reference.h"
 
@@ -125,6 +127,23 @@ BOOST_AUTO_TEST_CASE(a_halide_op_with_its_own_derivative_rule_passes_check_op_an
   (call_op(swish(), adjoints)[0] * g).sum().backward();
   check_close(rule[0].grad(), host_values(adjoints[0].grad()), {6, 5}, "dx: the rule against propagate_adjoints");
   check_close(rule[1].grad(), host_values(adjoints[1].grad()), {5}, "dbeta: the rule against propagate_adjoints");
+}
+
+// kiln's version stamp covers its own ops' definitions, not a user's: the disk cache's key holds
+// a Halide op's definition as it prints, so editing the definition under the same name compiles
+// anew rather than loading the old code.
+BOOST_AUTO_TEST_CASE(a_halide_ops_definition_is_part_of_the_disk_cache_key) {
+  Builder b;
+  int x = b.input({4, 5}), beta = b.input({5});
+  b.g.outputs.push_back(b.g.add_inferred_node(swish(), {}, {x, beta})[0]);
+  OpDef edited = swish(), same = swish();
+  edited.pointwise = [](const std::vector<Halide::Expr>& v, const Attrs&) { return v[0] * v[1]; };
+  Graph with_edited = b.g, with_same = b.g;
+  with_edited.nodes[0].op = &edited;
+  with_same.nodes[0].op = &same;
+  auto key = [](const Graph& g) { return graph_key(g, "plan", {}, BackendOptions{}); };
+  BOOST_TEST(key(b.g) != key(with_edited));
+  BOOST_TEST(key(b.g) == key(with_same));
 }
 
 BOOST_AUTO_TEST_CASE(bad_halide_ops_are_errors_that_name_the_op) {
