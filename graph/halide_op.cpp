@@ -8,22 +8,16 @@
 #include "dsl/dispatch.h"
 #include "dsl/error.h"
 #include "dsl/halide_adjoint.h"
+#include "dsl/ops/op_tables.h"
 #include "graph/compile.h"
 
 namespace kiln {
 
 namespace {
 
-// Broadcast shapes, promoted dtypes, one device.
+// add()'s rule (the pointwise op tables'): broadcast shapes, the result type, one device.
 std::vector<TensorMeta> broadcast_rule(const std::string& op, const std::vector<TensorMeta>& in) {
-  TensorMeta out = in.at(0);
-  for (size_t i = 1; i < in.size(); ++i) {
-    KILN_CHECK(in[i].device == out.device, op, ": input ", i, " is on ", in[i].device.str(), " but input 0 is on ",
-               out.device.str());
-    out.shape = broadcast_shapes(op, out.shape, in[i].shape);
-    out.dtype = promote_types(out.dtype, in[i].dtype);
-  }
-  return {out};
+  return {{broadcast_all(op, in), result_type(in), common_device(op, in)}};
 }
 
 // The eager kernel: the op alone, compiled with the halide backend, one compiled function per
@@ -76,8 +70,6 @@ EagerPipelines& eager_pipelines() {
   return p;
 }
 
-const OpDef& register_halide(HalideOp op);
-
 // The op computing dy * dy/dx_input of `forward` (registered once, on first use).
 const OpDef& adjoint_op(const std::string& forward, int input) {
   static std::mutex mu;
@@ -100,7 +92,7 @@ const OpDef& adjoint_op(const std::string& forward, int input) {
     out[0].dtype = broadcast_rule(name, std::vector<TensorMeta>(in.begin(), in.begin() + n))[0].dtype;
     return out;
   };
-  def = &register_halide(std::move(b));
+  def = &register_halide_op(std::move(b));
   return *def;
 }
 
@@ -121,7 +113,9 @@ DerivativeRule adjoint_rule(const std::string& forward) {
   };
 }
 
-const OpDef& register_halide(HalideOp op) {
+}  // namespace
+
+const OpDef& register_halide_op(HalideOp op) {
   KILN_CHECK(bool(op.pointwise), "register_halide_op: ", op.name, " has no definition (HalideOp::pointwise)");
   KILN_CHECK(op.differentiable || !op.backward, "register_halide_op: ", op.name,
              " is marked non-differentiable but has a derivative rule");
@@ -139,9 +133,5 @@ const OpDef& register_halide(HalideOp op) {
   c.pointwise = std::move(op.pointwise);
   return register_op(std::move(c));
 }
-
-}  // namespace
-
-const OpDef& register_halide_op(HalideOp op) { return register_halide(std::move(op)); }
 
 }  // namespace kiln

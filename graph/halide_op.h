@@ -32,7 +32,8 @@ struct HalideOp {
   std::string name{};   // "namespace::op"
   int num_inputs = 1;
   PointwiseDef pointwise{};
-  // Unset: the inputs broadcast (add's rule) and their dtypes promoted, on the inputs' device.
+  // Unset: add()'s rule: the inputs broadcast, their result type (a 0-d input only raises the
+  // category, as in PyTorch), on the inputs' one device.
   ShapeRule shape{};
   // Unset: from propagate_adjoints. Written with Tensor ops, as CustomOp::backward.
   DerivativeRule backward{};

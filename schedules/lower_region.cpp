@@ -14,14 +14,13 @@ namespace kiln {
 
 using namespace Halide;
 
-namespace {
-
-// Pointwise kernels compute f16/bf16 in f32 and bool in i32, like the eager kernels do.
 DType widened(DType t) {
   if (t == DType::f16 || t == DType::bf16) return DType::f32;
   if (t == DType::bool_) return DType::i32;
   return t;
 }
+
+namespace {
 
 Expr convert(Expr stored, DType from, DType to) {
   return from == to ? stored : store_value(load_value(stored, from), to);

@@ -55,6 +55,10 @@ std::vector<int> region_symbols(const Graph& g, const Region& r);
 
 LoweredRegion lower_region(const Graph& g, const Region& r);
 
+// The dtype a pointwise op computes in for values stored as `t`: f16/bf16 in f32 and bool in
+// i32, like the eager kernels.
+DType widened(DType t);
+
 // Constrains an output buffer to a dense tensor of `shape` (outermost dim first): the extents and
 // strides Halide then knows, constants where the shape is static. set_dense_strides: the strides
 // only (a Tuple's buffers after the first take the first one's mins and extents).

@@ -39,8 +39,7 @@ void warn_narrow_launches(const std::vector<GpuLaunch>& launches, const RegionSt
 std::string definition_text(const GraphNode& n, const Graph& g) {
   std::vector<Halide::Expr> in;
   for (size_t i = 0; i < n.inputs.size(); ++i) {
-    DType t = g.values[size_t(n.inputs[i])].meta.dtype;
-    t = t == DType::f16 || t == DType::bf16 ? DType::f32 : t;
+    DType t = widened(g.values[size_t(n.inputs[i])].meta.dtype);
     in.push_back(Halide::Internal::Variable::make(halide_type(t), "in" + std::to_string(i)));
   }
   std::ostringstream os;
