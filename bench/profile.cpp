@@ -4,7 +4,8 @@
 // With --device cuda, every kernel, copy and memset with its device time too (CUPTI).
 // --train profiles the training step (forward, loss, backward, AdamW) instead of the forward.
 // Last, what the profiler costs: the compiled call's median with and without it, and the device
-// time of what the profiled calls ran against the call's time.
+// time of what the profiled calls ran against the call's time, and where the device sat idle in
+// those calls (dsl/profile_gaps.h: each gap charged to the launch it waited for).
 #include <algorithm>
 #include <cstdio>
 
@@ -12,6 +13,7 @@
 #include "bench/timing.h"
 #include "bench/train_step.h"
 #include "bench/zoo.h"
+#include "dsl/profile_gaps.h"
 #include "kiln.h"
 
 namespace kiln::bench {
@@ -41,6 +43,16 @@ void print_overhead(const std::vector<ProfileEvent>& events, const std::string& 
   if (device_us > 0)
     std::printf("device time of what a compiled call ran: %.3f ms, %.1f%% of the call without the profiler\n",
                 device_us / profiled_s.size() / 1e3, 100 * device_us / profiled_s.size() / 1e6 / plain_s);
+}
+
+// Where the device waited during the profiled compiled calls (each call waited for at its end).
+void print_gaps(const std::vector<ProfileEvent>& events, const std::string& scope, int device, int calls) {
+  for (const ProfileEvent& e : events)
+    if (e.device < 0 && e.name == scope) {
+      DeviceGapReport g = device_gaps(events, device, e.start_us, e.start_us + e.duration_us);
+      std::printf("\n%d compiled calls, each waited for: %s", calls, format_device_gaps(g).c_str());
+      return;
+    }
 }
 
 }  // namespace
@@ -101,6 +113,7 @@ int run_profile(const BenchOptions& opts, const std::string& out_path) {
                    compiled();
                    wait_for(opts.device);
                  }).median_s);
+  if (opts.device.is_cuda()) print_gaps(p.events(), calls_scope, opts.device.index, kCalls);
   return 0;
 }
 
