@@ -3,7 +3,10 @@
 // regions it runs with their inputs; each distinct region is tuned alone within its share of
 // --budget (a progress line per region); the schedules that beat kiln's default are written as
 // records of the tuning database (schedules/tuning_db.h; --db names its folder), and the model is
-// compiled again from it and timed beside its default build in the same process.
+// compiled again from it and timed beside its default build in the same process. Each region's
+// time is also set against its bound (bench/region_bound.h: a copy of the bytes it must move, its
+// GEMM flops at the measured rate), and the regions' distance from their bounds gives the most
+// any region schedule could save of a call.
 // `kiln tune --defaults` measures this machine's eager GEMM choice into the same database.
 #include <algorithm>
 #include <cmath>
@@ -12,6 +15,7 @@
 
 #include "bench/commands.h"
 #include "bench/json.h"
+#include "bench/region_bound.h"
 #include "bench/timing.h"
 #include "bench/train_step.h"
 #include "bench/zoo.h"
@@ -112,6 +116,8 @@ int run_tune(const BenchOptions& opts, double budget_s, const std::string& db, b
   auto t0 = std::chrono::steady_clock::now();
   Json rows = Json::array();
   int trials = 0, written = 0;
+  DeviceRates rates = measure_device_rates(opts.device);
+  double regions_default_ms = 0, regions_tuned_ms = 0, regions_bound_ms = 0;  // per call: time x calls
   for (size_t i = 0; i < regions.size(); ++i) {
     double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     double share = (budget_s - spent) / double(regions.size() - i);
@@ -130,6 +136,14 @@ int run_tune(const BenchOptions& opts, double budget_s, const std::string& db, b
     std::printf("  default %.4f ms, tuned %.4f ms (%.2fx), %d candidates timed, %d rejected, noise %.1f%%%s%s\n",
                 t.default_ms, t.tuned_ms, t.default_ms / t.tuned_ms, t.trials, t.rejected, 100 * t.noise,
                 t.schedule.empty() ? "; kiln's schedule kept" : "; wrote ", t.schedule.empty() ? "" : path.c_str());
+    RegionTraffic traffic = region_traffic(r);
+    RegionBoundResult bound = region_bound(traffic, rates);
+    std::printf("  moves %.1f MB%s: bound %.4f ms (%s); default at %.2f of it, tuned at %.2f\n", traffic.bytes / 1e6,
+                traffic.flops > 0 ? (", " + std::to_string(int64_t(traffic.flops / 1e6)) + " MFLOP").c_str() : "",
+                bound.bound_ms, bound.limit.c_str(), bound.bound_ms / t.default_ms, bound.bound_ms / t.tuned_ms);
+    regions_default_ms += t.default_ms * r.calls;
+    regions_tuned_ms += t.tuned_ms * r.calls;
+    regions_bound_ms += bound.bound_ms * r.calls;
     Json row = Json::object();
     row.set("signature", r.key);
     row.set("what", r.what);
@@ -140,6 +154,10 @@ int run_tune(const BenchOptions& opts, double budget_s, const std::string& db, b
     row.set("rejected", t.rejected);
     row.set("noise", t.noise);
     row.set("schedule", t.schedule);
+    row.set("bytes", traffic.bytes);
+    row.set("flops", traffic.flops);
+    row.set("bound_ms", bound.bound_ms);
+    row.set("bound", bound.limit);
     Json history = Json::array();
     for (const TuneTrial& h : t.history) history.push(Json::array().push(h.trial).push(h.ms).push(h.best_ms));
     row.set("history", history);
@@ -213,6 +231,14 @@ int run_tune(const BenchOptions& opts, double budget_s, const std::string& db, b
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   std::printf("%s: a second default build %.3f ms: identical builds %.1f%% apart%s\n", what.c_str(), control_ms,
               100 * floor, std::abs(default_ms / tuned_ms - 1) <= floor ? "; the tuned build is within that" : "");
+  // What the regions could give at most: each region at its bound, the rest of the call (GEMMs and
+  // eager steps outside regions, launches) as it is. The regions are timed alone, so their sum can
+  // exceed a call where the call overlaps them; the rest is then taken as nothing.
+  double best_ms = std::max(0.0, default_ms - regions_default_ms) + regions_bound_ms;
+  std::printf("%s: regions %.3f ms of the default call (each alone, times its calls), %.3f ms tuned; their bounds "
+              "%.3f ms (at %.2f of them by default): every region at its bound would make the call %.3f ms (%.2fx)\n",
+              what.c_str(), regions_default_ms, regions_tuned_ms, regions_bound_ms,
+              regions_default_ms > 0 ? regions_bound_ms / regions_default_ms : 0.0, best_ms, default_ms / best_ms);
   if (!std::isnan(adams_ms))
     std::printf("%s: adams2019 %.3f ms (tuned %.2fx faster), mullapudi2016 %.3f ms (tuned %.2fx faster)\n", what.c_str(),
                 adams_ms, adams_ms / tuned_ms, mullapudi_ms, mullapudi_ms / tuned_ms);
@@ -232,6 +258,10 @@ int run_tune(const BenchOptions& opts, double budget_s, const std::string& db, b
     report.set("mullapudi2016_ms", std::isnan(mullapudi_ms) ? Json() : Json(mullapudi_ms));
     report.set("gemm_choice", gemm ? gemm->text() : std::string());
     report.set("regions", rows);
+    report.set("regions_default_ms", regions_default_ms);
+    report.set("regions_tuned_ms", regions_tuned_ms);
+    report.set("regions_bound_ms", regions_bound_ms);
+    report.set("best_possible_ms", best_ms);
     write_file_atomic(opts.json_path, report.dump());
     std::printf("wrote %s\n", opts.json_path.c_str());
   }

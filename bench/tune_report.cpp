@@ -115,7 +115,14 @@ int run_tune_report(const std::string& out_dir, const std::vector<std::string>& 
       html += "<p>Eager GEMM, this machine's measured choice (size, Halide and Eigen GFLOP/s):</p><pre>" +
               xml_escape(r["gemm_choice"].str()) + "</pre>\n";
     html += bars + lines;
+    if (r.has("best_possible_ms"))
+      html += "<p>Regions (each timed alone, times its calls): default " + ms(r["regions_default_ms"]) + " ms, tuned " +
+              ms(r["regions_tuned_ms"]) + " ms, their bounds " + ms(r["regions_bound_ms"]) +
+              " ms. With every region at its bound and the rest of the call as it is, the call would take " +
+              ms(r["best_possible_ms"]) + " ms (" + ratio(r["default_ms"].number(), r["best_possible_ms"].number()) +
+              " the default): no region schedule can do more.</p>\n";
     html += "<table><tr><th class=l>region</th><th>calls</th><th>default ms</th><th>tuned ms</th><th>speedup</th>"
+            "<th>MB moved</th><th>bound ms</th><th>default at bound</th>"
             "<th>trials</th><th>rejected</th><th>noise</th><th class=l>schedule</th></tr>\n";
     for (size_t i = 0; i < regions.size(); ++i) {
       const Json& g = regions[i];
@@ -124,6 +131,9 @@ int run_tune_report(const std::string& out_dir, const std::vector<std::string>& 
       html += "<tr><td class=l>" + xml_escape(g["signature"].str() + " " + g["what"].str()) + "</td><td>" +
               std::to_string(int(g["calls"].number())) + "</td><td>" + ms(g["default_ms"]) + "</td><td>" +
               ms(g["tuned_ms"]) + "</td><td>" + ratio(g["default_ms"].number(), g["tuned_ms"].number()) +
+              "</td><td>" + (g.has("bytes") ? ms(Json(g["bytes"].number() / 1e6)) : "-") + "</td><td>" +
+              (g.has("bound_ms") ? ms(g["bound_ms"]) + " " + g["bound"].str() : "-") + "</td><td>" +
+              (g.has("bound_ms") ? ratio(g["bound_ms"].number(), g["default_ms"].number()) : "-") +
               "</td><td>" + std::to_string(int(g["trials"].number())) + "</td><td>" +
               std::to_string(int(g["rejected"].number())) + "</td><td>" + noise + "</td><td class=l><pre>" +
               xml_escape(g["schedule"].str().empty() ? "(kiln's)" : g["schedule"].str()) + "</pre></td></tr>\n";

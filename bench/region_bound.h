@@ -1,0 +1,40 @@
+// What bounds a recorded region (schedules/region_tuner.h) on this machine, for `kiln tune`: the
+// bytes it must move (each input read once, each output written once) against a copy of as many
+// bytes on the same device, and the GEMM flops inside it against this machine's measured GEMM
+// rate. A region at its bound gains nothing from any schedule; the gap between a region's time
+// and its bound is the most a schedule could save. (Inductor's benchmark harness reports GB/s
+// per kernel the same way; a region that must read an input twice, as a softmax split over long
+// rows does, can never reach this bound.)
+#pragma once
+#include <string>
+
+#include "schedules/region_tuner.h"
+
+namespace kiln::bench {
+
+struct RegionTraffic {
+  double bytes = 0;  // inputs' distinct elements (a broadcast input counts once) + outputs
+  double flops = 0;  // 2 M N K of each GEMM op inside the region
+};
+
+RegionTraffic region_traffic(const RecordedRegion& r);
+
+// The device's rates for region bounds, measured on first use per device.
+struct DeviceRates {
+  // Milliseconds of a copy moving `bytes` in all (half read, half written) on `device`: cudaMemcpy
+  // on the device for CUDA, kiln's eager clone of an f32 tensor on the CPU (its thread pool).
+  double copy_ms(double bytes) const;
+  double gemm_gflops = 0;  // the CPU's measured eager GEMM rate (tuning database); 0 where not known
+  Device device = Device::cpu();
+};
+
+DeviceRates measure_device_rates(Device device);
+
+struct RegionBoundResult {
+  double bound_ms = 0;   // max(copy of its bytes, its flops at the GEMM rate)
+  std::string limit;     // "memory" or "gemm"
+};
+
+RegionBoundResult region_bound(const RegionTraffic& t, const DeviceRates& rates);
+
+}  // namespace kiln::bench
