@@ -55,7 +55,8 @@ commands:
   profile MODEL [--device cpu|cuda] [--size bench|real] [--train] [--backend halide|eager] [--out FILE]
         a zoo model under the profiler: eager calls, the compiled first call (trace, graph
         passes, lowering, scheduling, code generation), compiled calls; prints the table by
-        name and writes the Chrome trace (default profile.json; Perfetto opens it)
+        name and writes the Chrome trace (default profile.json; Perfetto opens it); on CUDA also
+        where the device sat idle in the compiled calls, each gap charged to the launch it waited for
   tune MODEL [--device cpu|cuda] [--size bench|real] [--train] [--budget SECONDS] [--db DIR] [--json FILE] [--verbose]
        [--no-autoschedulers]
         tunes the schedules of a zoo model's compiled regions on the device: each distinct region
@@ -64,8 +65,9 @@ commands:
         records of the tuning database DIR (default: KILN_TUNING_DB, else the kiln cache's
         tuning/), which compile() then applies on this device; the model timed default against
         tuned, with the eager GEMMs on the CPU on this machine's measured Halide/Eigen choice, and
-        on the CPU beside Halide's adams2019 and mullapudi2016 (budget default 120 s; --verbose
-        prints every candidate)
+        on the CPU beside Halide's adams2019 and mullapudi2016; each region against its bound (a
+        copy of the bytes it moves, its GEMM flops at the measured rate) and the call's time with
+        every region at its bound (budget default 120 s; --verbose prints every candidate)
   tune-report DIR FILE.json...
         kiln tune's --json reports as DIR/index.html: per model default, tuned, adams2019 and
         mullapudi2016 times and their geometric mean; per region SVG plots of the speedup and of
