@@ -6,7 +6,9 @@
 #include <chrono>
 #include <cstring>
 
+#include "aot/models/custom_op_model.h"
 #include "aot_block.h"
+#include "aot_custom_op.h"
 #include "autograd/grad_mode.h"
 #include "kiln.h"
 #include "support/reference.h"
@@ -71,4 +73,35 @@ BOOST_AUTO_TEST_CASE(raw_buffer_entry_point) {
   halide_buffer_t ints = bx;
   ints.type = halide_type_t(halide_type_int, 32);
   check_error([&] { model.forward_raw(&ints, &bs, &bo); }, {"input x", "dtype i32", "built for f32"});
+}
+
+// A model whose graph holds a custom op (tests/aot/models/custom_op_model.cpp): the op runs as a
+// step between the model's compiled regions, so the program registers it before loading the
+// model, as a program that uses a PyTorch AOT package loads its custom op library first. Without
+// the registration, loading is a kiln::Error that names the op.
+BOOST_AUTO_TEST_CASE(a_model_with_a_custom_op_matches_compile) {
+  BOOST_TEST_REQUIRE(!find_op_def("aot_test::softsign_scale"));  // nothing in this program registered it yet
+  check_error([] { aot_custom_op::Model unregistered(KILN_AOT_CUSTOM_OP_WEIGHTS); },
+              {"aot_test::softsign_scale", "register_op"});
+  aot_test::register_aot_test_ops();
+  aot_custom_op::Model model(KILN_AOT_CUSTOM_OP_WEIGHTS);
+  aot::Program p = make_aot_test_custom_op();
+  nn::load_state_dict(*p.module, KILN_AOT_CUSTOM_OP_WEIGHTS);
+  NoGradGuard no_grad;
+  manual_seed(7);
+  Tensor x = randn({6, 24});
+  Tensor got = model.forward(x);
+  auto f = compile([&](Tensor a) { return p.forward({a})[0]; }, {.backend = "halide"});
+  BOOST_TEST(same_bits(got, f(x)));
+  // Against plain loops in double: relu(softsign(x W^T + b) * 1.5).
+  auto& linear = dynamic_cast<nn::Linear&>(*p.module);
+  std::vector<double> w = host_values(linear.weight), b = host_values(linear.bias), xs = host_values(x);
+  std::vector<double> want(6 * 40);
+  for (int i = 0; i < 6; ++i)
+    for (int j = 0; j < 40; ++j) {
+      double s = b[size_t(j)];
+      for (int k = 0; k < 24; ++k) s += xs[size_t(i * 24 + k)] * w[size_t(j * 24 + k)];
+      want[size_t(i * 40 + j)] = std::max(0.0, s / (1 + std::fabs(s)) * 1.5);
+    }
+  check_close(got, want, {6, 40}, tolerance(DType::f32), "against double loops");
 }
