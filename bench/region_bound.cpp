@@ -6,6 +6,7 @@
 #include "bench/gpu_timing.h"
 #include "bench/timing.h"
 #include "dsl/eager/gemm_choice.h"
+#include "schedules/tuning_db.h"
 
 namespace kiln::bench {
 
@@ -61,7 +62,7 @@ DeviceRates measure_device_rates(Device device) {
   DeviceRates rates;
   rates.device = device;
   if (device.is_cpu())
-    if (std::optional<GemmChoice> choice = machine_gemm_choice())
+    if (std::optional<GemmChoice> choice = machine_gemm_choice_from_db())  // measured once per machine
       for (const GemmPoint& p : choice->points)
         rates.gemm_gflops = std::max({rates.gemm_gflops, p.halide_gflops, p.eigen_gflops});
   return rates;

@@ -24,7 +24,7 @@ struct DeviceRates {
   // Milliseconds of a copy moving `bytes` in all (half read, half written) on `device`: cudaMemcpy
   // on the device for CUDA, kiln's eager clone of an f32 tensor on the CPU (its thread pool).
   double copy_ms(double bytes) const;
-  double gemm_gflops = 0;  // the CPU's measured eager GEMM rate (tuning database); 0 where not known
+  double gemm_gflops = 0;  // the CPU's best measured GEMM rate (the tuning database's GEMM record); 0 on CUDA
   Device device = Device::cpu();
 };
 
