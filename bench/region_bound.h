@@ -4,7 +4,9 @@
 // rate. A region at its bound gains nothing from any schedule; the gap between a region's time
 // and its bound is the most a schedule could save. (Inductor's benchmark harness reports GB/s
 // per kernel the same way; a region that must read an input twice, as a softmax split over long
-// rows does, can never reach this bound.)
+// rows does, can never reach this bound.) The inputs count whole: a region that reads part of one
+// (a gather's rows of a table, a slice) can beat its bound, and kiln tune then takes the region's
+// own time as its bound.
 #pragma once
 #include <string>
 
