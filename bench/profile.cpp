@@ -8,6 +8,7 @@
 // those calls (dsl/profile_gaps.h: each gap charged to the launch it waited for).
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 
 #include "bench/commands.h"
 #include "bench/timing.h"
@@ -26,6 +27,13 @@ void wait_for(Device d) {
   if (d.is_cuda()) cuda_synchronize(d.index);
 }
 
+// The profile's interval of the host scope named `scope` ({0, -1}: none recorded).
+std::pair<double, double> scope_window(const std::vector<ProfileEvent>& events, const std::string& scope) {
+  for (const ProfileEvent& e : events)
+    if (e.device < 0 && e.name == scope) return {e.start_us, e.start_us + e.duration_us};
+  return {0, -1};
+}
+
 // What the profiler costs and how much of a call its events account for: the compiled calls'
 // median with and without it (each call waited for), and the device time of the kernels, copies
 // and memsets that ran inside the profiled calls' scope, per call.
@@ -33,9 +41,8 @@ void print_overhead(const std::vector<ProfileEvent>& events, const std::string& 
                     std::vector<double> profiled_s, double plain_s) {
   std::sort(profiled_s.begin(), profiled_s.end());
   const double with_s = profiled_s[profiled_s.size() / 2];
-  double from = 0, to = -1, device_us = 0;
-  for (const ProfileEvent& e : events)
-    if (e.device < 0 && e.name == scope) from = e.start_us, to = e.start_us + e.duration_us;
+  const auto [from, to] = scope_window(events, scope);
+  double device_us = 0;
   for (const ProfileEvent& e : events)
     if (e.device >= 0 && e.start_us >= from && e.start_us + e.duration_us <= to) device_us += e.duration_us;
   std::printf("compiled call: %.3f ms without the profiler, %.3f ms with it (%+.1f%%)\n", plain_s * 1e3, with_s * 1e3,
@@ -47,12 +54,10 @@ void print_overhead(const std::vector<ProfileEvent>& events, const std::string& 
 
 // Where the device waited during the profiled compiled calls (each call waited for at its end).
 void print_gaps(const std::vector<ProfileEvent>& events, const std::string& scope, int device, int calls) {
-  for (const ProfileEvent& e : events)
-    if (e.device < 0 && e.name == scope) {
-      DeviceGapReport g = device_gaps(events, device, e.start_us, e.start_us + e.duration_us);
-      std::printf("\n%d compiled calls, each waited for: %s", calls, format_device_gaps(g).c_str());
-      return;
-    }
+  const auto [from, to] = scope_window(events, scope);
+  if (to < from) return;
+  std::printf("\n%d compiled calls, each waited for: %s", calls,
+              format_device_gaps(device_gaps(events, device, from, to)).c_str());
 }
 
 }  // namespace

@@ -13,18 +13,11 @@ import argparse
 import json
 import os
 
+from merge_h200 import load, ratio
+
 MODEL_ORDER = ["mlp", "transformer_block", "norm_softmax", "tiny_gpt"]
 GOALS = {"tiny_gpt": 0.7}  # kiln replayed / torch reduce-overhead; every other model 1.0
 DEFAULT_GOAL = 1.0
-
-
-def load(path):
-    with open(path) as f:
-        return json.load(f)
-
-
-def ratio(a, b):
-    return a / b if a is not None and b not in (None, 0) else None
 
 
 def rows(kiln, torch):
