@@ -58,6 +58,8 @@ const OpDef& register_op(CustomOp op) {
              " has two kernels for one device (a CustomKernel and a RawKernel); give one");
   KILN_CHECK(op.differentiable || !op.backward, "register_op: ", op.name,
              " is marked non-differentiable but has a derivative rule");
+  KILN_CHECK(!(op.pointwise && op.define), "register_op: ", op.name,
+             " has two Halide definitions (CustomOp::pointwise and CustomOp::define); give one");
   KILN_CHECK(!find_op_def(op.name), "register_op: op '", op.name, "' is already registered");
   if (op.differentiable && !op.backward)  // recorded on the tape all the same: the error comes with backward()
     op.backward = [name = op.name](const TensorList&, const TensorList&, const TensorList&, const Attrs&,
@@ -76,6 +78,7 @@ const OpDef& register_op(CustomOp op) {
   def.schedule_class = stored->pointwise ? ScheduleClass::pointwise : ScheduleClass::custom;
   def.family = KernelFamily::custom;
   def.pointwise = stored->pointwise;
+  def.define = stored->define;
   def.num_inputs = stored->num_inputs;
   def.differentiable = stored->differentiable;
   def.custom = stored;

@@ -68,6 +68,11 @@ struct CustomOp {
   // output element from its inputs' elements, broadcast. Compiled regions lower and fuse it like
   // kiln's own pointwise ops; its kernels run it eagerly.
   PointwiseDef pointwise{};
+  // An op with a Halide definition over whole tensors (register_halide_op's `define`): its one
+  // output's Func from its inputs' Funcs (stencils, reductions, any index arithmetic). Compiled
+  // regions lower it as a stage of their pipeline (schedule class custom); its kernels run it
+  // eagerly. Not with `pointwise`.
+  HalideDef define{};
 
   bool has_cpu_kernel() const { return cpu || raw_cpu; }
   bool has_cuda_kernel() const { return cuda || raw_cuda; }

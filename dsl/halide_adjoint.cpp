@@ -110,4 +110,33 @@ Expr pointwise_adjoint(const PointwiseDef& f, const std::vector<Expr>& values, c
   return cast(values[size_t(input)].type(), Internal::simplify(Internal::substitute(actual, e)));
 }
 
+Func tensor_adjoint(const HalideTensor& out, const HalideTensor& grad, const HalideTensor& input, std::string_view op) {
+  const Type type = out.func.output_types().at(0);
+  const Type input_type = input.func.output_types().at(0);
+  KILN_CHECK(out.func.outputs() == 1 && type.is_float(), op, ": its definition's value is ", type,
+             ", not floating point; it has no gradient");
+  KILN_CHECK(input_type.is_float(), op, ": an input is ", input_type, ", not floating point; it has no gradient");
+  std::vector<Var> v = halide_vars(out.rank());
+  std::string base(op);
+  for (char& c : base)
+    if (c == ':') c = '_';
+  Func dy(base + "_dy");
+  dy(v) = cast(type, grad.func(v));
+  // Zero outside the output: an input element read from past the output's edge (x(i + 1) at the
+  // last i) gathers dy there, which no output element holds (Halide 14 does not bound it).
+  Region extents, bounds;  // innermost first; bounds as {min, max}: Halide 14 reads them so (pointwise_adjoint)
+  for (int d = out.rank() - 1; d >= 0; --d) {
+    extents.push_back({0, out.shape[size_t(d)]});
+    bounds.push_back({0, out.shape[size_t(d)] - 1});
+  }
+  Func adjoint = out.rank() == 0 ? dy : BoundaryConditions::constant_exterior(dy, Internal::make_zero(type), extents);
+  Derivative d = propagate_adjoints(out.func, adjoint, bounds);
+  Func dx = d(input.func);
+  std::vector<Var> iv = halide_vars(input.rank());
+  Func result(base + "_grad");
+  if (dx.defined()) result(iv) = cast(input_type, dx(iv));
+  else result(iv) = Internal::make_zero(input_type);
+  return result;
+}
+
 }  // namespace kiln

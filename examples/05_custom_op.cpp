@@ -6,6 +6,9 @@
 // compiled into kiln's generated kernel. Then the same RMSNorm with its pointwise half as a Halide
 // op ("examples::scale_rows", x * r * w): kiln sees into its definition, so compiled it fuses with
 // the row reduction into kiln's kernel, and its gradient comes from Halide's propagate_adjoints.
+// Last, the whole RMSNorm as one Halide op over tensors ("examples::rms_norm_whole": its row sum
+// of squares an RDom in the definition), compiled as a stage of its neighbours' pipeline
+// (KILN_LOGS=fusion shows it), its gradient again from propagate_adjoints.
 // On a machine without a GPU the CUDA parts say so and skip. Exits non-zero when a check fails.
 #include <algorithm>
 #include <chrono>
@@ -123,6 +126,33 @@ Tensor rms_norm_halide(const Tensor& x, const Tensor& w) {
   return call_op(scale_rows_op(), {x, 1.0 / sqrt(mean(x * x, {-1}, true) + kEps), w})[0];
 }
 
+// The whole RMSNorm as a Halide op over tensors, x [R, C] and w [C]: the sum of squares of each
+// row over an RDom, then the output. No kernel, no schedule and no derivative rule are written.
+const OpDef& rms_norm_whole_op() {
+  static const OpDef& op = register_halide_op(
+      {.name = "examples::rms_norm_whole",
+       .num_inputs = 2,
+       .define = [](const std::vector<HalideTensor>& in, const Attrs&) {
+         const HalideTensor &x = in[0], &w = in[1];
+         const Halide::Type t = x.func.output_types()[0];
+         Halide::Var i("i"), row("row");
+         Halide::RDom k(0, x.dim(1), "k");
+         Halide::Func squares("sum_of_squares");
+         squares(row) = Halide::cast(t, 0);
+         squares(row) += x.func(k, row) * x.func(k, row);
+         Halide::Func y("rms_norm");
+         y(i, row) = x.func(i, row) * w.func(i) / Halide::sqrt(squares(row) / Halide::cast(t, x.dim(1)) + Halide::cast(t, Halide::Expr(kEps)));
+         return std::vector<HalideTensor>{{y, x.shape, x.dtype}};
+       },
+       .shape = [](const std::vector<TensorMeta>& in, const Attrs&) {
+         KILN_CHECK(in[0].shape.size() == 2 && in[1].shape == Shape{in[0].shape[1]}, "examples::rms_norm_whole: x [R, C] and w [C], got ",
+                    to_string(in[0]), " and ", to_string(in[1]));
+         return std::vector<TensorMeta>{in[0]};
+       }});
+  return op;
+}
+Tensor rms_norm_whole(const Tensor& x, const Tensor& w) { return call_op(rms_norm_whole_op(), {x, w})[0]; }
+
 // The Halide op's RMSNorm against the custom op's, values and gradients (the one's from
 // propagate_adjoints, the other's from its hand-written rule), and check_op on the Halide op.
 bool halide_op_agrees(Device d) {
@@ -138,7 +168,28 @@ bool halide_op_agrees(Device d) {
   OpCheckReport r = check_op(scale_rows_op(), {{.inputs = {x, randn({32, 1}).to(d), w}}});
   std::printf("Halide op on %s: |y - custom op's y| %.2e, |dx - custom's dx| %.2e, |dw - custom's dw| %.2e; check_op: %s",
               d.is_cuda() ? "cuda" : "cpu", dy, dx, dw, r.text().c_str());
-  return r.ok() && dy < 1e-4 && dx < 1e-3 && dw < 1e-3;
+  bool ok = r.ok() && dy < 1e-4 && dx < 1e-3 && dw < 1e-3;
+  // The whole RMSNorm as one Halide op over tensors, against the custom op too.
+  TensorList c = {x.detach().requires_grad_(), w.detach().requires_grad_()};
+  Tensor yc = rms_norm_whole(c[0], c[1]);
+  (yc * g).sum().backward();
+  dy = max_diff(yc, yb), dx = max_diff(c[0].grad(), b[0].grad()), dw = max_diff(c[1].grad(), b[1].grad());
+  OpCheckReport whole = check_op(rms_norm_whole_op(), {{.inputs = {x, w}}});
+  std::printf("Halide op over tensors on %s: |y - custom op's y| %.2e, |dx - custom's dx| %.2e, |dw - custom's dw| %.2e; "
+              "check_op: %s", d.is_cuda() ? "cuda" : "cpu", dy, dx, dw, whole.text().c_str());
+  return ok && whole.ok() && dy < 1e-4 && dx < 1e-3 && dw < 1e-3;
+}
+
+// The op over tensors compiled between a producer and a consumer: one region (KILN_LOGS=fusion).
+void show_fusion() {
+  manual_seed(5);
+  Tensor x = randn({8, 64}), w = randn({64});
+  auto f = compile([](Tensor a, Tensor b) { return rms_norm_whole(a * 2.0, b) + 1.0; },
+                   {.backend = "halide", .fullgraph = true, .name = "rms_norm_whole chain"});
+  set_logs("fusion");
+  f(x, w);
+  set_logs("");
+  std::printf("rms_norm_whole between a producer and a consumer: %d compiled kernel(s)\n", f.stats().kernels);
 }
 
 // Median milliseconds of `fn` after warm-up, the device drained around each call.
@@ -217,6 +268,9 @@ void timing(Device d, int64_t rows, int64_t cols) {
   row("kiln ops, compiled (kiln's generated kernel)", median_ms(d, [&] { kiln_compiled(x, w); }));
   row("Halide op with kiln's reduction, eager", median_ms(d, [&] { rms_norm_halide(x, w); }));
   row("Halide op with kiln's reduction, compiled (fused)", median_ms(d, [&] { halide_compiled(x, w); }));
+  auto whole_compiled = compile([](Tensor a, Tensor b) { return rms_norm_whole(a, b); }, {.backend = "halide"});
+  row("Halide op over tensors, eager", median_ms(d, [&] { rms_norm_whole(x, w); }));
+  row("Halide op over tensors, compiled", median_ms(d, [&] { whole_compiled(x, w); }));
 }
 
 }  // namespace
@@ -227,6 +281,7 @@ int main() {
                                  {.inputs = {randn({3, 4, 32}, {.dtype = f64}), randn({32}, {.dtype = f64})}}});
   ok = trains_as_eagerly(Device::cpu()) && ok;
   ok = halide_op_agrees(Device::cpu()) && ok;
+  show_fusion();
   if (!cuda_available()) {
     std::printf("CUDA parts skipped: %s\n", cuda_unavailable_reason().c_str());
   } else {

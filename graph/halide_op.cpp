@@ -70,6 +70,42 @@ EagerPipelines& eager_pipelines() {
   return p;
 }
 
+// The inputs as a definition over whole tensors reads them: each extended past its edges by its
+// nearest element, so a stencil's reads stay inside the tensors it was given.
+std::vector<HalideTensor> with_edges(const std::vector<HalideTensor>& in) {
+  std::vector<HalideTensor> out;
+  for (const HalideTensor& t : in) {
+    if (t.rank() == 0) {
+      out.push_back(t);
+      continue;
+    }
+    // Halide's repeat_edge marks its clamps likely(), for loop partitioning; Halide 14 then dropped
+    // the scatter loop of a propagate_adjoints gradient through such a clamp when the sizes were
+    // symbolic (weighted_sumsq's dw came out zero). Plain clamps here.
+    std::vector<Halide::Var> v = halide_vars(t.rank());
+    std::vector<Halide::Expr> at;
+    for (int d = 0; d < t.rank(); ++d) at.push_back(Halide::clamp(v[size_t(d)], 0, t.shape[size_t(t.rank() - 1 - d)] - 1));
+    Halide::Func edged(t.func.name() + "_edges");
+    edged(v) = t.func(at);
+    out.push_back({edged, t.shape, t.dtype});
+  }
+  return out;
+}
+
+// A user's definition over whole tensors as the op's OpDef::define: inputs with edges, one output
+// of the rank the Funcs say.
+HalideDef edged(HalideDef user, std::string name) {
+  return [user = std::move(user), name = std::move(name)](const std::vector<HalideTensor>& in, const Attrs& a) {
+    std::vector<HalideTensor> out = user(with_edges(in), a);
+    KILN_CHECK(out.size() == 1, name, ": its definition gave ", out.size(), " outputs; a Halide op has one");
+    KILN_CHECK(out[0].func.defined() && out[0].func.outputs() == 1, name,
+               ": its definition's output is not a defined Func of one value");
+    KILN_CHECK(out[0].func.dimensions() == out[0].rank(), name, ": its definition's output Func has ",
+               out[0].func.dimensions(), " dims but a shape of ", out[0].rank());
+    return out;
+  };
+}
+
 // The op computing dy * dy/dx_input of `forward` (registered once, on first use).
 const OpDef& adjoint_op(const std::string& forward, int input) {
   static std::mutex mu;
@@ -82,6 +118,27 @@ const OpDef& adjoint_op(const std::string& forward, int input) {
   HalideOp b;
   b.name = forward + "_grad" + std::to_string(input);
   b.num_inputs = n + 1;
+  if (f.define) {  // whole tensors: propagate_adjoints of the (edged) definition over the inputs
+    b.define = [fwd = f.define, input, n, name = f.name](const std::vector<HalideTensor>& in, const Attrs& a) {
+      // Each input through a Func of its own: propagate_adjoints gives adjoints of Funcs, and an
+      // input may reach the definition as a pipeline's buffer.
+      std::vector<HalideTensor> x;
+      for (int k = 0; k < n; ++k) {
+        std::vector<Halide::Var> v = halide_vars(in[size_t(k)].rank());
+        Halide::Func own("input" + std::to_string(k));
+        own(v) = in[size_t(k)].func(v);
+        x.push_back({own, in[size_t(k)].shape, in[size_t(k)].dtype});
+      }
+      HalideTensor y = fwd(x, a)[0];
+      const HalideTensor& x_i = x[size_t(input)];
+      return std::vector<HalideTensor>{{tensor_adjoint(y, in[size_t(n)], x_i, name), x_i.shape, x_i.dtype}};
+    };
+    b.shape = [name = b.name, input](const std::vector<TensorMeta>& in, const Attrs&) {
+      return std::vector<TensorMeta>{in.at(size_t(input))};
+    };
+    def = &register_halide_op(std::move(b));
+    return *def;
+  }
   b.pointwise = [fwd = f.pointwise, input, n, name = f.name](const std::vector<Halide::Expr>& v, const Attrs& a) {
     return pointwise_adjoint(fwd, std::vector<Halide::Expr>(v.begin(), v.begin() + n), v[size_t(n)], input, a, name);
   };
@@ -116,7 +173,11 @@ DerivativeRule adjoint_rule(const std::string& forward) {
 }  // namespace
 
 const OpDef& register_halide_op(HalideOp op) {
-  KILN_CHECK(bool(op.pointwise), "register_halide_op: ", op.name, " has no definition (HalideOp::pointwise)");
+  KILN_CHECK(bool(op.pointwise) != bool(op.define), "register_halide_op: ", op.name,
+             op.define ? " has two definitions (HalideOp::pointwise and HalideOp::define); give one"
+                       : " has no definition (HalideOp::pointwise or HalideOp::define)");
+  KILN_CHECK(!op.define || op.shape, "register_halide_op: ", op.name,
+             " is defined over whole tensors (HalideOp::define) and needs a shape rule (HalideOp::shape)");
   KILN_CHECK(op.differentiable || !op.backward, "register_halide_op: ", op.name,
              " is marked non-differentiable but has a derivative rule");
   CustomOp c;
@@ -131,6 +192,7 @@ const OpDef& register_halide_op(HalideOp op) {
   c.differentiable = op.differentiable;
   c.backward = op.backward || !op.differentiable ? std::move(op.backward) : adjoint_rule(op.name);
   c.pointwise = std::move(op.pointwise);
+  if (op.define) c.define = edged(std::move(op.define), op.name);
   return register_op(std::move(c));
 }
 

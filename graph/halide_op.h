@@ -21,6 +21,31 @@
 //     values, pointwise again, so the backward fuses too; and those ops are differentiated the same
 //     way (gradients of any order).
 // The definition must be a pure function of its input values (no element index, no state).
+//
+// An op over whole tensors gives `define` instead: its output's Func from its inputs' Funcs
+// (dsl/halide_def.h's HalideTensor: a Func indexed innermost dim first, its shape outermost first),
+// so it may read neighbours, reduce over an RDom, or index as it likes, and a shape rule:
+//
+//   const OpDef& blur = register_halide_op({
+//       .name = "myns::blur_rows",
+//       .define = [](const std::vector<HalideTensor>& in, const Attrs&) {
+//         Halide::Var x, y;
+//         Halide::Func f;
+//         f(x, y) = (in[0].func(x - 1, y) + in[0].func(x, y) + in[0].func(x + 1, y)) / 3.0f;
+//         return std::vector<HalideTensor>{{f, in[0].shape, in[0].dtype}}; },
+//       .shape = [](const std::vector<TensorMeta>& in, const Attrs&) { return std::vector<TensorMeta>{in[0]}; }});
+//
+//   - A read past an input's edge gets its nearest element (Halide's repeat_edge), so stencils
+//     need no bounds of their own.
+//   - Eagerly and inside compile() it is a stage of a pipeline: its output is stored (a root of
+//     the region, which its pointwise neighbours fuse into), the Funcs of its definition with
+//     update definitions (reductions) are computed whole before it, in parallel where their
+//     updates write distinct elements; the rest is inlined.
+//   - Without a derivative rule, its gradient for input i is an op "<name>_grad<i>" over whole
+//     tensors again, defined by Halide's propagate_adjoints of the definition (reads Halide
+//     cannot invert, such as the clamped edges, become scatters computed serially on the CPU and
+//     with atomic adds on CUDA).
+// It has one output; its dtype is the shape rule's (the definition's value is converted to it).
 #pragma once
 #include <string>
 
@@ -32,7 +57,8 @@ struct HalideOp {
   std::string name{};   // "namespace::op"
   int num_inputs = 1;
   PointwiseDef pointwise{};
-  // Unset: add()'s rule: the inputs broadcast, their result type (a 0-d input only raises the
+  HalideDef define{};  // instead of pointwise: the output's Func from the inputs' Funcs
+  // Required with `define`. Unset with `pointwise`: add()'s rule: the inputs broadcast, their result type (a 0-d input only raises the
   // category, as in PyTorch), on the inputs' one device.
   ShapeRule shape{};
   // Unset: from propagate_adjoints. Written with Tensor ops, as CustomOp::backward.

@@ -6,6 +6,7 @@
 
 #include "dsl/error.h"
 #include "dsl/parallel_grain.h"
+#include "schedules/custom_schedule.h"
 #include "schedules/jit_target.h"
 #include "schedules/schedule_roots.h"
 #include "schedules/weight_packing.h"
@@ -223,6 +224,12 @@ void schedule_cpu(const Graph& g, const Region& r, LoweredRegion& lowered, const
     if (gemm != root.inner.end()) {
       KILN_CHECK(root.inner.size() == 1, "kiln schedule: a GEMM's epilogue holds another reduction");
       schedule_gemm(root.func, *gemm, tuning);
+    } else if (custom_definition(g, root.value)) {  // a user's op: its reductions whole, then its output
+      ScheduleRoot output = root;
+      output.inner.clear();
+      bool overwrites = std::find(r.in_place.begin(), r.in_place.end(), root.value) != r.in_place.end();
+      schedule_root(output, g.values[size_t(root.value)].meta.shape, Reduces::nothing, 1, {}, overwrites, tuning);
+      for (Func f : root.inner) schedule_custom_inner_cpu(f, tuning);
     } else {
       bool overwrites = std::find(r.in_place.begin(), r.in_place.end(), root.value) != r.in_place.end();
       schedule_root(root, g.values[size_t(root.value)].meta.shape, reduction_kind(g, reducing_value(root)),

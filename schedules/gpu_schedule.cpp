@@ -9,6 +9,7 @@
 
 #include "dsl/error.h"
 #include "dsl/shape.h"
+#include "schedules/custom_schedule.h"
 #include "schedules/gpu_hosted_rows.h"
 #include "schedules/gpu_reductions.h"
 #include "schedules/gpu_row_constants.h"
@@ -406,6 +407,11 @@ bool schedule_root(const Graph& g, const Region& r, const ScheduleRoot& root, co
                    const std::set<std::string>& shared, const Hosted& hosted = {}) {
   Func f = root.func;
   f.compute_root();
+  if (custom_definition(g, root.value)) {  // a user's op: its reductions whole, then its output
+    pointwise(f, 1);
+    for (Func inner : root.inner) schedule_custom_inner_gpu(inner);
+    return false;
+  }
   const Shape& shape = g.values[size_t(root.value)].meta.shape;
   std::vector<Var> v = pure_vars(f);
   const int reducing = reducing_value(root);

@@ -306,6 +306,8 @@ class Lowering {
       int v = n.outputs[k];
       DType want = g_.values[v].meta.dtype;
       HalideTensor y = outs[k];
+      KILN_CHECK(y.func.dimensions() == int(shape_of(v).size()), n.op->name, ": its definition's output ", k, " has ",
+                 y.func.dimensions(), " dims, but its shape rule gives ", to_string(g_.values[size_t(v)].meta.shape));
       if (y.dtype != want) {
         std::vector<Var> vars = halide_vars(y.rank());
         Func c(named(n.op->name + "_cast", v));

@@ -20,6 +20,7 @@
 #include "schedules/gpu_schedule.h"
 #include "schedules/jit_target.h"
 #include "schedules/object_export.h"
+#include "schedules/op_definition_text.h"
 #include "schedules/region_schedule.h"
 
 namespace kiln {
@@ -32,19 +33,6 @@ void warn_narrow_launches(const std::vector<GpuLaunch>& launches, const RegionSt
   for (const std::string& w : narrow_gpu_launches(launches))
     std::cerr << "kiln: warning: " << what << " (" << region_what(s.region) << "): a GPU loop runs on few threads: " << w
               << "\n";
-}
-
-// A user's Halide op (graph/halide_op.h) as its definition prints, over one variable per input:
-// the generated code depends on it, and kiln's version stamp does not cover it.
-std::string definition_text(const GraphNode& n, const Graph& g) {
-  std::vector<Halide::Expr> in;
-  for (size_t i = 0; i < n.inputs.size(); ++i) {
-    DType t = widened(g.values[size_t(n.inputs[i])].meta.dtype);
-    in.push_back(Halide::Internal::Variable::make(halide_type(t), "in" + std::to_string(i)));
-  }
-  std::ostringstream os;
-  os << n.op->pointwise(in, n.attrs);
-  return os.str();
 }
 
 // "kiln_region_3": a region's function in a graph's library; an export names its graphs apart.
@@ -75,7 +63,7 @@ std::string graph_key(const Graph& g, const std::string& plan, const std::vector
   }
   os << "\ndefinitions";
   for (const GraphNode& n : g.nodes)
-    if (n.op->custom && n.op->pointwise) os << "\n" << n.op->name << " " << definition_text(n, g);
+    if (n.op->custom && (n.op->pointwise || n.op->define)) os << "\n" << n.op->name << " " << op_definition_text(n, g);
   os << "\nwrites";  // outputs computed in place are read back, not recomputed (in_place.h)
   for (const auto& [output, input] : g.writes) os << ' ' << output << "->" << input;
   bool cuda = g.on_cuda();

@@ -108,3 +108,32 @@ BOOST_AUTO_TEST_CASE(a_halide_op_runs_fuses_and_differentiates_on_cuda, *needs_c
   OpCheckReport r = check_op(swish(), {{.inputs = {gx, gbeta}}});
   BOOST_TEST(r.ok(), r.text());
 }
+
+// Halide ops over whole tensors on CUDA: the stencil and the reduction as one pipeline's stages
+// (the generic custom schedule: a thread per element, the reduction's updates a thread per row),
+// and their propagate_adjoints gradients (the scatters at the edges and into the weights as
+// atomic adds) against the CPU's, and check_op with its CPU-against-CUDA check.
+BOOST_AUTO_TEST_CASE(halide_ops_over_tensors_run_fuse_and_differentiate_on_cuda, *needs_cuda()) {
+  Tensor x = random_tensor({512, 300}, f32, 12, -2, 2), w = random_tensor({300}, f32, 13, 0, 2);
+  std::vector<double> blurred = blur_rows_reference(host_values(x), 300);
+  std::vector<double> want = weighted_sumsq_reference(blurred, host_values(w));
+  Tensor gx = x.to(kCuda), gw = w.to(kCuda);
+  check_close(call_op(blur_rows(), {gx})[0].to(Device::cpu()), blurred, {512, 300}, "blur_rows eager on cuda");
+  auto f = compile([](Tensor a, Tensor b) { return call_op(weighted_sumsq(), {call_op(blur_rows(), {a})[0], b})[0]; },
+                   {.backend = "halide", .fullgraph = true, .name = "blur sumsq on cuda"});
+  check_close(f(gx, gw).to(Device::cpu()), want, {512}, "compiled on cuda");
+  BOOST_TEST(f.stats().kernels <= 3);  // one pipeline (a kernel a stage)
+  Tensor g = random_tensor({512}, f32, 14);
+  auto grads = [&](Tensor a, Tensor b, Tensor gy) {
+    Tensor da = a.detach().requires_grad_(), db = b.detach().requires_grad_();
+    (call_op(weighted_sumsq(), {call_op(blur_rows(), {da})[0], db})[0] * gy).sum().backward();
+    return TensorList{da.grad().to(Device::cpu()), db.grad().to(Device::cpu())};
+  };
+  TensorList cpu = grads(x, w, g), gpu = grads(gx, gw, g.to(kCuda));
+  check_close(gpu[0], host_values(cpu[0]), {512, 300}, {1e-4, 1e-5}, "dx on cuda against the cpu");
+  check_close(gpu[1], host_values(cpu[1]), {300}, {1e-4, 1e-4}, "dw on cuda (atomic adds) against the cpu");
+  OpCheckReport blur = check_op(blur_rows(), {{.inputs = {gx}}});
+  BOOST_TEST(blur.ok(), blur.text());
+  OpCheckReport sumsq = check_op(weighted_sumsq(), {{.inputs = {gx, gw}}});
+  BOOST_TEST(sumsq.ok(), sumsq.text());
+}
