@@ -15,6 +15,7 @@
 
 #include "bench/zoo.h"
 #include "support/graph_builder.h"
+#include "support/halide_ops.h"
 #include "support/fuzz_program.h"
 #include "support/reference.h"
 #include "support/scoped_env.h"
@@ -825,4 +826,21 @@ BOOST_AUTO_TEST_CASE(region_schedule_text_is_checked_line_by_line) {
   BOOST_TEST(word.find("takes a whole number, got 'four'") != std::string::npos, word);
   std::string two = error_of("gpu.row.unroll 4 8\n");
   BOOST_TEST(two.find("takes one whole number") != std::string::npos, two);
+}
+
+// A user's Halide ops over whole tensors (graph/halide_op.h) and their propagate_adjoints
+// gradients, under the custom schedule: every stage on the device (the gradients' scatters as
+// atomic adds), every load and store inside its buffer.
+BOOST_AUTO_TEST_CASE(halide_ops_over_tensors_and_their_gradients_run_on_the_device) {
+  // A backward through them (on the CPU) registers their gradient ops.
+  Tensor x = test::random_tensor({4, 6}, DType::f32, 1).requires_grad_(), w = test::random_tensor({6}, DType::f32, 2).requires_grad_();
+  call_op(test::weighted_sumsq(), {call_op(test::blur_rows(), {x})[0], w})[0].sum().backward();
+  Builder b(kCuda);
+  int xi = b.input({512, 300}), wi = b.input({300}), dy = b.input({512});
+  int blurred = b.op("kiln_test::blur_rows", {xi});
+  int y = b.op("kiln_test::weighted_sumsq", {blurred, wi});
+  int dw = b.op("kiln_test::weighted_sumsq_grad1", {blurred, wi, dy});
+  int dblurred = b.op("kiln_test::weighted_sumsq_grad0", {blurred, wi, dy});
+  b.g.outputs = {y, dw, b.op("kiln_test::blur_rows_grad0", {xi, dblurred})};
+  check_on_device(b.g, "blur_rows, weighted_sumsq and their gradients");
 }
