@@ -10,6 +10,11 @@
 #
 # The machine needs an NVIDIA driver, cuBLAS (/usr/local/cuda/lib64 or the library path) and, for
 # the PyTorch half, python3 with torch. Results: RESULTS_DIR (default gpu-results/, or $OUT).
+#
+# KILN_BUNDLE_PROGRAMS="kiln test_cuda_aot_model ..." packs those programs instead of the default
+# list (a smaller bundle for one job). KILN_BUNDLE_AOT=1 adds examples/aot's kiln_aot_example and
+# kiln_aot_check, built against an installed kiln by tests/install/check_install.sh, with their
+# models' weights in gpu-bundle/aot/ (run them with --weights gpu-bundle/aot).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${KILN_BUILD_DIR:-$root/build}
@@ -17,12 +22,24 @@ bundle=$root/gpu-bundle
 bash "$root/scripts/setup.sh"
 rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/debs"
-programs=(kiln example_profiling example_05_custom_op)
-for t in "$build"/bin/test_cuda_*; do programs+=("$(basename "$t")"); done
+if [ -n "${KILN_BUNDLE_PROGRAMS:-}" ]; then
+  read -r -a programs <<< "$KILN_BUNDLE_PROGRAMS"
+else
+  programs=(kiln example_profiling example_05_custom_op)
+  for t in "$build"/bin/test_cuda_*; do programs+=("$(basename "$t")"); done
+fi
 # One solid archive: the programs share most of their code (kiln and its kernels), which a
 # dictionary larger than one program stores once.
 staged=$(mktemp -d)
 for p in "${programs[@]}"; do strip -o "$staged/$p" "$build/bin/$p"; done
+if [ "${KILN_BUNDLE_AOT:-0}" = 1 ]; then
+  aot=$(mktemp -d)
+  KILN_AOT_KEEP="$aot" bash "$root/tests/install/check_install.sh" "$build" >/dev/null
+  for p in kiln_aot_example kiln_aot_check; do strip -o "$staged/$p" "$aot/$p"; programs+=("$p"); done
+  mkdir -p "$bundle/aot"
+  cp "$aot"/*.safetensors "$bundle/aot/"
+  rm -rf "$aot"
+fi
 tar -C "$staged" -cf - "${programs[@]}" | xz -T1 --lzma2=preset=6,dict=160MiB > "$bundle/bin/programs.tar.xz"
 rm -rf "$staged"
 summary_lib=libkiln_kernel_summary.so

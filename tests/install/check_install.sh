@@ -5,6 +5,8 @@
 # checks that the AOT example needs neither libHalide nor LLVM, and that the installed package
 # refers to nothing in the build or source tree.
 # Usage: check_install.sh BUILD
+# With KILN_AOT_KEEP=DIR, the AOT example's programs and its models' weights are copied to DIR
+# (scripts/gpu_bundle.sh takes them to the GPU machine, which has no Halide to build them).
 set -euo pipefail
 build=$(cd "$1" && pwd)
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -31,3 +33,8 @@ if echo "$needed" | grep -i -E "halide|llvm"; then
   exit 1
 fi
 echo "kiln_aot_example needs: $(echo "$needed" | sed 's/.*\[\(.*\)\]/\1/' | tr '\n' ' ')"
+if [ -n "${KILN_AOT_KEEP:-}" ]; then
+  mkdir -p "$KILN_AOT_KEEP"
+  cp "$work/aot/kiln_aot_example" "$work/aot/kiln_aot_check" "$KILN_AOT_KEEP"/
+  cp "$work"/aot/*.kiln/*.safetensors "$KILN_AOT_KEEP"/
+fi
