@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "schedules/gpu_reductions.h"
+#include "schedules/gpu_warp_rows.h"
 #include "schedules/jit_target.h"
 #include "schedules/schedule_roots.h"
 
@@ -46,6 +47,9 @@ class CallsOf : public Internal::IRVisitor {
   std::string name_;
 };
 
+// Reductions into each element from at least this many points run a warp per element.
+constexpr int64_t kWarpPerElementMin = 256;
+
 // Update u's domain split into GPU blocks and threads (its first two reduction vars, as a tile
 // when there are two); loops of further vars stay outside (one kernel each) or inside.
 void rvars_on_gpu(Stage s, const std::vector<RVar>& r) {
@@ -66,6 +70,28 @@ int64_t domain_size(const Func& f, int u) {
     n *= e ? std::max<int64_t>(*e, 1) : 1024;
   }
   return n;
+}
+
+// A reduction into each element from a long domain (a row's sum): a block of a warp per element,
+// each lane summing every 32nd point of the domain (consecutive lanes read consecutive points),
+// then the lanes' partial sums added. False where Halide cannot split it (a reduction it cannot
+// prove associative); the domain's split then stays, and a thread per element runs it in order.
+bool warp_per_element(Func f) {
+  std::vector<Var> v = pure_vars(f);
+  if (v.empty() || f.num_update_definitions() != 1 || f.rvars(0).empty()) return false;
+  try {
+    Stage s = f.update();
+    RVar r = f.rvars(0).size() == 1 ? f.rvars(0)[0] : warp_rows::fuse_all(s, f.rvars(0)), ro("ro"), ri("ri");
+    Var lane("lane");
+    Func partials = s.split(r, ro, ri, warp_rows::kWarp, kGuard).rfactor(ri, lane);
+    Var element = warp_rows::fuse_all(f.update(), v);
+    f.update().gpu_blocks(element);
+    partials.compute_at(f, element).gpu_threads(lane);
+    partials.update().reorder(ro, lane).gpu_threads(lane);
+  } catch (const CompileError&) {
+    return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -137,7 +163,9 @@ void schedule_custom_inner_gpu(Func f) {
   for (int u = 0; u < f.num_update_definitions(); ++u) {
     Stage s = f.update(u);
     switch (update_writes(f, u)) {
-      case UpdateWrites::own_elements: gpu_reductions::thread_per_point(s, pure_vars(f)); break;
+      case UpdateWrites::own_elements:
+        if (domain_size(f, u) < kWarpPerElementMin || !warp_per_element(f)) gpu_reductions::thread_per_point(s, pure_vars(f));
+        break;
       case UpdateWrites::accumulates: rvars_on_gpu(s.atomic(), f.rvars(u)); break;
       case UpdateWrites::other: s.gpu_single_thread(); break;
     }

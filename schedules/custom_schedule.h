@@ -4,8 +4,9 @@
 // (reductions, and the scatters of propagate_adjoints gradients) are computed whole, at the
 // pipeline's root, before it. Their pure definitions run in parallel; an update in parallel where
 // it writes each element from that element alone (its left side is the pure vars, and it reads
-// itself only there), as an atomic scatter on CUDA where it adds into elements its reduction
-// domain picks, else serially.
+// itself only there; on CUDA a thread an element, or a warp an element summing a long domain),
+// as an atomic scatter on CUDA where it adds into elements its reduction domain picks, else
+// serially.
 #pragma once
 #include <Halide.h>
 
