@@ -227,6 +227,10 @@ void schedule_cpu(const Graph& g, const Region& r, LoweredRegion& lowered, const
     } else if (custom_definition(g, root.value)) {  // a user's op: its reductions whole, then its output
       ScheduleRoot output = root;
       output.inner.clear();
+      // Its definition's reads are its own (a per-row value read along the rows is a broadcast,
+      // not a transpose): plain tasks of rows, vectorized along the innermost dim.
+      output.transposed_dim = -1;
+      output.read_across = Func();
       bool overwrites = std::find(r.in_place.begin(), r.in_place.end(), root.value) != r.in_place.end();
       schedule_root(output, g.values[size_t(root.value)].meta.shape, Reduces::nothing, 1, {}, overwrites, tuning);
       for (Func f : root.inner) schedule_custom_inner_cpu(f, tuning);

@@ -1,6 +1,7 @@
 #include "schedules/custom_schedule.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "schedules/gpu_reductions.h"
 #include "schedules/gpu_warp_rows.h"
@@ -137,15 +138,16 @@ void schedule_custom_inner_cpu(Func f, const CpuTuning& tuning) {
   f.vectorize(v[0], lanes, TailStrategy::GuardWithIf);
   // The outermost dim in parallel; a 1-D Func in tasks of about tuning.task_elements units of
   // work (an element of an update costs its domain's size, where the traced sizes fix it).
+  // Returns the loop of the stage's innermost element.
   auto in_parallel = [&](Stage s, int64_t work) {
-    if (!tuning.parallel) return;
-    if (v.size() >= 2) {
-      s.parallel(v.back());
-      return;
+    if (!tuning.parallel || v.size() >= 2) {
+      if (tuning.parallel) s.parallel(v.back());
+      return v[0];
     }
     Var o("o"), i("i");
     int64_t task = std::clamp<int64_t>(tuning.task_elements / std::max<int64_t>(work, 1), 16, 1 << 20);
     s.split(v[0], o, i, int(task), TailStrategy::GuardWithIf).parallel(o);
+    return i;
   };
   in_parallel(f, 1);
   for (int u = 0; u < f.num_update_definitions(); ++u) {
@@ -153,7 +155,26 @@ void schedule_custom_inner_cpu(Func f, const CpuTuning& tuning) {
       f.update(u).unscheduled();  // serial, as written: it may write one element from many
       continue;
     }
-    in_parallel(f.update(u), domain_size(f, u));
+    // A long sum into each element (a row's): vector partial sums per element, then added. The
+    // rfactor comes before the element loop's split (after it, Halide 14 added some rows twice).
+    std::optional<Func> partials;
+    const int width = tuning.partials * lanes;
+    const int64_t work = domain_size(f, u);  // before the rfactor leaves a domain of `width`
+    RVar ro("ro"), ri("ri");
+    Var lane("lane");
+    if (f.num_update_definitions() == 1 && work >= 4 * width) {
+      try {
+        Stage s = f.update(u);
+        RVar r = f.rvars(u).size() == 1 ? f.rvars(u)[0] : warp_rows::fuse_all(s, f.rvars(u));
+        partials = s.split(r, ro, ri, width, TailStrategy::GuardWithIf).rfactor(ri, lane);
+      } catch (const CompileError&) {  // not provably associative: each element's sum in order
+      }
+    }
+    Var element = in_parallel(f.update(u), work);
+    if (!partials) continue;
+    partials->compute_at(f, element).vectorize(lane, width);
+    partials->update().vectorize(lane, width);
+    f.update(u).atomic().vectorize(ri);  // the partials' sum as one horizontal add
   }
 }
 

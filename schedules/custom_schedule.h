@@ -4,7 +4,8 @@
 // (reductions, and the scatters of propagate_adjoints gradients) are computed whole, at the
 // pipeline's root, before it. Their pure definitions run in parallel; an update in parallel where
 // it writes each element from that element alone (its left side is the pure vars, and it reads
-// itself only there; on CUDA a thread an element, or a warp an element summing a long domain),
+// itself only there; a long sum into each element in vector partial sums on the CPU, a warp an
+// element on CUDA),
 // as an atomic scatter on CUDA where it adds into elements its reduction domain picks, else
 // serially.
 #pragma once

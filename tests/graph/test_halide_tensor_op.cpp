@@ -31,6 +31,10 @@ BOOST_AUTO_TEST_CASE(halide_ops_over_tensors_run_eagerly_and_match_plain_loops) 
     Tensor x = random_tensor({6, 11}, t, 2, -2, 2), w = random_tensor({11}, t, 3, 0, 2);
     check_close(call_op(weighted_sumsq(), {x, w})[0], weighted_sumsq_reference(host_values(x), host_values(w)), {6},
                 "weighted_sumsq " + std::string(name(t)));
+    // Rows long enough for the CPU schedule's vector partial sums (schedules/custom_schedule.h).
+    Tensor xl = random_tensor({5, 700}, t, 26), wl = random_tensor({700}, t, 27, 0, 2);
+    check_close(call_op(weighted_sumsq(), {xl, wl})[0], weighted_sumsq_reference(host_values(xl), host_values(wl)), {5},
+                "weighted_sumsq, long rows");
     // Another size: the op's compiled function again, its sizes now symbolic.
     Tensor x2 = random_tensor({3, 4}, t, 4), w2 = random_tensor({4}, t, 5, 0, 2);
     check_close(call_op(weighted_sumsq(), {x2, w2})[0], weighted_sumsq_reference(host_values(x2), host_values(w2)), {3},
@@ -76,6 +80,10 @@ BOOST_AUTO_TEST_CASE(gradients_from_propagate_adjoints_are_the_derivatives) {
   }
   check_close(y.grad(), dy, {4, 5}, "weighted_sumsq dx");
   check_close(w.grad(), dw, {5}, "weighted_sumsq dw (a scatter over the rows)");
+  // Long rows: the forward's sums in vector partials, differentiated the same way.
+  GradcheckResult long_rows = gradcheck([](const TensorList& t) { return call_op(weighted_sumsq(), t)[0]; },
+                                        {random_tensor({2, 260}, f64, 28).requires_grad_(), random_tensor({260}, f64, 29, 0, 2).requires_grad_()});
+  BOOST_TEST(long_rows.ok, long_rows.message);
   for (const OpDef* op : {&blur_rows(), &weighted_sumsq()}) {
     TensorList in = op == &blur_rows() ? TensorList{random_tensor({3, 7}, f64, 13).requires_grad_()}
                                        : TensorList{random_tensor({3, 7}, f64, 14).requires_grad_(),
