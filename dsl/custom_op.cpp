@@ -59,7 +59,7 @@ const OpDef& register_op(CustomOp op) {
   KILN_CHECK(op.differentiable || !op.backward, "register_op: ", op.name,
              " is marked non-differentiable but has a derivative rule");
   KILN_CHECK(!(op.pointwise && op.define), "register_op: ", op.name,
-             " has two Halide definitions (CustomOp::pointwise and CustomOp::define); give one");
+             " has two definitions (a Halide expression, pointwise, and one over tensors, define); give one");
   KILN_CHECK(!find_op_def(op.name), "register_op: op '", op.name, "' is already registered");
   if (op.differentiable && !op.backward)  // recorded on the tape all the same: the error comes with backward()
     op.backward = [name = op.name](const TensorList&, const TensorList&, const TensorList&, const Attrs&,

@@ -173,9 +173,8 @@ DerivativeRule adjoint_rule(const std::string& forward) {
 }  // namespace
 
 const OpDef& register_halide_op(HalideOp op) {
-  KILN_CHECK(bool(op.pointwise) != bool(op.define), "register_halide_op: ", op.name,
-             op.define ? " has two definitions (HalideOp::pointwise and HalideOp::define); give one"
-                       : " has no definition (HalideOp::pointwise or HalideOp::define)");
+  KILN_CHECK(op.pointwise || op.define, "register_halide_op: ", op.name,
+             " has no definition (HalideOp::pointwise or HalideOp::define)");  // both: register_op says so
   KILN_CHECK(!op.define || op.shape, "register_halide_op: ", op.name,
              " is defined over whole tensors (HalideOp::define) and needs a shape rule (HalideOp::shape)");
   KILN_CHECK(op.differentiable || !op.backward, "register_halide_op: ", op.name,

@@ -221,6 +221,7 @@ void schedule_cpu(const Graph& g, const Region& r, LoweredRegion& lowered, const
   for (const LoweredGemm& gemm : lowered.gemms) gemms.insert(gemm.acc.name());
   for (ScheduleRoot& root : schedule_roots(lowered)) {
     auto gemm = std::find_if(root.inner.begin(), root.inner.end(), [&](const Func& c) { return gemms.count(c.name()) > 0; });
+    bool overwrites = std::find(r.in_place.begin(), r.in_place.end(), root.value) != r.in_place.end();
     if (gemm != root.inner.end()) {
       KILN_CHECK(root.inner.size() == 1, "kiln schedule: a GEMM's epilogue holds another reduction");
       schedule_gemm(root.func, *gemm, tuning);
@@ -231,11 +232,9 @@ void schedule_cpu(const Graph& g, const Region& r, LoweredRegion& lowered, const
       // not a transpose): plain tasks of rows, vectorized along the innermost dim.
       output.transposed_dim = -1;
       output.read_across = Func();
-      bool overwrites = std::find(r.in_place.begin(), r.in_place.end(), root.value) != r.in_place.end();
       schedule_root(output, g.values[size_t(root.value)].meta.shape, Reduces::nothing, 1, {}, overwrites, tuning);
       for (Func f : root.inner) schedule_custom_inner_cpu(f, tuning);
     } else {
-      bool overwrites = std::find(r.in_place.begin(), r.in_place.end(), root.value) != r.in_place.end();
       schedule_root(root, g.values[size_t(root.value)].meta.shape, reduction_kind(g, reducing_value(root)),
                     reduction_length(g, root.reduction >= 0 ? root.reduction : root.value), cat_chunks(g, root.value),
                     overwrites, tuning);

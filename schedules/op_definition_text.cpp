@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "dsl/halide_def.h"
 #include "schedules/lower_region.h"
@@ -26,17 +27,15 @@ bool generated(const std::string& w) {
   return true;
 }
 
-// The words of `text` in order (runs of name characters).
-std::vector<std::string> words(const std::string& text) {
-  std::vector<std::string> out;
+// `text` cut into its words (runs of name characters) and what lies between them, in order:
+// {piece, whether it is a word}. The pieces joined give the text back.
+std::vector<std::pair<std::string, bool>> pieces(const std::string& text) {
+  std::vector<std::pair<std::string, bool>> out;
   for (size_t i = 0; i < text.size();) {
-    if (!name_char(text[i])) {
-      ++i;
-      continue;
-    }
+    const bool word = name_char(text[i]);
     size_t j = i;
-    while (j < text.size() && name_char(text[j])) ++j;
-    out.push_back(text.substr(i, j - i));
+    while (j < text.size() && name_char(text[j]) == word) ++j;
+    out.emplace_back(text.substr(i, j - i), word);
     i = j;
   }
   return out;
@@ -66,24 +65,16 @@ std::string function_text(const Internal::Function& f) {
 // Generated names replaced by n0, n1, ... in the order they first appear.
 std::string canonical(const std::string& text) {
   std::map<std::string, std::string> rename;
-  std::ostringstream os;
-  for (size_t i = 0; i < text.size();) {
-    if (!name_char(text[i])) {
-      os << text[i++];
-      continue;
-    }
-    size_t j = i;
-    while (j < text.size() && name_char(text[j])) ++j;
-    std::string w = text.substr(i, j - i);
-    if (generated(w)) {
-      auto [it, fresh] = rename.emplace(w, "");
+  std::string out;
+  for (auto [piece, word] : pieces(text)) {
+    if (word && generated(piece)) {
+      auto [it, fresh] = rename.emplace(piece, "");
       if (fresh) it->second = "n" + std::to_string(rename.size() - 1);
-      w = it->second;
+      piece = it->second;
     }
-    os << w;
-    i = j;
+    out += piece;
   }
-  return os.str();
+  return out;
 }
 
 std::string tensors_text(const GraphNode& n, const Graph& g) {
@@ -102,14 +93,14 @@ std::string tensors_text(const GraphNode& n, const Graph& g) {
   Func out = n.op->define(in, n.attrs).at(0).func;
   // Every Function it calls, each once, in the order the definitions name them.
   std::map<std::string, Internal::Function> env = Internal::find_transitive_calls(out.function());
-  std::set<std::string> done;
+  std::set<std::string> done{out.name()};
   std::vector<Internal::Function> todo{out.function()};
   std::string text;
   for (size_t k = 0; k < todo.size(); ++k) {
     std::string t = function_text(todo[k]);
     text += t;
-    for (const std::string& w : words(t))
-      if (auto f = env.find(w); f != env.end() && done.insert(w).second && w != todo[k].name()) todo.push_back(f->second);
+    for (const auto& [piece, word] : pieces(t))
+      if (auto f = env.find(piece); word && f != env.end() && done.insert(piece).second) todo.push_back(f->second);
   }
   return canonical(text);
 }
