@@ -202,11 +202,18 @@ Json measure_model(const std::string& name, const BenchOptions& opts, StepTables
     double cold = infer_cold = zoo::compile_seconds(f.stats());
     double compiled = device_ms([&] { f(in); }, 2, 10, 0.5);
     if (opts.profile == "inference") profile_calls(d, [&] { f(in); });
+    // The same forward replayed as a CUDA graph (graph/cuda_graphs.h), as torch.compile's
+    // mode="reduce-overhead": the third call captures it, so three calls warm it up.
+    zoo::ZooFunction graphed =
+        zoo::compile_zoo_model(m, {.backend = "halide", .name = m.name + " graphs", .mode = "reduce-overhead"});
+    double graphs = device_ms([&] { graphed(in); }, 3, 10, 0.5);
     j.set("kiln_eager_ms", eager);
     j.set("kiln_compiled_ms", compiled);
+    j.set("kiln_graphs_ms", graphs);
     j.set("kernels", f.stats().kernels);
-    std::printf("%-18s inference: eager %.2f ms, compiled %.2f ms (%d kernels), compile %.2f s\n", name.c_str(), eager,
-                compiled, f.stats().kernels, cold);
+    std::printf("%-18s inference: eager %.2f ms, compiled %.2f ms (%d kernels), replayed as a CUDA graph %.2f ms, "
+                "compile %.2f s\n",
+                name.c_str(), eager, compiled, f.stats().kernels, graphs, cold);
   }
   j.set("kiln_compile_infer_warm_s", warm_compile_s(opts, name, false, 1));
 
@@ -232,6 +239,22 @@ Json measure_model(const std::string& name, const BenchOptions& opts, StepTables
     compiled.compile_s = zoo::compile_seconds(step.stats());  // the first step compiled it
     step_breakdown(name, d, [&] { step(in); }, tables);
   }
+  double graphs_train_ms = 0;
+  {  // the compiled step replayed as a CUDA graph (its warm-up steps capture it)
+    manual_seed(0);
+    zoo::ZooModel m = zoo::make_zoo_model(name, zoo::ZooSize::real, d);
+    TensorList in = m.make_inputs();
+    optim::AdamW opt(m.module->parameters(), {});
+    auto step = compile([&](std::vector<Tensor> xs) { return train_step(m, opt, xs, autocast); },
+                        {.backend = "halide", .name = name + " train step graphs", .mode = "reduce-overhead"});
+    Phase graphed = run_steps(d, [&] { return step(in); });
+    graphs_train_ms = median_of(graphed.step_ms);
+    double diff = losses_rel_diff(compiled.losses, graphed.losses);
+    j.set("graphs_losses_max_rel_diff", diff);
+    std::printf("%-18s train step replayed as a CUDA graph: %.2f ms, losses within %.2g of the compiled step's\n",
+                name.c_str(), graphs_train_ms, diff);
+  }
+  j.set("kiln_graphs_train_ms", graphs_train_ms);
   if (!opts.check_dir.empty() && name == "gpt2_small") check_loss_curves(name, opts, j);
   double worst = losses_rel_diff(eager.losses, compiled.losses);
   j.set("kiln_eager_train_ms", median_of(eager.step_ms));
