@@ -70,21 +70,28 @@ EagerPipelines& eager_pipelines() {
   return p;
 }
 
-// The inputs as a definition over whole tensors reads them: each extended past its edges by its
-// nearest element, so a stencil's reads stay inside the tensors it was given.
-std::vector<HalideTensor> with_edges(const std::vector<HalideTensor>& in) {
+// How a definition over whole tensors sees its inputs' edges: each input is extended past them by
+// its nearest element, so a stencil's reads stay inside the tensors it was given. The op's own
+// pipeline marks the clamps likely(), as Halide's repeat_edge does: loop partitioning then gives
+// each loop a steady state without them (with symbolic sizes, plain clamps stayed in the inner loop
+// as gathers, and RMSNorm over tensors ran 6x slower than at fixed sizes). Its gradient's
+// definition (propagate_adjoints) takes plain clamps: through likely() ones, Halide 14 dropped the
+// scatter loop when the sizes were symbolic (weighted_sumsq's dw came out zero).
+enum class Edges { likely, plain };
+
+std::vector<HalideTensor> with_edges(const std::vector<HalideTensor>& in, Edges edges) {
   std::vector<HalideTensor> out;
   for (const HalideTensor& t : in) {
     if (t.rank() == 0) {
       out.push_back(t);
       continue;
     }
-    // Halide's repeat_edge marks its clamps likely(), for loop partitioning; Halide 14 then dropped
-    // the scatter loop of a propagate_adjoints gradient through such a clamp when the sizes were
-    // symbolic (weighted_sumsq's dw came out zero). Plain clamps here.
     std::vector<Halide::Var> v = halide_vars(t.rank());
     std::vector<Halide::Expr> at;
-    for (int d = 0; d < t.rank(); ++d) at.push_back(Halide::clamp(v[size_t(d)], 0, t.shape[size_t(t.rank() - 1 - d)] - 1));
+    for (int d = 0; d < t.rank(); ++d) {
+      Halide::Expr i = edges == Edges::likely ? Halide::likely(v[size_t(d)]) : Halide::Expr(v[size_t(d)]);
+      at.push_back(Halide::clamp(i, 0, t.shape[size_t(t.rank() - 1 - d)] - 1));
+    }
     Halide::Func edged(t.func.name() + "_edges");
     edged(v) = t.func(at);
     out.push_back({edged, t.shape, t.dtype});
@@ -92,11 +99,11 @@ std::vector<HalideTensor> with_edges(const std::vector<HalideTensor>& in) {
   return out;
 }
 
-// A user's definition over whole tensors as the op's OpDef::define: inputs with edges, one output
-// of the rank the Funcs say.
-HalideDef edged(HalideDef user, std::string name) {
-  return [user = std::move(user), name = std::move(name)](const std::vector<HalideTensor>& in, const Attrs& a) {
-    std::vector<HalideTensor> out = user(with_edges(in), a);
+// A user's definition over whole tensors with its inputs' edges: one output of the rank the Funcs
+// say.
+HalideDef edged(HalideDef user, std::string name, Edges edges) {
+  return [user = std::move(user), name = std::move(name), edges](const std::vector<HalideTensor>& in, const Attrs& a) {
+    std::vector<HalideTensor> out = user(with_edges(in, edges), a);
     KILN_CHECK(out.size() == 1, name, ": its definition gave ", out.size(), " outputs; a Halide op has one");
     KILN_CHECK(out[0].func.defined() && out[0].func.outputs() == 1, name,
                ": its definition's output is not a defined Func of one value");
@@ -105,6 +112,13 @@ HalideDef edged(HalideDef user, std::string name) {
     return out;
   };
 }
+
+// Each op's definition with plain edges, for its gradient ops (registered with the op).
+std::map<std::string, HalideDef>& plain_definitions() {
+  static std::map<std::string, HalideDef> defs;
+  return defs;
+}
+std::mutex plain_definitions_mu;
 
 // The op computing dy * dy/dx_input of `forward` (registered once, on first use).
 const OpDef& adjoint_op(const std::string& forward, int input) {
@@ -119,7 +133,12 @@ const OpDef& adjoint_op(const std::string& forward, int input) {
   b.name = forward + "_grad" + std::to_string(input);
   b.num_inputs = n + 1;
   if (f.define) {  // whole tensors: propagate_adjoints of the (edged) definition over the inputs
-    b.define = [fwd = f.define, input, n, name = f.name](const std::vector<HalideTensor>& in, const Attrs& a) {
+    HalideDef plain;
+    {
+      std::lock_guard<std::mutex> plain_lock(plain_definitions_mu);
+      plain = plain_definitions().at(forward);
+    }
+    b.define = [fwd = std::move(plain), input, n, name = f.name](const std::vector<HalideTensor>& in, const Attrs& a) {
       // Each input through a Func of its own: propagate_adjoints gives adjoints of Funcs, and an
       // input may reach the definition as a pipeline's buffer.
       std::vector<HalideTensor> x;
@@ -191,8 +210,17 @@ const OpDef& register_halide_op(HalideOp op) {
   c.differentiable = op.differentiable;
   c.backward = op.backward || !op.differentiable ? std::move(op.backward) : adjoint_rule(op.name);
   c.pointwise = std::move(op.pointwise);
-  if (op.define) c.define = edged(std::move(op.define), op.name);
-  return register_op(std::move(c));
+  HalideDef plain;
+  if (op.define) {
+    plain = edged(op.define, op.name, Edges::plain);
+    c.define = edged(std::move(op.define), op.name, Edges::likely);
+  }
+  const OpDef& def = register_op(std::move(c));
+  if (plain) {
+    std::lock_guard<std::mutex> lock(plain_definitions_mu);
+    plain_definitions()[def.name] = std::move(plain);
+  }
+  return def;
 }
 
 }  // namespace kiln
