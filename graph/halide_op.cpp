@@ -28,8 +28,11 @@ class EagerPipelines {
     thread_local bool running = false;
     KILN_CHECK(!running, def.name, ": its eager pipeline ran the op through its kernel again (the compiled "
                "function fell back to eager execution)");
-    std::string key = def.name + "(" + attrs.str() + ")";
-    for (const Tensor& t : inputs) key += " " + std::string(name(t.dtype())) + "/" + std::to_string(t.dim()) + "/" + t.device().str();
+    std::string key = def.name + "(" + attrs.str() + ")", types;
+    for (const Tensor& t : inputs) {
+      key += " " + std::string(name(t.dtype())) + "/" + std::to_string(t.dim()) + "/" + t.device().str();
+      types += (types.empty() ? "" : ", ") + std::string(name(t.dtype())) + "[" + std::to_string(t.dim()) + "d]";
+    }
     Entry* e;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -39,7 +42,9 @@ class EagerPipelines {
         options.backend = "halide";
         options.fullgraph = true;
         options.recompile_limit = 1 << 20;  // sizes only: after the first change they are symbolic
-        options.name = def.name;
+        // Named by the inputs' types too: each entry numbers its graphs from 1, and the debug
+        // dump (KILN_DEBUG_DIR) names its files by the compile's name and that number.
+        options.name = def.name + " (eager, " + types + (inputs.empty() ? "" : ", " + inputs[0].device().str()) + ")";
         slot = std::make_unique<Entry>(
             [&def, attrs](const TensorList& t, const std::vector<AttrValue>&) { return dispatch(def, t, attrs); },
             options);
