@@ -192,6 +192,83 @@ void schedule_root(const ScheduleRoot& root, const Shape& shape, Reduces reduces
   }
 }
 
+// Whether every call of `callee` in `caller` reads it at the caller's own row: each index but the
+// innermost a plain pure var of the caller (no offset, no constant, no var twice).
+bool reads_own_rows(const Func& caller, const std::string& callee) {
+  class Check : public Internal::IRVisitor {
+   public:
+    Check(const Func& c, const std::string& name) : name_(name) {
+      for (const Var& v : c.args()) vars_.insert(v.name());
+    }
+    bool ok = true;
+
+   private:
+    using IRVisitor::visit;
+    void visit(const Internal::Call* c) override {
+      IRVisitor::visit(c);
+      if (c->name != name_ || c->call_type != Internal::Call::Halide) return;
+      std::set<std::string> seen;
+      for (size_t k = 1; k < c->args.size(); ++k) {
+        const Internal::Variable* v = c->args[k].as<Internal::Variable>();
+        if (!v || !vars_.count(v->name) || !seen.insert(v->name).second) ok = false;
+      }
+    }
+    std::set<std::string> vars_;
+    const std::string& name_;
+  } check(caller, callee);
+  const Internal::Definition& init = caller.function().definition();
+  for (const Expr& e : init.values()) e.accept(&check);
+  for (const Internal::Definition& u : caller.function().updates()) {
+    for (const Expr& e : u.values()) e.accept(&check);
+    for (const Expr& e : u.args()) e.accept(&check);
+  }
+  return check.ok;
+}
+
+// Row fusion: a materialized row-shaped Func (a row op's result, a value a row op reads twice)
+// that one other root alone reads, each of that root's rows from the same row of it, is computed
+// a row at a time inside its reader's row loop instead of whole beforehand. A chain of row ops
+// (norm_softmax: layer_norm, softmax, layer_norm, log_softmax) then keeps its intermediates one
+// row each, in L1, where whole they went through memory. Per root: the root it is computed in, or
+// -1. Not for outputs, GEMMs, transposes, column reductions, cats, ops computed in place or a
+// user's Halide definitions.
+std::vector<int> fused_rows(const Graph& g, const Region& r, const LoweredRegion& lowered,
+                            const std::vector<ScheduleRoot>& roots, const std::set<std::string>& gemms) {
+  std::vector<int> into(roots.size(), -1), readers(roots.size(), 0), reader(roots.size(), -1);
+  for (size_t j = 0; j < roots.size(); ++j)
+    for (int k : roots[j].reads) ++readers[size_t(k)], reader[size_t(k)] = int(j);
+  auto row_shaped = [&](const ScheduleRoot& root) {
+    const Shape& shape = g.values[size_t(root.value)].meta.shape;
+    bool gemm = std::any_of(root.inner.begin(), root.inner.end(), [&](const Func& c) { return gemms.count(c.name()) > 0; });
+    bool in_place = std::find(r.in_place.begin(), r.in_place.end(), root.value) != r.in_place.end();
+    return shape.size() >= 2 && !gemm && !in_place && root.transposed_dim < 0 && root.reduction < 0 &&
+           !custom_definition(g, root.value) && cat_chunks(g, root.value).width == 0 &&
+           reduction_kind(g, reducing_value(root)) != Reduces::columns;
+  };
+  for (size_t k = lowered.outputs.size(); k < roots.size(); ++k) {
+    int j = reader[k];
+    if (readers[k] != 1 || j < 0 || !row_shaped(roots[k]) || !row_shaped(roots[size_t(j)])) continue;
+    if (g.values[size_t(roots[k].value)].meta.shape != g.values[size_t(roots[size_t(j)].value)].meta.shape) continue;
+    const std::string& name = roots[k].func.name();
+    bool own_rows = true;
+    for (const Func& c : root_funcs(roots[size_t(j)])) own_rows = own_rows && reads_own_rows(c, name);
+    if (own_rows) into[k] = j;
+  }
+  return into;
+}
+
+// A root computed a row at a time in its reader's row loop (fused_rows): its row vectorized, its
+// row reductions per row.
+void schedule_fused_row(const ScheduleRoot& root, const Func& reader, const Var& reader_row, const CpuTuning& tuning) {
+  Func f = root.func;
+  std::vector<Var> v = pure_vars(f);
+  f.compute_at(reader, reader_row).vectorize(v[0], vector_lanes(f, tuning), TailStrategy::GuardWithIf);
+  for (Func g : root.inner) {
+    g.compute_at(f, v.back());
+    vector_partials(g, tuning);
+  }
+}
+
 // A GEMM's tiles, computed in f (the matmul's value or the last op of its epilogue): tasks of
 // 32-column panels in parallel; in each, tiles of MR rows by 32 columns whose accumulators stay
 // in registers while k runs (acc), the epilogue applied to each tile as it is stored.
@@ -219,7 +296,17 @@ void schedule_gemm(Func f, Func acc, const CpuTuning& tuning) {
 void schedule_cpu(const Graph& g, const Region& r, LoweredRegion& lowered, const CpuTuning& tuning) {
   std::set<std::string> gemms;
   for (const LoweredGemm& gemm : lowered.gemms) gemms.insert(gemm.acc.name());
-  for (ScheduleRoot& root : schedule_roots(lowered)) {
+  std::vector<ScheduleRoot> roots = schedule_roots(lowered);
+  std::vector<int> into = tuning.fuse_rows ? fused_rows(g, r, lowered, roots, gemms) : std::vector<int>(roots.size(), -1);
+  for (size_t k = 0; k < roots.size(); ++k) {
+    ScheduleRoot& root = roots[k];
+    if (into[k] >= 0) {
+      // The reader's row loop: its own rows' var where it is fused too, else its task's row (t).
+      int j = into[k];
+      std::vector<Var> rv = pure_vars(roots[size_t(j)].func);
+      schedule_fused_row(root, roots[size_t(j)].func, into[size_t(j)] >= 0 ? rv.back() : Var("t"), tuning);
+      continue;
+    }
     auto gemm = std::find_if(root.inner.begin(), root.inner.end(), [&](const Func& c) { return gemms.count(c.name()) > 0; });
     bool overwrites = std::find(r.in_place.begin(), r.in_place.end(), root.value) != r.in_place.end();
     if (gemm != root.inner.end()) {
@@ -228,10 +315,6 @@ void schedule_cpu(const Graph& g, const Region& r, LoweredRegion& lowered, const
     } else if (custom_definition(g, root.value)) {  // a user's op: its reductions whole, then its output
       ScheduleRoot output = root;
       output.inner.clear();
-      // Its definition's reads are its own (a per-row value read along the rows is a broadcast,
-      // not a transpose): plain tasks of rows, vectorized along the innermost dim.
-      output.transposed_dim = -1;
-      output.read_across = Func();
       schedule_root(output, g.values[size_t(root.value)].meta.shape, Reduces::nothing, 1, {}, overwrites, tuning);
       for (Func f : root.inner) schedule_custom_inner_cpu(f, tuning);
     } else {

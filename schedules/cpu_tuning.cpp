@@ -23,6 +23,9 @@ const std::vector<CpuTunable>& cpu_tunables() {
       {"cpu.column.task", 8, 8192, [](const T& t) { return int64_t(t.columns_per_task); },
        [](T& t, int64_t v) { t.columns_per_task = int(v); }, "a column reduction's task, in columns",
        {32, 64, 128, 256, 512}},
+      {"cpu.row.fuse", 0, 1, [](const T& t) { return int64_t(t.fuse_rows); }, [](T& t, int64_t v) { t.fuse_rows = v != 0; },
+       "0 computes every row op's intermediate whole before its reader",
+       {0, 1}},
   };
   return table;
 }

@@ -28,6 +28,9 @@ struct CpuTuning {
   // A column reduction's task, in columns: 8 AVX-512 vectors (measured: 64 to 256 alike, 1.8-1.9
   // ms on softmax(2048², 0); one vector per task 2.9 ms).
   int columns_per_task = 128;
+  // A row op's intermediate that one row op alone reads, row by row, computed a row at a time in
+  // its reader's row loop (cpu_schedule.cpp: fused_rows) instead of whole beforehand.
+  bool fuse_rows = true;
 };
 
 // One tunable: its directive, range (0..1 for a flag) and what it sets.

@@ -30,8 +30,9 @@ std::vector<Func> calls_until(const Func& f, const std::set<std::string>& stop) 
 }
 
 // Which of f's dims a read across a layout follows: a call whose innermost index (simplified)
-// follows that dim of f instead of f's innermost (a transpose, a permute), or 1 for a read of an
-// input stored with a non-dense innermost dim; -1 when every read is along f's layout.
+// follows that dim of f instead of f's innermost while another index follows f's innermost (a
+// transpose, a permute), or 1 for a read of an input stored with a non-dense innermost dim; -1
+// when every read is along f's layout or broadcast along it.
 class ReadsAcross : public Internal::IRVisitor {
  public:
   ReadsAcross(const Func& f, const std::set<std::string>& transposed_inputs)
@@ -50,6 +51,11 @@ class ReadsAcross : public Internal::IRVisitor {
     if (c->args.empty()) return;
     Expr inner = Internal::simplify(c->args[0]);
     if (Internal::expr_uses_var(inner, vars_[0].name())) return;
+    // f's innermost var in none of the indices: the read broadcasts along f's rows (each element
+    // of a row reads the row's mean), it does not cross the layout.
+    bool walks_rows = false;
+    for (size_t k = 1; k < c->args.size(); ++k) walks_rows = walks_rows || Internal::expr_uses_var(c->args[k], vars_[0].name());
+    if (!walks_rows) return;
     for (size_t d = 1; d < vars_.size() && dim < 0; ++d)
       if (Internal::expr_uses_var(inner, vars_[d].name())) dim = int(d);
     if (dim < 0 || c->call_type != Internal::Call::Halide) return;
