@@ -12,7 +12,9 @@
 #include "dsl/error.h"
 #include "dsl/profiler.h"
 #include "graph/logs.h"
+#include "dsl/cuda/cuda_context.h"
 #include "schedules/in_place.h"
+#include "schedules/kept_outputs.h"
 #include "schedules/step_timing.h"
 
 namespace kiln {
@@ -102,6 +104,14 @@ class GraphExecutor final : public CompiledGraph {
       for (int v : s.region.outputs) output_dims_[v] = graph.shape_env->canonical(graph.values[size_t(v)].sym);
     plan_releases();
     on_cuda_ = graph.on_cuda();
+    for (const Value& v : graph.values)
+      if (v.meta.device.is_cuda()) {
+        cuda_index_ = v.meta.device.index;
+        break;
+      }
+    for (const ExecutorStep& s : steps_)
+      kept_.push_back(s.node < 0 && keeps_outputs(graph, s.region, in_place_, over_) ? std::make_unique<KeptOutputs>()
+                                                                                     : nullptr);
   }
 
   int kernel_count() const override {
@@ -143,6 +153,8 @@ class GraphExecutor final : public CompiledGraph {
         if (s.packed_b) args[1] = s.packed_b->get(args[1]);
         TensorList outs = dispatch(*n.op, args, n.attrs);
         for (size_t k = 0; k < n.outputs.size(); ++k) values[size_t(n.outputs[k])] = outs[k];
+      } else if (kept_[si] && !capturing()) {
+        run_kept_region(s, *kept_[si], symbols, values, into);
       } else {
         run_region(s, symbols, values, into);
       }
@@ -216,6 +228,25 @@ class GraphExecutor final : public CompiledGraph {
     s.jit(tensors, sizes);
   }
 
+  // A region of parameters only (kept_outputs.h): its outputs from the last call while the
+  // parameters are unchanged, else computed and kept.
+  void run_kept_region(const ExecutorStep& s, KeptOutputs& kept, const std::vector<int64_t>& symbols,
+                       std::vector<Tensor>& values, const std::map<int, Tensor>& into) const {
+    std::vector<Tensor> inputs;
+    for (int v : s.region.inputs) inputs.push_back(values[size_t(v)]);
+    std::vector<Tensor> outputs = kept.get(inputs);
+    if (outputs.size() == s.region.outputs.size()) {
+      for (size_t k = 0; k < outputs.size(); ++k) values[size_t(s.region.outputs[k])] = outputs[k];
+      return;
+    }
+    std::vector<uint64_t> versions = KeptOutputs::versions(inputs);
+    run_region(s, symbols, values, into);
+    for (int v : s.region.outputs) outputs.push_back(values[size_t(v)]);
+    kept.put(inputs, versions, std::move(outputs));
+  }
+
+  bool capturing() const { return on_cuda_ && cuda_graph_capturing(cuda_index_); }
+
   // The tensor output v is computed into: the input it overwrites (in_place_), the dying
   // intermediate whose memory it takes when nothing else holds that memory now (over_), or a new one.
   Tensor memory_for(int v, const Shape& shape, const std::vector<Tensor>& values, const std::map<int, Tensor>& into) const {
@@ -245,9 +276,11 @@ class GraphExecutor final : public CompiledGraph {
   const std::shared_ptr<const Graph>& g_;
   const std::vector<ExecutorStep>& steps_;
   bool on_cuda_ = false;
+  int cuda_index_ = 0;  // the device of its CUDA values
   std::vector<SymbolSource> symbol_sources_;
   std::map<int, SymShape> output_dims_;
   std::vector<std::vector<int>> released_after_;  // per step: the values no later step reads
+  std::vector<std::unique_ptr<KeptOutputs>> kept_;  // per step: its kept outputs (kept_outputs.h), or null
   // Outputs computed into an input's tensor (in_place.h): value -> the input positions bound to it.
   const std::map<int, std::vector<int>>& in_place_;
   const std::map<int, int>& over_;  // outputs computed over a dying intermediate: value -> that intermediate

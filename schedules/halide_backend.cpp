@@ -20,6 +20,7 @@
 #include "schedules/gemm_layout.h"
 #include "schedules/graph_executor.h"
 #include "schedules/in_place.h"
+#include "schedules/kept_outputs.h"
 #include "schedules/jit_target.h"
 #include "schedules/object_export.h"
 #include "schedules/pipeline_memory.h"
@@ -106,6 +107,14 @@ class HalideBackend final : public Backend {
     if (!in_place.empty()) fusion += std::to_string(in_place.size()) + " written outputs computed in place\n";
     for (const auto& [v, x] : over)
       fusion += "%" + std::to_string(v) + " is computed over %" + std::to_string(x) + " (its last read)\n";
+    int region_index = 0;
+    for (const PlannedStep& p : plan) {
+      if (p.node >= 0) continue;
+      if (keeps_outputs(*g, p.region, in_place, over))
+        fusion += "region " + std::to_string(region_index) +
+                  " reads parameters only: its outputs are kept between calls while they are unchanged\n";
+      ++region_index;
+    }
     log_line(LogChannel::fusion, options.label + ":\n" + fusion);
     debug_dump(options.label + ".fusion", "txt", fusion);
     for (PlannedStep& p : plan) {
