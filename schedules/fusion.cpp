@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 
+#include "schedules/kept_outputs.h"
 #include "schedules/lower_region.h"
 
 namespace kiln {
@@ -315,7 +316,29 @@ std::vector<PlannedStep> plan_fusion(const Graph& g) {
     deferred.clear();
     deferred_values.clear();
   };
+  // Nodes that read parameters only (captured inputs, or such nodes' results), in graphs that keep
+  // such regions' outputs between calls (kept_outputs.h): regions of their own, first, at most
+  // kIndependentSplitOps nodes each, so that no activation joins them (autocast's weight casts
+  // were traced beside the activations' casts and shared their regions).
+  std::vector<bool> of_parameters(g.nodes.size(), false);
+  if (graph_keeps_outputs(g)) {
+    std::set<int> params, outputs(g.outputs.begin(), g.outputs.end());
+    for (const GraphInput& in : g.inputs)
+      if (in.kind == InputKind::captured) params.insert(in.value);
+    for (size_t i = 0; i < g.nodes.size(); ++i) {
+      const GraphNode& n = g.nodes[i];
+      if (!reason[i].empty() || n.inputs.empty()) continue;
+      bool reads = std::all_of(n.inputs.begin(), n.inputs.end(), [&](int v) { return params.count(v) > 0; });
+      bool returned = std::any_of(n.outputs.begin(), n.outputs.end(), [&](int v) { return outputs.count(v) > 0; });
+      if (!reads || returned) continue;
+      of_parameters[i] = true;
+      params.insert(n.outputs.begin(), n.outputs.end());
+      if (steps.empty() || steps.back().region.nodes.size() >= kIndependentSplitOps) steps.push_back({});
+      steps.back().region.nodes.push_back(int(i));
+    }
+  }
   for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (of_parameters[i]) continue;
     const GraphNode& n = g.nodes[i];
     bool reads_deferred = std::any_of(n.inputs.begin(), n.inputs.end(), [&](int v) { return deferred_values.count(v) > 0; });
     size_t ops = open >= 0 ? steps[size_t(open)].region.nodes.size() : 0;

@@ -9,9 +9,11 @@ namespace {
 std::atomic<int64_t> reused{0};
 }  // namespace
 
+bool graph_keeps_outputs(const Graph& g) { return !g.trains && g.writes.empty(); }
+
 bool keeps_outputs(const Graph& g, const Region& r, const std::map<int, std::vector<int>>& in_place,
                    const std::map<int, int>& over) {
-  if (g.trains || !g.writes.empty() || r.inputs.empty() || r.outputs.empty()) return false;
+  if (!graph_keeps_outputs(g) || r.inputs.empty() || r.outputs.empty()) return false;
   for (int v : r.inputs) {
     auto in = std::find_if(g.inputs.begin(), g.inputs.end(), [&](const GraphInput& i) { return i.value == v; });
     if (in == g.inputs.end() || in->kind != InputKind::captured) return false;

@@ -23,6 +23,8 @@
 
 namespace kiln {
 
+// Whether g may keep any region's outputs between calls: not a training step, writes no input.
+bool graph_keeps_outputs(const Graph& g);
 // Whether region r of g keeps its outputs between calls (the rules above).
 bool keeps_outputs(const Graph& g, const Region& r, const std::map<int, std::vector<int>>& in_place,
                    const std::map<int, int>& over);

@@ -71,3 +71,29 @@ BOOST_AUTO_TEST_CASE(graphs_that_write_their_parameters_keep_nothing) {
   }
   BOOST_TEST(kept_outputs_reused() == reused);
 }
+
+BOOST_AUTO_TEST_CASE(autocast_weight_casts_are_kept) {
+  // Under bf16 autocast each matmul casts its weight: the casts read parameters only, so they get
+  // regions of their own (not the activations' casts beside them) and are kept between calls.
+  Tensor w1 = random_tensor({32, 24}, f32, 8), w2 = random_tensor({24, 16}, f32, 9);
+  NoGradGuard no_grad;
+  AutocastGuard autocast(Device::cpu(), bf16);
+  auto f = compile([&](const Tensor& x) { return matmul(relu(matmul(x, w1)), w2); }, {.backend = "halide", .name = "casts"});
+  Tensor x = random_tensor({16, 32}, f32, 10);
+  f(x);
+  int64_t reused = kept_outputs_reused();
+  Tensor got = f(x);
+  BOOST_TEST(kept_outputs_reused() == reused + 1);  // one region: both weights' casts
+  // The same products on bf16-rounded operands, in double.
+  auto bf16_values = [](const Tensor& t) { return host_values(t.to(bf16)); };
+  std::vector<double> xv = bf16_values(x), w1v = bf16_values(w1), w2v = bf16_values(w2), h(16 * 24, 0.0), want(16 * 16, 0.0);
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 24; ++j) {
+      for (int k = 0; k < 32; ++k) h[size_t(i * 24 + j)] += xv[size_t(i * 32 + k)] * w1v[size_t(k * 24 + j)];
+      h[size_t(i * 24 + j)] = host_values(full({1}, std::max(0.0, h[size_t(i * 24 + j)])).to(bf16))[0];
+    }
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 16; ++j)
+      for (int k = 0; k < 24; ++k) want[size_t(i * 16 + j)] += h[size_t(i * 24 + k)] * w2v[size_t(k * 16 + j)];
+  check_close(got.to(f32), want, {16, 16}, tolerance(bf16), "matmul(relu(matmul(x, w1)), w2) under bf16 autocast");
+}
