@@ -239,10 +239,10 @@ class GraphExecutor final : public CompiledGraph {
       for (size_t k = 0; k < outputs.size(); ++k) values[size_t(s.region.outputs[k])] = outputs[k];
       return;
     }
-    std::vector<uint64_t> versions = KeptOutputs::versions(inputs);
+    std::vector<TensorStamp> sources = KeptOutputs::stamps(inputs);
     run_region(s, symbols, values, into);
     for (int v : s.region.outputs) outputs.push_back(values[size_t(v)]);
-    kept.put(inputs, versions, std::move(outputs));
+    kept.put(std::move(sources), std::move(outputs));
   }
 
   bool capturing() const { return on_cuda_ && cuda_graph_capturing(cuda_index_); }

@@ -24,34 +24,24 @@ bool keeps_outputs(const Graph& g, const Region& r, const std::map<int, std::vec
   return true;
 }
 
-std::vector<uint64_t> KeptOutputs::versions(const std::vector<Tensor>& inputs) {
-  std::vector<uint64_t> out;
-  for (const Tensor& t : inputs) out.push_back(t.impl().storage->version.load());
+std::vector<TensorStamp> KeptOutputs::stamps(const std::vector<Tensor>& inputs) {
+  std::vector<TensorStamp> out;
+  for (const Tensor& t : inputs) out.push_back(TensorStamp::of(t));
   return out;
 }
 
 std::vector<Tensor> KeptOutputs::get(const std::vector<Tensor>& inputs) const {
   std::lock_guard<std::mutex> lock(mu_);
   if (outputs_.empty() || sources_.size() != inputs.size()) return {};
-  for (size_t k = 0; k < inputs.size(); ++k) {
-    const TensorImpl& t = inputs[k].impl();
-    const Source& s = sources_[k];
-    if (s.storage.lock() != t.storage || s.version != t.storage->version.load() || s.shape != t.shape ||
-        s.strides != t.strides || s.offset != t.offset)
-      return {};
-  }
+  for (size_t k = 0; k < inputs.size(); ++k)
+    if (!sources_[k].matches(inputs[k])) return {};
   ++reused;
   return outputs_;
 }
 
-void KeptOutputs::put(const std::vector<Tensor>& inputs, const std::vector<uint64_t>& versions,
-                      std::vector<Tensor> outputs) {
+void KeptOutputs::put(std::vector<TensorStamp> sources, std::vector<Tensor> outputs) {
   std::lock_guard<std::mutex> lock(mu_);
-  sources_.clear();
-  for (size_t k = 0; k < inputs.size(); ++k) {
-    const TensorImpl& t = inputs[k].impl();
-    sources_.push_back({t.storage, versions[k], t.shape, t.strides, t.offset});
-  }
+  sources_ = std::move(sources);
   outputs_ = std::move(outputs);
 }
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "dsl/tensor.h"
+#include "dsl/tensor_stamp.h"
 #include "graph/graph.h"
 #include "schedules/region.h"
 
@@ -34,21 +35,14 @@ class KeptOutputs {
   // The outputs stored from inputs that are still the same tensors at the same versions, or
   // nothing (empty).
   std::vector<Tensor> get(const std::vector<Tensor>& inputs) const;
-  // Stores outputs computed from inputs, whose versions were read before they were computed.
-  void put(const std::vector<Tensor>& inputs, const std::vector<uint64_t>& versions, std::vector<Tensor> outputs);
-  // The versions of inputs now (read before computing the outputs to put).
-  static std::vector<uint64_t> versions(const std::vector<Tensor>& inputs);
+  // Stores outputs computed from inputs stamped before they were computed.
+  void put(std::vector<TensorStamp> sources, std::vector<Tensor> outputs);
+  // The stamps of inputs now (taken before computing the outputs to put).
+  static std::vector<TensorStamp> stamps(const std::vector<Tensor>& inputs);
 
  private:
-  struct Source {
-    std::weak_ptr<Storage> storage;
-    uint64_t version = 0;
-    Shape shape;
-    Strides strides;
-    int64_t offset = 0;
-  };
   mutable std::mutex mu_;
-  std::vector<Source> sources_;
+  std::vector<TensorStamp> sources_;
   std::vector<Tensor> outputs_;
 };
 

@@ -41,14 +41,9 @@ bool packs_weight(const Graph& g, const GraphNode& n) {
 
 Tensor PackedWeight::get(const Tensor& b) const {
   std::lock_guard<std::mutex> lock(mu_);
-  const TensorImpl& t = b.impl();
-  bool same = storage_.lock() == t.storage && version_ == t.storage->version.load() && shape_ == t.shape &&
-              strides_ == t.strides && offset_ == t.offset;
-  if (!same) {
-    version_ = t.storage->version.load();  // read before the copy: a write during it repacks next time
+  if (!source_.matches(b)) {
+    source_ = TensorStamp::of(b);  // taken before the copy: a write during it repacks next time
     packed_ = layout_ == Layout::panels ? pack_panels(b) : b.contiguous();
-    storage_ = t.storage;
-    shape_ = t.shape, strides_ = t.strides, offset_ = t.offset;
   }
   return packed_;
 }

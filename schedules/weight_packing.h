@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "dsl/tensor.h"
+#include "dsl/tensor_stamp.h"
 #include "graph/graph.h"
 
 namespace kiln {
@@ -37,11 +38,7 @@ class PackedWeight {
  private:
   Layout layout_;
   mutable std::mutex mu_;
-  mutable std::weak_ptr<Storage> storage_;
-  mutable uint64_t version_ = 0;
-  mutable Shape shape_;
-  mutable Strides strides_;
-  mutable int64_t offset_ = 0;
+  mutable TensorStamp source_;  // the b that packed_ was made from
   mutable Tensor packed_;
 };
 
