@@ -118,15 +118,9 @@ HalideDef edged(HalideDef user, std::string name, Edges edges) {
   };
 }
 
-// Each op's definition with plain edges, for its gradient ops (registered with the op).
-std::map<std::string, HalideDef>& plain_definitions() {
-  static std::map<std::string, HalideDef> defs;
-  return defs;
-}
-std::mutex plain_definitions_mu;
-
-// The op computing dy * dy/dx_input of `forward` (registered once, on first use).
-const OpDef& adjoint_op(const std::string& forward, int input) {
+// The op computing dy * dy/dx_input of `forward` (registered once, on first use); `plain` is
+// forward's definition over whole tensors with plain edges (none for a pointwise op).
+const OpDef& adjoint_op(const std::string& forward, int input, const HalideDef& plain) {
   static std::mutex mu;
   static std::map<std::pair<std::string, int>, const OpDef*> made;
   std::lock_guard<std::mutex> lock(mu);
@@ -138,12 +132,7 @@ const OpDef& adjoint_op(const std::string& forward, int input) {
   b.name = forward + "_grad" + std::to_string(input);
   b.num_inputs = n + 1;
   if (f.define) {  // whole tensors: propagate_adjoints of the (edged) definition over the inputs
-    HalideDef plain;
-    {
-      std::lock_guard<std::mutex> plain_lock(plain_definitions_mu);
-      plain = plain_definitions().at(forward);
-    }
-    b.define = [fwd = std::move(plain), input, n, name = f.name](const std::vector<HalideTensor>& in, const Attrs& a) {
+    b.define = [fwd = plain, input, n, name = f.name](const std::vector<HalideTensor>& in, const Attrs& a) {
       // Each input through a Func of its own: propagate_adjoints gives adjoints of Funcs, and an
       // input may reach the definition as a pipeline's buffer.
       std::vector<HalideTensor> x;
@@ -177,8 +166,8 @@ const OpDef& adjoint_op(const std::string& forward, int input) {
   return *def;
 }
 
-DerivativeRule adjoint_rule(const std::string& forward) {
-  return [forward](const TensorList& inputs, const TensorList&, const TensorList& grads, const Attrs& attrs,
+DerivativeRule adjoint_rule(const std::string& forward, HalideDef plain) {
+  return [forward, plain = std::move(plain)](const TensorList& inputs, const TensorList&, const TensorList& grads, const Attrs& attrs,
                    const std::vector<bool>& needed) {
     TensorList dx(inputs.size());
     if (!grads.at(0).defined()) return dx;
@@ -186,7 +175,7 @@ DerivativeRule adjoint_rule(const std::string& forward) {
       if (!needed[i] || !is_floating(inputs[i].dtype())) continue;
       TensorList args = inputs;
       args.push_back(grads[0]);
-      Tensor d = dispatch(adjoint_op(forward, int(i)), args, attrs)[0];
+      Tensor d = dispatch(adjoint_op(forward, int(i), plain), args, attrs)[0];
       d = sum_to(d, inputs[i].shape());
       dx[i] = d.dtype() == inputs[i].dtype() ? d : d.to(inputs[i].dtype());
     }
@@ -212,20 +201,15 @@ const OpDef& register_halide_op(HalideOp op) {
   c.cpu = c.cuda = [name = op.name](const TensorList& in, const Attrs& a) {
     return eager_pipelines().run(op_def(name), in, a);
   };
-  c.differentiable = op.differentiable;
-  c.backward = op.backward || !op.differentiable ? std::move(op.backward) : adjoint_rule(op.name);
-  c.pointwise = std::move(op.pointwise);
   HalideDef plain;
   if (op.define) {
     plain = edged(op.define, op.name, Edges::plain);
     c.define = edged(std::move(op.define), op.name, Edges::likely);
   }
-  const OpDef& def = register_op(std::move(c));
-  if (plain) {
-    std::lock_guard<std::mutex> lock(plain_definitions_mu);
-    plain_definitions()[def.name] = std::move(plain);
-  }
-  return def;
+  c.differentiable = op.differentiable;
+  c.backward = op.backward || !op.differentiable ? std::move(op.backward) : adjoint_rule(op.name, std::move(plain));
+  c.pointwise = std::move(op.pointwise);
+  return register_op(std::move(c));
 }
 
 }  // namespace kiln
