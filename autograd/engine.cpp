@@ -1,5 +1,6 @@
 #include "autograd/engine.h"
 
+#include <functional>
 #include <optional>
 #include <unordered_map>
 #include <utility>
@@ -74,6 +75,58 @@ BackwardNodeObserver* set_backward_node_observer(BackwardNodeObserver* observer)
   return observer;
 }
 
+namespace {
+
+// The backward pass running on this thread: its queued callbacks, and for the leaves with
+// grad-ready hooks, how many of their incoming edges are still to come.
+struct Pass {
+  std::vector<std::function<void()>> callbacks;
+  std::unordered_map<TensorImpl*, int> edges_left;
+  std::unordered_set<TensorImpl*> reached;  // leaves that got a gradient in this pass
+};
+thread_local Pass* current_pass = nullptr;
+
+bool hooked(const Edge& e) { return e.leaf && e.leaf->autograd && !e.leaf->autograd->grad_ready_hooks.empty(); }
+
+void fire_grad_ready(const std::shared_ptr<TensorImpl>& leaf) {
+  Tensor t(leaf);
+  for (const auto& hook : std::vector(leaf->autograd->grad_ready_hooks)) hook(t);
+}
+
+// One of a hooked leaf's edges is done (its gradient accumulated, or none came along it).
+void edge_done(Pass& pass, const Edge& e, bool gave_gradient) {
+  if (!hooked(e)) return;
+  if (gave_gradient) pass.reached.insert(e.leaf.get());
+  if (--pass.edges_left[e.leaf.get()] == 0 && pass.reached.count(e.leaf.get())) fire_grad_ready(e.leaf);
+}
+
+// Runs the pass's queued callbacks when it ends, and forgets them if it failed.
+class PassScope {
+ public:
+  PassScope() : outer_(current_pass) { current_pass = &pass_; }
+  ~PassScope() { current_pass = outer_; }
+  Pass& pass() { return pass_; }
+  void finish() {
+    // A callback may queue another (as PyTorch's queue_callback allows): run until none is left.
+    for (size_t i = 0; i < pass_.callbacks.size(); ++i) {
+      std::function<void()> fn = std::move(pass_.callbacks[i]);
+      fn();
+    }
+    pass_.callbacks.clear();
+  }
+
+ private:
+  Pass pass_;
+  Pass* outer_;
+};
+
+}  // namespace
+
+void queue_backward_callback(std::function<void()> fn) {
+  KILN_CHECK(current_pass, "queue_backward_callback: no backward pass is running on this thread");
+  current_pass->callbacks.push_back(std::move(fn));
+}
+
 void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph, bool create_graph) {
   Edge edge = edge_of(root);
   KILN_CHECK(edge.defined(), "backward: the tensor (shape ", to_string(root.shape()),
@@ -94,16 +147,27 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph,
              "saves detached tensors)");
   NoGradGuard no_grad;
   AutocastSuspended no_autocast;  // derivative rules follow the forward's dtypes, as PyTorch's backward
+  PassScope scope;
+  Pass& pass = scope.pass();
   if (edge.leaf) {
     accumulate_into_leaf(edge.leaf, g);
+    if (hooked(edge)) fire_grad_ready(edge.leaf);
+    scope.finish();
     return;
   }
   std::unordered_map<Node*, TensorList> pending;
   pending[edge.node.get()].resize(size_t(edge.output_nr) + 1);
   pending[edge.node.get()][edge.output_nr] = g;
-  for (Node* node : topological_order(edge.node.get())) {
+  std::vector<Node*> order = topological_order(edge.node.get());
+  for (Node* node : order)
+    for (const Edge& e : node->next)
+      if (hooked(e)) ++pass.edges_left[e.leaf.get()];
+  for (Node* node : order) {
     auto it = pending.find(node);
-    if (it == pending.end()) continue;  // no gradient reached it
+    if (it == pending.end()) {  // no gradient reached it
+      for (const Edge& e : node->next) edge_done(pass, e, false);
+      continue;
+    }
     TensorList grads;
     {
       Observed observed([node] { return node->name(); });
@@ -114,17 +178,19 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph,
     pending.erase(it);
     for (size_t i = 0; i < node->next.size(); ++i) {
       const Edge& e = node->next[i];
-      if (!e.defined() || i >= grads.size() || !grads[i].defined()) continue;
-      if (e.leaf) {
+      bool has = e.defined() && i < grads.size() && grads[i].defined();
+      if (has && e.leaf) {
         accumulate_into_leaf(e.leaf, grads[i]);
-      } else {
+      } else if (has) {
         TensorList& slot = pending[e.node.get()];
         if (slot.size() <= size_t(e.output_nr)) slot.resize(size_t(e.output_nr) + 1);
         slot[e.output_nr] = accumulate(slot[e.output_nr], grads[i]);
       }
+      edge_done(pass, e, has);
     }
     if (!retain_graph) node->release();
   }
+  scope.finish();
 }
 
 }  // namespace kiln

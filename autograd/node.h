@@ -27,6 +27,9 @@ struct Edge {
 struct AutogradMeta {
   bool requires_grad = false;
   Tensor grad;                    // leaves: the accumulated gradient
+  // Leaves: called once a backward pass has accumulated its last gradient into grad()
+  // (Tensor::on_grad_ready).
+  std::vector<std::function<void(const Tensor&)>> grad_ready_hooks;
   std::shared_ptr<Node> grad_fn;  // non-leaves: the node that made this tensor
   int output_nr = 0;
 };

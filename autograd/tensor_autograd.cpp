@@ -39,6 +39,17 @@ void Tensor::set_grad(const Tensor& g) const {
   m->grad = g;
 }
 
+void Tensor::on_grad_ready(std::function<void(const Tensor&)> hook) const {
+  KILN_CHECK(is_leaf() && requires_grad(), "on_grad_ready: only leaves that require grad take gradient hooks (this "
+             "tensor ", is_leaf() ? "does not require grad" : "was made by " + grad_fn_name(), ")");
+  impl().autograd->grad_ready_hooks.push_back(std::move(hook));
+}
+
+bool Tensor::has_grad_ready_hooks() const {
+  const auto& m = impl().autograd;
+  return m && !m->grad_ready_hooks.empty();
+}
+
 bool Tensor::is_leaf() const {
   const auto& m = impl().autograd;
   return !m || !m->grad_fn;

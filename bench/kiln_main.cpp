@@ -12,6 +12,7 @@
 
 #include "bench/commands.h"
 #include "bench/crash_stack.h"
+#include "dsl/distributed/launch.h"
 #include "dsl/error.h"
 #include "dsl/settings.h"
 
@@ -81,6 +82,11 @@ commands:
         graph_break_where, dynamic_shapes); --dump writes each graph's text and dot to DIR and,
         for a zoo model compiled on the halide backend, its fusion plan and each region's
         schedule source, stmt, stmt_html and assembly
+  run --nproc N [--no-prefix] PROGRAM [ARGS...]
+        starts N copies of PROGRAM for data-parallel training, as torchrun does: each with RANK,
+        LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT (a free port) set; their output comes
+        line by line prefixed "[rank k] "; when one fails the others are stopped, and its exit
+        status is kiln run's
   settings
         every environment variable kiln reads: its default, what it does, and its value here
   help  this text
@@ -155,6 +161,17 @@ int main(int argc, char** argv) {
       return kiln::bench::run_demo(o);
     }
     if (args[0] == "bench" && args.size() >= 2 && args[1] == "first-op") return kiln::bench::run_first_op();
+    if (args[0] == "run") {
+      kiln::distributed::LaunchOptions o;
+      size_t i = 1;
+      for (; i < args.size() && args[i].rfind("--", 0) == 0; ++i) {
+        if (args[i] == "--nproc") o.nproc = std::stoi(value(i));
+        else if (args[i] == "--no-prefix") o.prefix_output = false;
+        else kiln::throw_error("kiln run: unknown option '", args[i], "'");
+      }
+      KILN_CHECK(i < args.size(), "kiln run: name the program to start (kiln run --nproc N PROGRAM ARGS...)");
+      return kiln::distributed::launch(std::vector<std::string>(args.begin() + ptrdiff_t(i), args.end()), o);
+    }
     if (args[0] == "settings") {
       KILN_CHECK(args.size() == 1, "kiln settings: takes no options");
       std::cout << kiln::settings_text();

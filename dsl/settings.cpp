@@ -63,6 +63,13 @@ const std::vector<SettingInfo>& settings() {
       {"KILN_GPU_COLUMN_UNROLL", "16", "GPU column reduction: a thread's serial sum unrolled (1-16)"},
       {"KILN_GPU_WARP_COMBINE_SERIAL", "0",
        "GPU row schedule: 1 combines a warp row's lane sums one at a time instead of shuffled as a vector"},
+      {"RANK", "none", "distributed: this process's rank (0 to WORLD_SIZE - 1); set by `kiln run` or torchrun"},
+      {"WORLD_SIZE", "none", "distributed: the number of processes of the job"},
+      {"LOCAL_RANK", "RANK", "distributed: this process's index on its host (its CUDA device)"},
+      {"MASTER_ADDR", "127.0.0.1", "distributed: the host of rank 0's rendezvous store"},
+      {"MASTER_PORT", "none", "distributed: the TCP port of rank 0's rendezvous store"},
+      {"KILN_DIST_TIMEOUT_S", "300",
+       "distributed: seconds a rendezvous or collective waits for the other ranks before it is a kiln::Error"},
   };
   return table;
 }

@@ -6,6 +6,7 @@
 //   float v = y.sum().item<float>();
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <source_location>
@@ -145,6 +146,13 @@ class Tensor {
   // kiln::Error naming the node that cannot be differentiated.
   void backward(const Tensor& gradient = Tensor(), bool retain_graph = false, bool create_graph = false,
                 SourceLocation where = SourceLocation::current()) const;
+  // Calls hook(leaf) in every backward pass that reaches this leaf, once the pass has summed the
+  // last of its gradient into grad() (a hook on a leaf used twice runs once, after both); other
+  // leaves' gradients may still be coming. DistributedDataParallel starts its all-reduces from
+  // it. Only leaves that require grad take hooks; a compiled function whose trace reaches a
+  // backward over such a leaf runs that backward eagerly (a graph break), so the hooks run.
+  void on_grad_ready(std::function<void(const Tensor&)> hook) const;
+  bool has_grad_ready_hooks() const;
 
   TensorImpl& impl() const;
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
@@ -155,6 +163,11 @@ class Tensor {
 };
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+// Inside a backward pass (a grad-ready hook, a derivative rule): runs fn once the pass ends, after
+// every node and hook (DistributedDataParallel waits for its all-reduces there). Outside one: a
+// kiln::Error. Defined in autograd/.
+void queue_backward_callback(std::function<void()> fn);
 
 // Tensors ride on the calling convention of ops as lists.
 using TensorList = std::vector<Tensor>;

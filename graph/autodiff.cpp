@@ -103,8 +103,9 @@ bool Tracer::backward(const Tensor& root, const Tensor& gradient, const std::sou
   for (size_t i = 0; i < seg_.bound.size(); ++i) {
     if (!g.inputs[i].requires_grad) continue;
     const Tensor& t = seg_.bound[i];
-    // A tensor with eager history, or a gradient to add to: the eager tape takes over.
-    if (!t.is_leaf() || (t.grad().defined() && !t.grad().is_traced())) return false;
+    // A tensor with eager history, a gradient to add to, or grad-ready hooks to run in order
+    // (DistributedDataParallel's all-reduces): the eager tape takes over.
+    if (!t.is_leaf() || (t.grad().defined() && !t.grad().is_traced()) || t.has_grad_ready_hooks()) return false;
     wrt.push_back(g.inputs[i].value);
     targets.push_back({t.impl_ptr(), g.inputs[i].kind == InputKind::argument ? g.inputs[i].index : -1});
   }

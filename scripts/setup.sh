@@ -6,7 +6,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${KILN_BUILD_DIR:-$root/build}
 
-packages=(build-essential cmake lld libhalide14-0-dev libeigen3-dev libboost-test-dev)
+packages=(build-essential cmake lld libhalide14-0-dev libeigen3-dev libboost-test-dev libgloo-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

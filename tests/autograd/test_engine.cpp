@@ -1,5 +1,6 @@
 // The eager tape and backward engine: accumulation, shared subexpressions, grad mode, freed
 // graphs, version counters, leaves and names, and an MLP that learns a known function.
+#include <algorithm>
 #include <cmath>
 
 #include "autograd/derivatives.h"
@@ -165,4 +166,34 @@ BOOST_AUTO_TEST_CASE(rules_skip_inputs_that_need_no_gradient) {
   (p * c).sum().backward();
   std::vector<double> cv = host_values(c), pg(12, cv[0]);
   check_close(p.grad(), pg, {4, 3}, "d/dp sum(p * c)");
+}
+
+// Tensor::on_grad_ready: once per backward pass per leaf, after the last of its gradient (a leaf
+// used by several nodes), with grad() complete; leaves the pass does not reach get no call; a
+// callback queued by a hook runs after every hook.
+BOOST_AUTO_TEST_CASE(grad_ready_hooks_run_once_per_leaf_when_its_gradient_is_complete) {
+  Tensor w = randn({3}).requires_grad_();
+  Tensor b = randn({3}).requires_grad_();
+  Tensor unused = randn({3}).requires_grad_();
+  std::vector<std::string> events;
+  std::vector<float> seen;
+  w.on_grad_ready([&](const Tensor& leaf) {
+    events.push_back("w");
+    seen = leaf.grad().to_vector<float>();
+    queue_backward_callback([&] { events.push_back("end"); });
+  });
+  b.on_grad_ready([&](const Tensor&) { events.push_back("b"); });
+  unused.on_grad_ready([&](const Tensor&) { events.push_back("unused"); });
+  Tensor x = randn({3});
+  // w is used twice (two nodes feed its gradient): dL/dw = x + 2 w.
+  Tensor loss = ((w * x).sum() + (w * w).sum() + b.sum());
+  loss.backward();
+  BOOST_TEST(events.size() == 3u);
+  BOOST_TEST(std::count(events.begin(), events.end(), "w") == 1);
+  BOOST_TEST(std::count(events.begin(), events.end(), "b") == 1);
+  BOOST_TEST(events.back() == "end");
+  std::vector<float> xs = x.to_vector<float>(), ws = w.to_vector<float>();
+  for (size_t i = 0; i < 3; ++i) BOOST_TEST(seen[i] == xs[i] + 2 * ws[i], boost::test_tools::tolerance(1e-5f));
+  BOOST_CHECK_THROW(queue_backward_callback([] {}), Error);  // no backward pass running
+  BOOST_CHECK_THROW(loss.on_grad_ready([](const Tensor&) {}), Error);  // not a leaf
 }

@@ -1,0 +1,203 @@
+#include "dsl/distributed/ddp.h"
+
+#include <cstring>
+#include <mutex>
+#include <sstream>
+
+#include "dsl/creation.h"
+#include "dsl/error.h"
+#include "dsl/fnv_hash.h"
+
+namespace kiln::distributed {
+
+// The gradient buckets and the state of one backward pass. Hooks run on the backward's thread;
+// the all-reduces on the group's communication thread, each on its bucket's own buffer.
+struct DistributedDataParallel::Reducer {
+  struct Bucket {
+    std::vector<int> params;      // indices into `params`
+    std::vector<int64_t> offsets;  // each parameter's first element in `flat`
+    Tensor flat;                  // the bucket's gradients, one after another
+    int ready = 0;                // parameters whose gradient is in `flat` this pass
+    bool launched = false;
+    Work work;
+  };
+
+  ProcessGroup& group;
+  std::vector<Tensor> params;
+  std::vector<Bucket> buckets;
+  std::vector<int> bucket_of;     // per parameter
+  std::vector<int> slot_of;       // per parameter: its index in its bucket
+  std::vector<bool> ready;        // per parameter, this pass
+  int next_launch = 0;
+  bool pass_open = false;
+  bool sync = true;
+  int64_t reductions = 0;
+
+  Reducer(ProcessGroup& g, std::vector<Tensor> ps, double bucket_mb) : group(g), params(std::move(ps)) {
+    size_t cap = size_t(std::max(0.0, bucket_mb) * 1024 * 1024);
+    bucket_of.assign(params.size(), -1);
+    slot_of.assign(params.size(), -1);
+    ready.assign(params.size(), false);
+    // Reverse registration order; a bucket holds one dtype and device.
+    for (int i = int(params.size()) - 1; i >= 0; --i) {
+      const Tensor& p = params[size_t(i)];
+      size_t bytes = size_t(p.numel()) * itemsize(p.dtype());
+      bool fits = false;
+      if (!buckets.empty()) {
+        Bucket& b = buckets.back();
+        const Tensor& first = params[size_t(b.params[0])];
+        int64_t used = b.offsets.back() + params[size_t(b.params.back())].numel();
+        fits = first.dtype() == p.dtype() && first.device() == p.device() &&
+               size_t(used) * itemsize(p.dtype()) < cap;
+      }
+      if (!fits) buckets.push_back({});
+      Bucket& b = buckets.back();
+      int64_t at = b.params.empty() ? 0 : b.offsets.back() + params[size_t(b.params.back())].numel();
+      bucket_of[size_t(i)] = int(buckets.size()) - 1;
+      slot_of[size_t(i)] = int(b.params.size());
+      b.params.push_back(i);
+      b.offsets.push_back(at);
+      (void)bytes;
+    }
+    for (Bucket& b : buckets) {
+      const Tensor& last = params[size_t(b.params.back())];
+      b.flat = zeros({b.offsets.back() + last.numel()}, last.options());
+    }
+  }
+
+  // A parameter's gradient is final for this pass: into its bucket; full buckets start.
+  void grad_ready(int i) {
+    if (!sync) return;
+    if (!pass_open) {
+      pass_open = true;
+      queue_backward_callback([this] { finish_pass(); });
+    }
+    KILN_CHECK(!ready[size_t(i)], "DistributedDataParallel: parameter ", i, " got its gradient twice in one "
+               "backward pass (call backward once per forward, or use no_sync() to accumulate)");
+    ready[size_t(i)] = true;
+    copy_in(i, params[size_t(i)].grad());
+    ++buckets[size_t(bucket_of[size_t(i)])].ready;
+    launch_ready();
+  }
+
+  void copy_in(int i, const Tensor& grad) {
+    Bucket& b = buckets[size_t(bucket_of[size_t(i)])];
+    const Tensor& p = params[size_t(i)];
+    char* dst = static_cast<char*>(b.flat.data_ptr()) + size_t(b.offsets[size_t(slot_of[size_t(i)])]) * itemsize(p.dtype());
+    size_t bytes = size_t(p.numel()) * itemsize(p.dtype());
+    if (!grad.defined()) {
+      std::memset(dst, 0, bytes);
+      return;
+    }
+    Tensor g = grad.dtype() == p.dtype() ? grad.contiguous() : grad.to(p.dtype()).contiguous();
+    std::memcpy(dst, g.data_ptr(), bytes);
+  }
+
+  // Starts the buckets that are full, in bucket order (the same order on every rank).
+  void launch_ready() {
+    while (next_launch < int(buckets.size())) {
+      Bucket& b = buckets[size_t(next_launch)];
+      if (b.ready < int(b.params.size())) return;
+      b.work = group.all_reduce_async(b.flat, ReduceOp::mean);
+      b.launched = true;
+      ++reductions;
+      ++next_launch;
+    }
+  }
+
+  // The backward pass ended: parameters it did not reach join with zeros, every bucket is
+  // reduced, and the means go into the gradients.
+  void finish_pass() {
+    pass_open = false;
+    for (size_t i = 0; i < params.size(); ++i)
+      if (!ready[i]) {
+        ready[i] = true;
+        copy_in(int(i), Tensor());
+        ++buckets[size_t(bucket_of[i])].ready;
+      }
+    launch_ready();
+    for (Bucket& b : buckets) b.work.wait();
+    for (Bucket& b : buckets) {
+      for (size_t k = 0; k < b.params.size(); ++k) {
+        const Tensor& p = params[size_t(b.params[k])];
+        Tensor mean = b.flat.narrow(0, b.offsets[k], p.numel()).reshape(p.shape());
+        Tensor g = p.grad();
+        if (g.defined() && g.dtype() == p.dtype() && g.is_contiguous()) {
+          std::memcpy(g.data_ptr(), mean.data_ptr(), size_t(p.numel()) * itemsize(p.dtype()));
+          g.impl().storage->written();
+        } else {
+          p.set_grad(mean.clone());
+        }
+      }
+      b.ready = 0;
+      b.launched = false;
+      b.work = Work();
+    }
+    std::fill(ready.begin(), ready.end(), false);
+    next_launch = 0;
+  }
+};
+
+namespace {
+
+// Every rank's parameters: count and a hash of names, shapes and dtypes, gathered and compared.
+void check_same_parameters(ProcessGroup& group, const std::vector<std::pair<std::string, Tensor>>& named) {
+  uint64_t h = kFnvOffset;
+  for (const auto& [n, t] : named) {
+    std::ostringstream os;
+    os << n << ':' << t.dtype() << to_string(t.shape()) << ';';
+    h = fnv1a(os.str(), h);
+  }
+  Tensor mine = empty({2}, {DType::i64});
+  mine.data<int64_t>()[0] = int64_t(named.size());
+  mine.data<int64_t>()[1] = int64_t(h);
+  Tensor all = empty({2 * int64_t(group.world_size())}, {DType::i64});
+  group.all_gather_async(all, mine).wait();
+  for (int r = 0; r < group.world_size(); ++r) {
+    const int64_t* theirs = all.data<int64_t>() + 2 * r;
+    KILN_CHECK(theirs[0] == mine.data<int64_t>()[0] && theirs[1] == mine.data<int64_t>()[1],
+               "DistributedDataParallel: rank ", group.rank(), "'s module has ", named.size(),
+               " parameters, rank ", r, "'s has ", theirs[0], (theirs[0] == int64_t(named.size()) ? " with other names, "
+               "shapes or dtypes" : ""), "; every rank must wrap the same model");
+  }
+}
+
+}  // namespace
+
+DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> module, DDPOptions options,
+                                                 ProcessGroup* group)
+    : module_(register_module("module", std::move(module))) {
+  ProcessGroup& g = group ? *group : default_group();
+  std::vector<std::pair<std::string, Tensor>> named = module_->named_parameters();
+  check_same_parameters(g, named);
+  std::vector<Tensor> params;
+  for (const auto& [n, p] : named) {
+    KILN_CHECK(p.is_contiguous(), "DistributedDataParallel: parameter ", n, " is not contiguous");
+    g.broadcast_async(p.detach(), 0).wait();
+    params.push_back(p);
+  }
+  reducer_ = std::make_shared<Reducer>(g, params, options.bucket_mb);
+  // The hooks hold the reducer weakly: parameters may outlive the wrapper.
+  std::weak_ptr<Reducer> weak = reducer_;
+  for (size_t i = 0; i < params.size(); ++i)
+    params[i].on_grad_ready([weak, i](const Tensor&) {
+      if (auto r = weak.lock()) r->grad_ready(int(i));
+    });
+}
+
+DistributedDataParallel::~DistributedDataParallel() = default;
+
+DistributedDataParallel::NoSync::NoSync(DistributedDataParallel& d) : d_(d), was_(d.reducer_->sync) {
+  d_.reducer_->sync = false;
+}
+DistributedDataParallel::NoSync::~NoSync() { d_.reducer_->sync = was_; }
+
+std::vector<std::vector<int>> DistributedDataParallel::buckets() const {
+  std::vector<std::vector<int>> out;
+  for (const auto& b : reducer_->buckets) out.push_back(b.params);
+  return out;
+}
+
+int64_t DistributedDataParallel::reductions() const { return reducer_->reductions; }
+
+}  // namespace kiln::distributed

@@ -1,0 +1,438 @@
+#include "dsl/distributed/process_group.h"
+
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/common/error.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "dsl/distributed/store.h"
+#include "dsl/error.h"
+#include "dsl/settings.h"
+#include "dsl/storage.h"
+
+namespace kiln::distributed {
+
+std::string_view name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return "sum";
+    case ReduceOp::mean: return "mean";
+    case ReduceOp::max: return "max";
+    case ReduceOp::min: return "min";
+  }
+  return "?";
+}
+
+void Work::wait() const {
+  if (done_.valid()) done_.get();
+}
+
+bool Work::completed() const {
+  return !done_.valid() || done_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
+
+namespace {
+
+// Gloo's rendezvous through kiln's store.
+class GlooStore : public gloo::rendezvous::Store {
+ public:
+  explicit GlooStore(distributed::Store& store) : store_(store) {}
+  void set(const std::string& key, const std::vector<char>& data) override { store_.set(key, data); }
+  std::vector<char> get(const std::string& key) override { return store_.get(key); }
+  void wait(const std::vector<std::string>& keys) override {
+    for (const std::string& k : keys) store_.get(k);
+  }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds&) override { wait(keys); }
+
+ private:
+  distributed::Store& store_;
+};
+
+// A collective's description, compared across ranks before it runs.
+enum class Collective : int64_t { all_reduce = 1, broadcast, all_gather, reduce_scatter, barrier };
+std::string_view name(Collective c) {
+  switch (c) {
+    case Collective::all_reduce: return "all_reduce";
+    case Collective::broadcast: return "broadcast";
+    case Collective::all_gather: return "all_gather";
+    case Collective::reduce_scatter: return "reduce_scatter";
+    case Collective::barrier: return "barrier";
+  }
+  return "?";
+}
+
+constexpr int kMaxDims = 8;
+constexpr size_t kDescription = 4 + kMaxDims;  // collective, dtype, rank, argument (root or op), dims
+
+std::vector<int64_t> describe(Collective c, const Tensor* t, int64_t argument) {
+  std::vector<int64_t> d(kDescription, 0);
+  d[0] = int64_t(c);
+  d[3] = argument;
+  if (t) {
+    d[1] = int64_t(t->dtype());
+    d[2] = int64_t(t->dim());
+    for (int k = 0; k < std::min<int>(t->dim(), kMaxDims); ++k) d[size_t(4 + k)] = t->shape()[size_t(k)];
+  }
+  return d;
+}
+
+std::string describe_text(const int64_t* d) {
+  std::ostringstream os;
+  os << name(Collective(d[0]));
+  if (Collective(d[0]) == Collective::barrier) return os.str();
+  os << " of " << name(DType(d[1])) << "[";
+  for (int k = 0; k < std::min<int64_t>(d[2], kMaxDims); ++k) os << (k ? ", " : "") << d[4 + k];
+  os << "]";
+  if (Collective(d[0]) == Collective::broadcast) os << " from rank " << d[3];
+  if (Collective(d[0]) == Collective::all_reduce || Collective(d[0]) == Collective::reduce_scatter)
+    os << " (" << name(ReduceOp(d[3])) << ")";
+  return os.str();
+}
+
+template <typename T>
+void reduce_values(ReduceOp op, void* c_, const void* a_, const void* b_, size_t n) {
+  T* c = static_cast<T*>(c_);
+  const T* a = static_cast<const T*>(a_);
+  const T* b = static_cast<const T*>(b_);
+  for (size_t i = 0; i < n; ++i)
+    c[i] = op == ReduceOp::max ? std::max(a[i], b[i]) : op == ReduceOp::min ? std::min(a[i], b[i]) : T(a[i] + b[i]);
+}
+
+// 16-bit floats reduced through f32, rounded back (as NCCL does for bf16 sums).
+template <float (*to_float)(uint16_t), uint16_t (*from_float)(float)>
+void reduce_16bit(ReduceOp op, void* c_, const void* a_, const void* b_, size_t n) {
+  uint16_t* c = static_cast<uint16_t*>(c_);
+  const uint16_t* a = static_cast<const uint16_t*>(a_);
+  const uint16_t* b = static_cast<const uint16_t*>(b_);
+  for (size_t i = 0; i < n; ++i) {
+    float x = to_float(a[i]), y = to_float(b[i]);
+    c[i] = from_float(op == ReduceOp::max ? std::max(x, y) : op == ReduceOp::min ? std::min(x, y) : x + y);
+  }
+}
+
+// out[i] /= n, for a mean.
+void divide(const Tensor& t, int n) {
+  void* p = t.data_ptr();
+  int64_t count = t.numel();
+  if (t.dtype() == DType::f32) {
+    float* f = static_cast<float*>(p);
+    for (int64_t i = 0; i < count; ++i) f[i] /= float(n);
+    return;
+  }
+  for (int64_t i = 0; i < count; ++i) store_from_double(p, t.dtype(), i, load_as_double(p, t.dtype(), i) / n);
+}
+
+void written(const Tensor& t) { t.impl().storage->written(); }
+
+}  // namespace
+
+struct ProcessGroup::State {
+  int rank = 0, size = 1;
+  std::chrono::milliseconds timeout{0};
+  std::unique_ptr<distributed::Store> store;
+  std::shared_ptr<gloo::rendezvous::Context> gloo;
+  uint32_t tag = 0;
+
+  // The communication thread: collectives in the order they were issued.
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::packaged_task<void()>> queue;
+  bool stopping = false;
+  std::thread thread;
+
+  void loop() {
+    for (;;) {
+      std::packaged_task<void()> task;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait(lock, [&] { return stopping || !queue.empty(); });
+        if (queue.empty()) return;
+        task = std::move(queue.front());
+        queue.pop_front();
+      }
+      task();
+    }
+  }
+
+  Work submit(std::function<void()> fn) {
+    std::packaged_task<void()> task(std::move(fn));
+    Work w(task.get_future().share());
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      queue.push_back(std::move(task));
+    }
+    cv.notify_one();
+    return w;
+  }
+
+  // Runs a Gloo call, turning its failures into kiln::Error naming the collective.
+  template <typename F>
+  void gloo_call(const std::string& what, F&& f) {
+    try {
+      f();
+    } catch (const gloo::Exception& e) {
+      std::string m = e.what();
+      bool timed_out = m.find("imeout") != std::string::npos || m.find("imed out") != std::string::npos;
+      if (timed_out)
+        throw_error(what, " on rank ", rank, " of ", size, ": another rank did not arrive within KILN_DIST_TIMEOUT_S (",
+                    timeout.count() / 1000.0, " s) [gloo: ", m, "]");
+      throw_error(what, " on rank ", rank, " of ", size, ": a peer failed (a rank exited or its connection broke) [gloo: ",
+                  m, "]");
+    }
+  }
+
+  // Checks that every rank issued the same collective on the same dtype and shape.
+  void check(Collective c, const Tensor* t, int64_t argument) {
+    std::vector<int64_t> mine = describe(c, t, argument);
+    if (size == 1) return;
+    std::vector<int64_t> all(kDescription * size_t(size));
+    gloo_call(std::string(name(c)), [&] {
+      gloo::AllgatherOptions o(gloo);
+      o.setInput(mine.data(), mine.size());
+      o.setOutput(all.data(), all.size());
+      o.setTag(tag++);
+      gloo::allgather(o);
+    });
+    for (int r = 0; r < size; ++r) {
+      const int64_t* theirs = all.data() + kDescription * size_t(r);
+      if (!std::equal(mine.begin(), mine.end(), theirs))
+        throw_error(name(c), ": ranks disagree: rank ", rank, " called ", describe_text(mine.data()), " but rank ", r,
+                    " called ", describe_text(theirs), " (every rank must issue the same collectives, in the same "
+                    "order, on tensors of the same dtype and shape)");
+    }
+  }
+
+  void all_reduce(const Tensor& t, ReduceOp op) {
+    check(Collective::all_reduce, &t, int64_t(op));
+    if (size > 1 && t.numel() > 0) {
+      gloo_call("all_reduce", [&] {
+        gloo::AllreduceOptions o(gloo);
+        o.setTag(tag++);
+        void* p = t.data_ptr();
+        size_t n = size_t(t.numel());
+        ReduceOp r = op == ReduceOp::mean ? ReduceOp::sum : op;
+        switch (t.dtype()) {
+          case DType::f32:
+            o.setOutput(static_cast<float*>(p), n);
+            o.setReduceFunction([r](void* c, const void* a, const void* b, size_t k) { reduce_values<float>(r, c, a, b, k); });
+            break;
+          case DType::f64:
+            o.setOutput(static_cast<double*>(p), n);
+            o.setReduceFunction([r](void* c, const void* a, const void* b, size_t k) { reduce_values<double>(r, c, a, b, k); });
+            break;
+          case DType::i32:
+            o.setOutput(static_cast<int32_t*>(p), n);
+            o.setReduceFunction([r](void* c, const void* a, const void* b, size_t k) { reduce_values<int32_t>(r, c, a, b, k); });
+            break;
+          case DType::i64:
+            o.setOutput(static_cast<int64_t*>(p), n);
+            o.setReduceFunction([r](void* c, const void* a, const void* b, size_t k) { reduce_values<int64_t>(r, c, a, b, k); });
+            break;
+          case DType::bf16:
+            o.setOutput(static_cast<uint16_t*>(p), n);
+            o.setReduceFunction([r](void* c, const void* a, const void* b, size_t k) {
+              reduce_16bit<bfloat16_to_float, float_to_bfloat16>(r, c, a, b, k);
+            });
+            break;
+          case DType::f16:
+            o.setOutput(static_cast<uint16_t*>(p), n);
+            o.setReduceFunction([r](void* c, const void* a, const void* b, size_t k) {
+              reduce_16bit<half_to_float, float_to_half>(r, c, a, b, k);
+            });
+            break;
+          default: throw_error("all_reduce: dtype ", t.dtype(), " cannot be reduced (f32, f64, f16, bf16, i32, i64)");
+        }
+        gloo::allreduce(o);
+      });
+    }
+    if (op == ReduceOp::mean && size > 1) divide(t, size);
+    written(t);
+  }
+
+  void broadcast(const Tensor& t, int src) {
+    check(Collective::broadcast, &t, src);
+    if (size > 1 && t.numel() > 0)
+      gloo_call("broadcast", [&] {
+        gloo::BroadcastOptions o(gloo);
+        o.setOutput(static_cast<char*>(t.data_ptr()), size_t(t.numel()) * itemsize(t.dtype()));
+        o.setRoot(src);
+        o.setTag(tag++);
+        gloo::broadcast(o);
+      });
+    written(t);
+  }
+
+  void all_gather(const Tensor& out, const Tensor& input) {
+    check(Collective::all_gather, &input, 0);
+    size_t bytes = size_t(input.numel()) * itemsize(input.dtype());
+    if (size == 1) {
+      std::memcpy(out.data_ptr(), input.data_ptr(), bytes);
+    } else if (bytes > 0) {
+      gloo_call("all_gather", [&] {
+        gloo::AllgatherOptions o(gloo);
+        o.setInput(static_cast<char*>(input.data_ptr()), bytes);
+        o.setOutput(static_cast<char*>(out.data_ptr()), bytes * size_t(size));
+        o.setTag(tag++);
+        gloo::allgather(o);
+      });
+    }
+    written(out);
+  }
+
+  // Gloo has no reduce-scatter in its options API: the input is reduced whole (on a copy), and
+  // each rank keeps its part (twice the traffic of a ring reduce-scatter).
+  void reduce_scatter(const Tensor& out, const Tensor& input, ReduceOp op) {
+    Tensor whole = input.contiguous().clone();
+    all_reduce(whole, op);
+    size_t part = size_t(out.numel()) * itemsize(out.dtype());
+    std::memcpy(out.data_ptr(), static_cast<char*>(whole.data_ptr()) + part * size_t(rank), part);
+    written(out);
+  }
+
+  void barrier() {
+    check(Collective::barrier, nullptr, 0);
+    if (size > 1)
+      gloo_call("barrier", [&] {
+        gloo::BarrierOptions o(gloo);
+        o.setTag(tag++);
+        gloo::barrier(o);
+      });
+  }
+};
+
+namespace {
+
+int env_int(const char* var, int given, int lo, int hi) {
+  if (given >= 0) return given;
+  KILN_CHECK(setting(var), "init_process_group: ", var, " is not set (start the processes with `kiln run --nproc N "
+             "program`, or set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT as torchrun does)");
+  return int(int_setting(var, 0, lo, hi));
+}
+
+// A CPU tensor that a collective may read and write in place.
+void check_tensor(std::string_view op, const char* role, const Tensor& t) {
+  KILN_CHECK(t.defined(), op, ": the ", role, " tensor is undefined");
+  KILN_CHECK(t.device().is_cpu(), op, ": the ", role, " tensor is on ", t.device().str(),
+             "; collectives on CUDA tensors need NCCL, which kiln does not load yet (CPU tensors go through Gloo)");
+  KILN_CHECK(t.is_contiguous(), op, ": the ", role, " tensor (", t.dtype(), to_string(t.shape()),
+             ") is not contiguous; collectives work in place on contiguous tensors (call .contiguous() first)");
+  KILN_CHECK(t.dim() <= kMaxDims, op, ": the ", role, " tensor has ", t.dim(), " dims; at most ", kMaxDims);
+}
+
+}  // namespace
+
+ProcessGroup::ProcessGroup(const InitOptions& options) : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  s.size = env_int("WORLD_SIZE", options.world_size, 1, 1 << 20);
+  s.rank = env_int("RANK", options.rank, 0, s.size - 1);
+  KILN_CHECK(s.rank < s.size, "init_process_group: rank ", s.rank, " is not below the world size ", s.size);
+  std::string host = !options.master_addr.empty() ? options.master_addr : setting("MASTER_ADDR").value_or("127.0.0.1");
+  int port = env_int("MASTER_PORT", options.master_port, 1, 65535);
+  s.timeout = options.timeout.count() > 0 ? options.timeout
+                                          : std::chrono::milliseconds(int_setting("KILN_DIST_TIMEOUT_S", 300, 1, 86400) * 1000);
+  s.store = std::make_unique<distributed::Store>(host, port, s.rank == 0, s.timeout);
+  if (s.size > 1) {
+    gloo::transport::tcp::attr attr;
+    attr.hostname = host == "localhost" ? "127.0.0.1" : host;
+    try {
+      auto device = gloo::transport::tcp::CreateDevice(attr);
+      s.gloo = std::make_shared<gloo::rendezvous::Context>(s.rank, s.size);
+      s.gloo->setTimeout(s.timeout);
+      GlooStore store(*s.store);
+      gloo::rendezvous::PrefixStore prefix("gloo", store);
+      s.gloo->connectFullMesh(prefix, device);
+    } catch (const gloo::Exception& e) {
+      throw_error("init_process_group: rank ", s.rank, " of ", s.size, " could not connect to the others: ", e.what());
+    }
+  }
+  s.thread = std::thread([&s] { s.loop(); });
+}
+
+ProcessGroup::~ProcessGroup() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->stopping = true;
+  }
+  state_->cv.notify_one();
+  state_->thread.join();
+}
+
+int ProcessGroup::rank() const { return state_->rank; }
+int ProcessGroup::world_size() const { return state_->size; }
+
+Work ProcessGroup::all_reduce_async(Tensor t, ReduceOp op) {
+  check_tensor("all_reduce", "", t);
+  return state_->submit([s = state_.get(), t, op] { s->all_reduce(t, op); });
+}
+
+Work ProcessGroup::broadcast_async(Tensor t, int src) {
+  check_tensor("broadcast", "", t);
+  KILN_CHECK(src >= 0 && src < world_size(), "broadcast: source rank ", src, " is not in [0, ", world_size(), ")");
+  return state_->submit([s = state_.get(), t, src] { s->broadcast(t, src); });
+}
+
+Work ProcessGroup::all_gather_async(Tensor out, Tensor input) {
+  check_tensor("all_gather", "output", out);
+  check_tensor("all_gather", "input", input);
+  KILN_CHECK(out.dtype() == input.dtype() && out.numel() == input.numel() * world_size(), "all_gather: the output (",
+             out.dtype(), to_string(out.shape()), ") must hold world_size (", world_size(), ") times the input (",
+             input.dtype(), to_string(input.shape()), ")");
+  return state_->submit([s = state_.get(), out, input] { s->all_gather(out, input); });
+}
+
+Work ProcessGroup::reduce_scatter_async(Tensor out, Tensor input, ReduceOp op) {
+  check_tensor("reduce_scatter", "output", out);
+  check_tensor("reduce_scatter", "input", input);
+  KILN_CHECK(out.dtype() == input.dtype() && out.numel() * world_size() == input.numel(), "reduce_scatter: the input (",
+             input.dtype(), to_string(input.shape()), ") must hold world_size (", world_size(), ") times the output (",
+             out.dtype(), to_string(out.shape()), ")");
+  return state_->submit([s = state_.get(), out, input, op] { s->reduce_scatter(out, input, op); });
+}
+
+Work ProcessGroup::barrier_async() {
+  return state_->submit([s = state_.get()] { s->barrier(); });
+}
+
+namespace {
+std::unique_ptr<ProcessGroup> default_pg;
+}  // namespace
+
+ProcessGroup& init_process_group(const InitOptions& options) {
+  KILN_CHECK(!default_pg, "init_process_group: the default group exists already (destroy_process_group first)");
+  default_pg = std::make_unique<ProcessGroup>(options);
+  return *default_pg;
+}
+
+bool is_initialized() { return default_pg != nullptr; }
+
+ProcessGroup& default_group() {
+  KILN_CHECK(default_pg, "distributed: no process group (call distributed::init_process_group() first)");
+  return *default_pg;
+}
+
+void destroy_process_group() { default_pg.reset(); }
+int rank() { return default_group().rank(); }
+int world_size() { return default_group().world_size(); }
+
+void all_reduce(const Tensor& t, ReduceOp op) { default_group().all_reduce_async(t, op).wait(); }
+void broadcast(const Tensor& t, int src) { default_group().broadcast_async(t, src).wait(); }
+void all_gather(const Tensor& out, const Tensor& input) { default_group().all_gather_async(out, input).wait(); }
+void reduce_scatter(const Tensor& out, const Tensor& input, ReduceOp op) {
+  default_group().reduce_scatter_async(out, input, op).wait();
+}
+void barrier() { default_group().barrier_async().wait(); }
+
+}  // namespace kiln::distributed

@@ -1,0 +1,93 @@
+// Collectives across processes, as torch.distributed: one process per device, started by `kiln
+// run --nproc N` (launch.h) or any launcher that sets the rendezvous variables torchrun sets:
+// RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (and LOCAL_RANK, the device index on this host).
+//
+//   distributed::init_process_group();          // from the environment
+//   distributed::all_reduce(grad, ReduceOp::mean);
+//   distributed::broadcast(weights, /*src=*/0);
+//
+// The engine is chosen by the tensors' device: Gloo (TCP) for CPU tensors; CUDA tensors are
+// refused for now (NCCL is not wired in yet). Collectives run in the order each rank issues them,
+// on one communication thread per group; the `_async` forms return a Work to wait on.
+//
+// Errors, not hangs: every collective first checks that all ranks called the same collective on
+// tensors of the same dtype and shape (else kiln::Error naming both ranks' tensors), and a rank
+// that died, or one that never arrives within the timeout (KILN_DIST_TIMEOUT_S), is a kiln::Error
+// on the others. After such an error the group is unusable: destroy it (or end the process).
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <string>
+
+#include "dsl/tensor.h"
+
+namespace kiln::distributed {
+
+enum class ReduceOp { sum, mean, max, min };
+std::string_view name(ReduceOp op);
+
+// A collective in flight: wait() returns once it is done, and throws its error if it failed.
+class Work {
+ public:
+  Work() = default;
+  explicit Work(std::shared_future<void> done) : done_(std::move(done)) {}
+  void wait() const;
+  bool completed() const;
+
+ private:
+  std::shared_future<void> done_;
+};
+
+struct InitOptions {
+  // Rendezvous; negative or empty: from RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT.
+  int rank = -1;
+  int world_size = -1;
+  std::string master_addr;
+  int master_port = -1;
+  // How long a collective or the rendezvous may wait for the other ranks (<= 0: KILN_DIST_TIMEOUT_S).
+  std::chrono::milliseconds timeout{0};
+};
+
+class ProcessGroup {
+ public:
+  explicit ProcessGroup(const InitOptions& options);
+  ~ProcessGroup();
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+
+  int rank() const;
+  int world_size() const;
+
+  // In place: every rank's t becomes the reduction of all ranks' t.
+  Work all_reduce_async(Tensor t, ReduceOp op = ReduceOp::sum);
+  // In place: every rank's t becomes rank src's t.
+  Work broadcast_async(Tensor t, int src);
+  // out (world_size * n elements, dim 0 world_size times input's) gets every rank's input, in rank order.
+  Work all_gather_async(Tensor out, Tensor input);
+  // out (input's numel / world_size elements) gets this rank's part of the reduction of all inputs.
+  Work reduce_scatter_async(Tensor out, Tensor input, ReduceOp op = ReduceOp::sum);
+  Work barrier_async();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// The process's default group (init_process_group makes it; kiln::Error before that).
+ProcessGroup& init_process_group(const InitOptions& options = {});
+bool is_initialized();
+ProcessGroup& default_group();
+void destroy_process_group();
+int rank();
+int world_size();
+
+// The default group's collectives, waited on.
+void all_reduce(const Tensor& t, ReduceOp op = ReduceOp::sum);
+void broadcast(const Tensor& t, int src);
+void all_gather(const Tensor& out, const Tensor& input);
+void reduce_scatter(const Tensor& out, const Tensor& input, ReduceOp op = ReduceOp::sum);
+void barrier();
+
+}  // namespace kiln::distributed
