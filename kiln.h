@@ -13,6 +13,7 @@
 #include "dsl/cuda/cuda_allocator.h"
 #include "dsl/cuda/cuda_context.h"
 #include "dsl/cuda/cudnn_api.h"
+#include "dsl/cuda/nccl_api.h"
 #include "dsl/eager/cublas_gemm.h"
 #include "dsl/dtype.h"
 #include "dsl/eigen.h"

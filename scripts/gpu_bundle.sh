@@ -47,8 +47,10 @@ if [ -e "$build/lib/$summary_lib" ]; then
   strip -o "$bundle/lib/$summary_lib" "$build/lib/$summary_lib"
   xz -T0 -6 "$bundle/lib/$summary_lib"
 fi
-(cd "$bundle/debs" && apt-get download libhalide14-0 libllvm14 libz3-4 libboost-test1.74.0 >/dev/null 2>&1) || {
-  echo "gpu_bundle: apt-get download of libhalide14-0 libllvm14 libz3-4 libboost-test1.74.0 failed (run apt-get update?)" >&2
+# Gloo (kiln's CPU collectives) with what it links: the GPU machine's Ubuntu lacks them.
+debs=(libhalide14-0 libllvm14 libz3-4 libboost-test1.74.0 libgloo0 libhiredis0.14 libibverbs1 libnl-3-200 libnl-route-3-200)
+(cd "$bundle/debs" && apt-get download "${debs[@]}" >/dev/null 2>&1) || {
+  echo "gpu_bundle: apt-get download of ${debs[*]} failed (run apt-get update?)" >&2
   exit 1
 }
 cp "$root/scripts/on_gpu.sh" "$bundle/run.sh"

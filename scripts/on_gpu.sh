@@ -29,7 +29,7 @@ mkdir -p "$bin"
 xz -dc "$here/bin/programs.tar.xz" | tar -C "$bin" -xf -
 # The kernel summary library (for CUDA_INJECTION64_PATH): $deps/usr/lib/x86_64-linux-gnu/libkiln_kernel_summary.so.
 for f in "$here"/lib/*.xz; do [ -e "$f" ] || continue; xz -dc "$f" > "$deps/usr/lib/x86_64-linux-gnu/$(basename "$f" .xz)"; done
-export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu:$deps/lib/x86_64-linux-gnu:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH=$deps/usr/lib/x86_64-linux-gnu:$deps/lib/x86_64-linux-gnu:$deps/usr/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export KILN_CACHE_DIR=${TMPDIR:-/tmp}/kiln-gpu-cache
 date=$(date +%Y-%m-%d)
 step() { echo "== $*"; "$@"; local rc=$?; [ $rc -eq 0 ] || echo "== failed ($rc): $*"; return 0; }

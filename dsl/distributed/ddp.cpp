@@ -1,6 +1,5 @@
 #include "dsl/distributed/ddp.h"
 
-#include <cstring>
 #include <mutex>
 #include <sstream>
 
@@ -80,17 +79,18 @@ struct DistributedDataParallel::Reducer {
     launch_ready();
   }
 
-  void copy_in(int i, const Tensor& grad) {
+  // The parameter's slice of its bucket's buffer, flat.
+  Tensor slot(int i) {
     Bucket& b = buckets[size_t(bucket_of[size_t(i)])];
+    return b.flat.narrow(0, b.offsets[size_t(slot_of[size_t(i)])], params[size_t(i)].numel());
+  }
+
+  // Tensor ops (queued on the device's stream on CUDA, before the bucket's all-reduce).
+  void copy_in(int i, const Tensor& grad) {
     const Tensor& p = params[size_t(i)];
-    char* dst = static_cast<char*>(b.flat.data_ptr()) + size_t(b.offsets[size_t(slot_of[size_t(i)])]) * itemsize(p.dtype());
-    size_t bytes = size_t(p.numel()) * itemsize(p.dtype());
-    if (!grad.defined()) {
-      std::memset(dst, 0, bytes);
-      return;
-    }
-    Tensor g = grad.dtype() == p.dtype() ? grad.contiguous() : grad.to(p.dtype()).contiguous();
-    std::memcpy(dst, g.data_ptr(), bytes);
+    Tensor dst = slot(i);
+    if (!grad.defined()) dst.copy_(zeros({p.numel()}, p.options()));
+    else dst.copy_((grad.dtype() == p.dtype() ? grad : grad.to(p.dtype())).reshape({p.numel()}));
   }
 
   // Starts the buckets that are full, in bucket order (the same order on every rank).
@@ -98,7 +98,7 @@ struct DistributedDataParallel::Reducer {
     while (next_launch < int(buckets.size())) {
       Bucket& b = buckets[size_t(next_launch)];
       if (b.ready < int(b.params.size())) return;
-      b.work = group.all_reduce_async(b.flat, ReduceOp::mean);
+      b.work = group.all_reduce_unchecked_async(b.flat, ReduceOp::mean);
       b.launched = true;
       ++reductions;
       ++next_launch;
@@ -118,16 +118,11 @@ struct DistributedDataParallel::Reducer {
     launch_ready();
     for (Bucket& b : buckets) b.work.wait();
     for (Bucket& b : buckets) {
-      for (size_t k = 0; k < b.params.size(); ++k) {
-        const Tensor& p = params[size_t(b.params[k])];
-        Tensor mean = b.flat.narrow(0, b.offsets[k], p.numel()).reshape(p.shape());
-        Tensor g = p.grad();
-        if (g.defined() && g.dtype() == p.dtype() && g.is_contiguous()) {
-          std::memcpy(g.data_ptr(), mean.data_ptr(), size_t(p.numel()) * itemsize(p.dtype()));
-          g.impl().storage->written();
-        } else {
-          p.set_grad(mean.clone());
-        }
+      for (int i : b.params) {
+        const Tensor& p = params[size_t(i)];
+        // A fresh tensor: the engine may have given two leaves one gradient tensor (the two
+        // inputs of an add), so writing into grad() could change another parameter's.
+        p.set_grad(slot(i).reshape(p.shape()).clone());
       }
       b.ready = 0;
       b.launched = false;

@@ -19,6 +19,8 @@
 #include <sstream>
 #include <thread>
 
+#include "dsl/cuda/cuda_context.h"
+#include "dsl/cuda/nccl_api.h"
 #include "dsl/distributed/store.h"
 #include "dsl/error.h"
 #include "dsl/settings.h"
@@ -145,6 +147,68 @@ struct ProcessGroup::State {
   std::unique_ptr<distributed::Store> store;
   std::shared_ptr<gloo::rendezvous::Context> gloo;
   uint32_t tag = 0;
+  // NCCL for CUDA tensors: one communicator on one device, made by the first CUDA collective.
+  ncclComm_t nccl = nullptr;
+  int nccl_device = -1;
+
+  ncclComm_t nccl_comm(const Tensor& t, std::string_view op) {
+    int device = t.device().index;
+    if (nccl) {
+      KILN_CHECK(device == nccl_device, op, ": rank ", rank, "'s CUDA collectives run on cuda:", nccl_device,
+                 " (its first one's device); this tensor is on ", t.device().str());
+      return nccl;
+    }
+    const NcclApi& api = nccl_api();
+    ncclUniqueId id{};
+    if (rank == 0) {
+      check_nccl(api.ncclGetUniqueId(&id), "nccl: ncclGetUniqueId");
+      store->set("nccl/id", std::vector<char>(id.internal, id.internal + sizeof id.internal));
+    } else {
+      std::vector<char> v = store->get("nccl/id");
+      KILN_CHECK(v.size() == sizeof id.internal, "nccl: rank 0 published a unique id of ", v.size(), " bytes");
+      std::memcpy(id.internal, v.data(), v.size());
+    }
+    cuda_context(device);  // kiln's context current on this thread: NCCL works on its device
+    check_nccl(api.ncclCommInitRank(&nccl, size, id, rank),
+               "nccl: ncclCommInitRank (rank " + std::to_string(rank) + " of " + std::to_string(size) + ")");
+    nccl_device = device;
+    return nccl;
+  }
+
+  static int nccl_type(const Tensor& t, std::string_view op) {
+    switch (t.dtype()) {
+      case DType::f32: return nccl::kFloat32;
+      case DType::f64: return nccl::kFloat64;
+      case DType::f16: return nccl::kFloat16;
+      case DType::bf16: return nccl::kBfloat16;
+      case DType::i32: return nccl::kInt32;
+      case DType::i64: return nccl::kInt64;
+      default: throw_error(op, ": dtype ", t.dtype(), " has no NCCL type (f32, f64, f16, bf16, i32, i64)");
+    }
+  }
+
+  static int nccl_op(ReduceOp op) {
+    switch (op) {
+      case ReduceOp::sum: return nccl::kSum;
+      case ReduceOp::mean: return nccl::kAvg;
+      case ReduceOp::max: return nccl::kMax;
+      case ReduceOp::min: return nccl::kMin;
+    }
+    return nccl::kSum;
+  }
+
+  // A NCCL call on kiln's stream of the tensor's device (ordered with every kernel kiln queues
+  // there; the host does not wait).
+  template <typename F>
+  void nccl_call(const Tensor& t, std::string_view op, F&& f) {
+    ncclComm_t comm = nccl_comm(t, op);
+    CudaContext& c = cuda_context(t.device().index);
+    check_nccl(f(comm, c.stream), std::string(op) + " on rank " + std::to_string(rank) + " (NCCL)", comm);
+  }
+
+  ~State() {
+    if (nccl) nccl_api().ncclCommDestroy(nccl);
+  }
 
   // The communication thread: collectives in the order they were issued.
   std::mutex mu;
@@ -215,8 +279,17 @@ struct ProcessGroup::State {
     }
   }
 
-  void all_reduce(const Tensor& t, ReduceOp op) {
-    check(Collective::all_reduce, &t, int64_t(op));
+  void all_reduce(const Tensor& t, ReduceOp op, bool checked = true) {
+    if (checked) check(Collective::all_reduce, &t, int64_t(op));
+    if (!t.device().is_cpu()) {
+      if (t.numel() > 0)
+        nccl_call(t, "all_reduce", [&](ncclComm_t comm, CUstream stream) {
+          return nccl_api().ncclAllReduce(t.data_ptr(), t.data_ptr(), size_t(t.numel()), nccl_type(t, "all_reduce"),
+                                          nccl_op(op), comm, stream);
+        });
+      written(t);
+      return;
+    }
     if (size > 1 && t.numel() > 0) {
       gloo_call("all_reduce", [&] {
         gloo::AllreduceOptions o(gloo);
@@ -264,7 +337,13 @@ struct ProcessGroup::State {
 
   void broadcast(const Tensor& t, int src) {
     check(Collective::broadcast, &t, src);
-    if (size > 1 && t.numel() > 0)
+    if (!t.device().is_cpu()) {
+      if (t.numel() > 0)
+        nccl_call(t, "broadcast", [&](ncclComm_t comm, CUstream stream) {
+          return nccl_api().ncclBroadcast(t.data_ptr(), t.data_ptr(), size_t(t.numel()), nccl_type(t, "broadcast"), src,
+                                          comm, stream);
+        });
+    } else if (size > 1 && t.numel() > 0)
       gloo_call("broadcast", [&] {
         gloo::BroadcastOptions o(gloo);
         o.setOutput(static_cast<char*>(t.data_ptr()), size_t(t.numel()) * itemsize(t.dtype()));
@@ -278,7 +357,13 @@ struct ProcessGroup::State {
   void all_gather(const Tensor& out, const Tensor& input) {
     check(Collective::all_gather, &input, 0);
     size_t bytes = size_t(input.numel()) * itemsize(input.dtype());
-    if (size == 1) {
+    if (!input.device().is_cpu()) {
+      if (bytes > 0)
+        nccl_call(input, "all_gather", [&](ncclComm_t comm, CUstream stream) {
+          return nccl_api().ncclAllGather(input.data_ptr(), out.data_ptr(), size_t(input.numel()),
+                                          nccl_type(input, "all_gather"), comm, stream);
+        });
+    } else if (size == 1) {
       std::memcpy(out.data_ptr(), input.data_ptr(), bytes);
     } else if (bytes > 0) {
       gloo_call("all_gather", [&] {
@@ -295,6 +380,16 @@ struct ProcessGroup::State {
   // Gloo has no reduce-scatter in its options API: the input is reduced whole (on a copy), and
   // each rank keeps its part (twice the traffic of a ring reduce-scatter).
   void reduce_scatter(const Tensor& out, const Tensor& input, ReduceOp op) {
+    if (!input.device().is_cpu()) {
+      check(Collective::reduce_scatter, &input, int64_t(op));
+      if (out.numel() > 0)
+        nccl_call(input, "reduce_scatter", [&](ncclComm_t comm, CUstream stream) {
+          return nccl_api().ncclReduceScatter(input.data_ptr(), out.data_ptr(), size_t(out.numel()),
+                                              nccl_type(input, "reduce_scatter"), nccl_op(op), comm, stream);
+        });
+      written(out);
+      return;
+    }
     Tensor whole = input.contiguous().clone();
     all_reduce(whole, op);
     size_t part = size_t(out.numel()) * itemsize(out.dtype());
@@ -325,8 +420,8 @@ int env_int(const char* var, int given, int lo, int hi) {
 // A CPU tensor that a collective may read and write in place.
 void check_tensor(std::string_view op, const char* role, const Tensor& t) {
   KILN_CHECK(t.defined(), op, ": the ", role, " tensor is undefined");
-  KILN_CHECK(t.device().is_cpu(), op, ": the ", role, " tensor is on ", t.device().str(),
-             "; collectives on CUDA tensors need NCCL, which kiln does not load yet (CPU tensors go through Gloo)");
+  KILN_CHECK(t.device().is_cpu() || nccl_available(), op, ": the ", role, " tensor is on ", t.device().str(),
+             ", and collectives on CUDA tensors need NCCL: ", nccl_unavailable_reason());
   KILN_CHECK(t.is_contiguous(), op, ": the ", role, " tensor (", t.dtype(), to_string(t.shape()),
              ") is not contiguous; collectives work in place on contiguous tensors (call .contiguous() first)");
   KILN_CHECK(t.dim() <= kMaxDims, op, ": the ", role, " tensor has ", t.dim(), " dims; at most ", kMaxDims);
@@ -378,6 +473,11 @@ Work ProcessGroup::all_reduce_async(Tensor t, ReduceOp op) {
   return state_->submit([s = state_.get(), t, op] { s->all_reduce(t, op); });
 }
 
+Work ProcessGroup::all_reduce_unchecked_async(Tensor t, ReduceOp op) {
+  check_tensor("all_reduce", "", t);
+  return state_->submit([s = state_.get(), t, op] { s->all_reduce(t, op, false); });
+}
+
 Work ProcessGroup::broadcast_async(Tensor t, int src) {
   check_tensor("broadcast", "", t);
   KILN_CHECK(src >= 0 && src < world_size(), "broadcast: source rank ", src, " is not in [0, ", world_size(), ")");
@@ -387,6 +487,8 @@ Work ProcessGroup::broadcast_async(Tensor t, int src) {
 Work ProcessGroup::all_gather_async(Tensor out, Tensor input) {
   check_tensor("all_gather", "output", out);
   check_tensor("all_gather", "input", input);
+  KILN_CHECK(out.device() == input.device(), "all_gather: the output is on ", out.device().str(), ", the input on ",
+             input.device().str());
   KILN_CHECK(out.dtype() == input.dtype() && out.numel() == input.numel() * world_size(), "all_gather: the output (",
              out.dtype(), to_string(out.shape()), ") must hold world_size (", world_size(), ") times the input (",
              input.dtype(), to_string(input.shape()), ")");
@@ -396,6 +498,8 @@ Work ProcessGroup::all_gather_async(Tensor out, Tensor input) {
 Work ProcessGroup::reduce_scatter_async(Tensor out, Tensor input, ReduceOp op) {
   check_tensor("reduce_scatter", "output", out);
   check_tensor("reduce_scatter", "input", input);
+  KILN_CHECK(out.device() == input.device(), "reduce_scatter: the output is on ", out.device().str(), ", the input on ",
+             input.device().str());
   KILN_CHECK(out.dtype() == input.dtype() && out.numel() * world_size() == input.numel(), "reduce_scatter: the input (",
              input.dtype(), to_string(input.shape()), ") must hold world_size (", world_size(), ") times the output (",
              out.dtype(), to_string(out.shape()), ")");

@@ -6,14 +6,19 @@
 //   distributed::all_reduce(grad, ReduceOp::mean);
 //   distributed::broadcast(weights, /*src=*/0);
 //
-// The engine is chosen by the tensors' device: Gloo (TCP) for CPU tensors; CUDA tensors are
-// refused for now (NCCL is not wired in yet). Collectives run in the order each rank issues them,
-// on one communication thread per group; the `_async` forms return a Work to wait on.
+// The engine is chosen by the tensors' device: Gloo (TCP) for CPU tensors, NCCL (libnccl.so.2,
+// loaded at run time) for CUDA tensors, one communicator per group on the device of its first
+// CUDA collective. Collectives run in the order each rank issues them, on one communication
+// thread per group; the `_async` forms return a Work to wait on. A CUDA collective is queued on
+// kiln's stream of its device (dsl/cuda/cuda_context.h), so the work kiln queues after it sees its
+// result; its Work completes once it is queued, as a CUDA op's return does.
 //
-// Errors, not hangs: every collective first checks that all ranks called the same collective on
-// tensors of the same dtype and shape (else kiln::Error naming both ranks' tensors), and a rank
-// that died, or one that never arrives within the timeout (KILN_DIST_TIMEOUT_S), is a kiln::Error
-// on the others. After such an error the group is unusable: destroy it (or end the process).
+// Errors, not hangs: every collective first checks, through Gloo, that all ranks called the same
+// collective on tensors of the same dtype and shape (else kiln::Error naming both ranks'
+// tensors), and on Gloo a rank that died, or one that never arrives within the timeout
+// (KILN_DIST_TIMEOUT_S), is a kiln::Error on the others. (A NCCL collective whose peer died
+// waits on the device: no watchdog aborts it yet.) After such an error the group is unusable:
+// destroy it (or end the process).
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -62,6 +67,9 @@ class ProcessGroup {
 
   // In place: every rank's t becomes the reduction of all ranks' t.
   Work all_reduce_async(Tensor t, ReduceOp op = ReduceOp::sum);
+  // all_reduce_async without the check that every rank called it on the same shape: for callers
+  // whose calls match by construction (DistributedDataParallel's buckets).
+  Work all_reduce_unchecked_async(Tensor t, ReduceOp op);
   // In place: every rank's t becomes rank src's t.
   Work broadcast_async(Tensor t, int src);
   // out (world_size * n elements, dim 0 world_size times input's) gets every rank's input, in rank order.

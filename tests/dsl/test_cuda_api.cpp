@@ -6,6 +6,7 @@
 #include <cstddef>
 
 #include "dsl/cuda/cudnn_api.h"
+#include "dsl/cuda/nccl_api.h"
 #include "kiln.h"
 
 #if KILN_HAVE_CUDA_HEADERS
@@ -14,6 +15,7 @@
 #include <cuda.h>
 #include <cudnn_graph.h>
 #include <library_types.h>
+#include <nccl.h>
 #endif
 
 using namespace kiln;
@@ -104,6 +106,12 @@ static_assert(cudnn::kAdd == CUDNN_POINTWISE_ADD && cudnn::kMul == CUDNN_POINTWI
               cudnn::kGenIndex == CUDNN_POINTWISE_GEN_INDEX && cudnn::kBinarySelect == CUDNN_POINTWISE_BINARY_SELECT);
 static_assert(cudnn::kReduceAdd == CUDNN_REDUCE_TENSOR_ADD && cudnn::kReduceMax == CUDNN_REDUCE_TENSOR_MAX &&
               cudnn::kHeurModeA == CUDNN_HEUR_MODE_A && cudnn::kStatusSuccess == CUDNN_STATUS_SUCCESS);
+// NCCL (dsl/cuda/nccl_api.h).
+static_assert(sizeof(kiln::ncclUniqueId) == sizeof(::ncclUniqueId));
+static_assert(nccl::kInt32 == ncclInt32 && nccl::kInt64 == ncclInt64 && nccl::kFloat16 == ncclFloat16 &&
+              nccl::kFloat32 == ncclFloat32 && nccl::kFloat64 == ncclFloat64 && nccl::kBfloat16 == ncclBfloat16);
+static_assert(nccl::kSum == ncclSum && nccl::kProd == ncclProd && nccl::kMax == ncclMax && nccl::kMin == ncclMin &&
+              nccl::kAvg == ncclAvg && nccl::kSuccess == ncclSuccess && nccl::kInProgress == ncclInProgress);
 #endif
 
 BOOST_AUTO_TEST_CASE(constants_match_the_toolkit_headers) {

@@ -1,0 +1,100 @@
+// Collectives on CUDA tensors through NCCL and DistributedDataParallel on CUDA, in a world of one
+// process (one GPU: NCCL takes one rank per device). The collectives' results across ranks are
+// checked on the CPU with Gloo (tests/dsl/test_distributed.cpp); here the NCCL path runs on kiln's
+// stream: each collective of one rank gives its input back (a mean of one), a CPU collective
+// interleaves with CUDA ones, and a DDP model trains as the same model without DDP.
+#include "cuda/cuda_available.h"
+#include "support/reference.h"
+
+using namespace kiln;
+using namespace kiln::test;
+namespace dist = kiln::distributed;
+
+namespace {
+
+boost::unit_test::precondition needs_nccl() {
+  return needs([] {
+    if (!cuda_unavailable_reason().empty()) return "no CUDA device (" + cuda_unavailable_reason() + ")";
+    return nccl_available() ? std::string() : "no NCCL (" + nccl_unavailable_reason() + ")";
+  });
+}
+
+// A world of one on a free port, destroyed at the end of the scope.
+struct OneRank {
+  OneRank() {
+    dist::InitOptions o;
+    o.rank = 0, o.world_size = 1, o.master_port = dist::free_port();
+    dist::init_process_group(o);
+  }
+  ~OneRank() { dist::destroy_process_group(); }
+};
+
+void expect_equal(const Tensor& got, const Tensor& want, const std::string& what) {
+  std::vector<double> g = host_values(got.to(Device::cpu())), w = host_values(want.to(Device::cpu()));
+  BOOST_TEST_CONTEXT(what) {
+    BOOST_TEST(g.size() == w.size());
+    for (size_t i = 0; i < g.size() && i < w.size(); ++i)
+      if (g[i] != w[i]) {
+        BOOST_TEST(g[i] == w[i], "element " << i);
+        break;
+      }
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(nccl_collectives_on_one_rank_give_their_input_back, *needs_nccl()) {
+  OneRank world;
+  for (DType t : {DType::f32, DType::bf16, DType::f64, DType::i64}) {
+    Tensor x = (randn({1000}) * 10).to(t).to(kCuda);
+    Tensor before = x.clone();
+    for (dist::ReduceOp op : {dist::ReduceOp::sum, dist::ReduceOp::max})
+      dist::all_reduce(x, op);
+    if (is_floating(t)) dist::all_reduce(x, dist::ReduceOp::mean);
+    expect_equal(x, before, std::string("all_reduce of ") + std::string(name(t)));
+    dist::broadcast(x, 0);
+    expect_equal(x, before, "broadcast");
+    Tensor gathered = empty({1000}, {t, kCuda});
+    dist::all_gather(gathered, x);
+    expect_equal(gathered, before, "all_gather");
+    Tensor part = empty({1000}, {t, kCuda});
+    dist::reduce_scatter(part, x);
+    expect_equal(part, before, "reduce_scatter");
+  }
+  Tensor cpu = from_vector<float>({1, 2, 3});
+  dist::all_reduce(cpu);  // Gloo's path, between NCCL calls
+  dist::all_reduce(randn({4}).to(kCuda));
+  BOOST_TEST(cpu.to_vector<float>()[2] == 3.0f);
+}
+
+BOOST_AUTO_TEST_CASE(ddp_on_cuda_trains_as_the_plain_model, *needs_nccl()) {
+  OneRank world;
+  auto make = [] {
+    manual_seed(5);
+    auto m = std::make_shared<nn::MLP>(std::vector<int64_t>{32, 64, 8});
+    m->to(kCuda);
+    return m;
+  };
+  auto plain = make();
+  dist::DistributedDataParallel ddp(make(), {.bucket_mb = 0.004});
+  BOOST_TEST(ddp.buckets().size() > 1u);
+  optim::AdamW plain_opt(plain->parameters(), {.lr = 1e-2}), ddp_opt(ddp.parameters(), {.lr = 1e-2});
+  auto step = [](nn::Module& m, optim::Optimizer& opt, const Tensor& x) {
+    Tensor y = m.forward(x);
+    Tensor loss = (y * y).mean();
+    loss.backward();
+    opt.step();
+    opt.zero_grad();
+    return loss;
+  };
+  auto compiled = compile([&](const Tensor& x) { return step(ddp, ddp_opt, x); }, {.name = "ddp step"});
+  for (int i = 0; i < 4; ++i) {
+    Tensor x = randn({16, 32}).to(kCuda);
+    step(*plain, plain_opt, x);
+    if (i % 2) compiled(x);
+    else step(ddp, ddp_opt, x);
+  }
+  BOOST_TEST(ddp.reductions() == int64_t(4 * ddp.buckets().size()));
+  auto a = plain->parameters(), b = ddp.parameters();
+  for (size_t k = 0; k < a.size(); ++k) check_close(b[k], host_values(a[k].to(Device::cpu())), a[k].shape(), "parameter " + std::to_string(k));
+}
