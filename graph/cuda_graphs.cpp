@@ -16,6 +16,7 @@
 #include "dsl/error.h"
 #include "dsl/settings.h"
 #include "dsl/storage.h"
+#include "dsl/tensor_stamp.h"
 #include "dsl/op_def.h"
 #include "graph/logs.h"
 #include "schedules/step_timing.h"
@@ -55,6 +56,10 @@ struct Capture {
   std::unique_ptr<CapturedArguments> arguments;  // launch arguments its kernels read at each replay
   std::vector<std::optional<Tensor>> buffers;  // per input: the graph's copy, or none (read in place)
   std::vector<Address> in_place;               // per input: the address captured
+  // Per captured tensor read in place, when the graph keeps outputs of regions of parameters only
+  // (the capture read them, computed before it): the tensor as captured. A replay after one
+  // changed would read stale kept outputs, so the call is captured again.
+  std::vector<std::optional<TensorStamp>> stamps;
   TensorList outputs;
   std::vector<bool> in_graph_memory;           // per output: in the pool (not an input's own memory)
   // The storages the last replay handed out over the graph's memory: any still referenced when
@@ -103,8 +108,8 @@ struct Capture {
 
 class CudaGraphed final : public CompiledGraph {
  public:
-  CudaGraphed(std::shared_ptr<CompiledGraph> inner, std::string label, std::string never)
-      : inner_(std::move(inner)), label_(std::move(label)), never_(std::move(never)) {}
+  CudaGraphed(std::shared_ptr<CompiledGraph> inner, std::string label, std::string never, std::vector<bool> guarded)
+      : inner_(std::move(inner)), label_(std::move(label)), never_(std::move(never)), guarded_(std::move(guarded)) {}
 
   int kernel_count() const override { return inner_->kernel_count(); }
 
@@ -160,9 +165,12 @@ class CudaGraphed final : public CompiledGraph {
 
   // Why the inputs read in place cannot be this time ("" when they can).
   static std::string moved_input(const Capture& c, const TensorList& inputs) {
-    for (size_t i = 0; i < inputs.size(); ++i)
+    for (size_t i = 0; i < inputs.size(); ++i) {
       if (!c.buffers[i] && address_of(inputs[i]) != c.in_place[i])
         return "input " + std::to_string(i) + " (read in place by the graph) is at another address";
+      if (c.stamps[i] && !c.stamps[i]->matches(inputs[i]))
+        return "input " + std::to_string(i) + " changed since the capture, which read outputs kept from it";
+    }
     return "";
   }
 
@@ -190,11 +198,13 @@ class CudaGraphed final : public CompiledGraph {
     TensorList in = inputs;
     c.buffers.assign(inputs.size(), std::nullopt);
     c.in_place.assign(inputs.size(), Address{});
+    c.stamps.assign(inputs.size(), std::nullopt);
     for (size_t i = 0; i < inputs.size(); ++i) {
       const Tensor& t = inputs[i];
       bool moves = c.seen.front()[i] != c.seen.back()[i] || address_of(t) != c.seen.back()[i];
       if (!moves) {
         c.in_place[i] = address_of(t);
+        if (guarded_[i]) c.stamps[i] = TensorStamp::of(t);
         continue;
       }
       if (!t.is_contiguous()) {
@@ -290,6 +300,9 @@ class CudaGraphed final : public CompiledGraph {
   std::shared_ptr<CompiledGraph> inner_;
   std::string label_;
   std::string never_;  // why no call of this graph can be captured ("" when calls may be)
+  // Per input: a captured tensor (a parameter) of a graph that keeps outputs (graph_keeps_outputs),
+  // which replays check for changes.
+  std::vector<bool> guarded_;
   mutable std::mutex mu_;
   mutable std::map<Layout, std::unique_ptr<Capture>> captures_;
   mutable std::set<std::string> hinted_;
@@ -301,7 +314,9 @@ std::shared_ptr<CompiledGraph> with_cuda_graphs(const Graph& g, std::shared_ptr<
   std::string never;
   for (const GraphNode& n : g.nodes)
     if (n.op->random) never = "it draws random numbers (" + n.op->name + "; a replay would repeat them)";
-  return std::make_shared<CudaGraphed>(std::move(inner), std::move(label), std::move(never));
+  std::vector<bool> guarded;
+  for (const GraphInput& in : g.inputs) guarded.push_back(graph_keeps_outputs(g) && in.kind == InputKind::captured);
+  return std::make_shared<CudaGraphed>(std::move(inner), std::move(label), std::move(never), std::move(guarded));
 }
 
 bool cuda_graphs_wanted(const std::string& mode) {

@@ -79,6 +79,8 @@ std::vector<int> view_chain(const Graph& g, int v) {
   return chain;
 }
 
+bool graph_keeps_outputs(const Graph& g) { return !g.trains && g.writes.empty(); }
+
 int view_base(const Graph& g, int v) {
   std::vector<int> chain = view_chain(g, v);
   return chain.empty() ? v : g.nodes[size_t(chain.front())].inputs[0];

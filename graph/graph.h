@@ -135,6 +135,12 @@ std::vector<int> view_chain(const Graph& g, int v);
 // The value v's views start from (v itself when it is no view).
 int view_base(const Graph& g, int v);
 
+// Whether g's calls compute the same outputs from unchanged inputs, so that what a call computes
+// from its parameters alone may be kept for the next (schedules/kept_outputs.h) and a CUDA graph
+// replay reading such kept values must check that the parameters did not change
+// (graph/cuda_graphs.h): not a training step, writes no input.
+bool graph_keeps_outputs(const Graph& g);
+
 // Whether value a reads value base (dense, [d0, ..., dn]) as [dn, d0*...*dn-1]: the transpose of
 // its leading dims flattened (a Linear's output gradient in its weight gradient, dy.flatten(0, -2).t()).
 bool transposes_flattened(const Graph& g, int base, int a);

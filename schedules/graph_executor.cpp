@@ -104,11 +104,6 @@ class GraphExecutor final : public CompiledGraph {
       for (int v : s.region.outputs) output_dims_[v] = graph.shape_env->canonical(graph.values[size_t(v)].sym);
     plan_releases();
     on_cuda_ = graph.on_cuda();
-    for (const Value& v : graph.values)
-      if (v.meta.device.is_cuda()) {
-        cuda_index_ = v.meta.device.index;
-        break;
-      }
     for (const ExecutorStep& s : steps_)
       kept_.push_back(s.node < 0 && keeps_outputs(graph, s.region, in_place_, over_) ? std::make_unique<KeptOutputs>()
                                                                                      : nullptr);
@@ -153,7 +148,7 @@ class GraphExecutor final : public CompiledGraph {
         if (s.packed_b) args[1] = s.packed_b->get(args[1]);
         TensorList outs = dispatch(*n.op, args, n.attrs);
         for (size_t k = 0; k < n.outputs.size(); ++k) values[size_t(n.outputs[k])] = outs[k];
-      } else if (kept_[si] && !capturing()) {
+      } else if (kept_[si]) {
         run_kept_region(s, *kept_[si], symbols, values, into);
       } else {
         run_region(s, symbols, values, into);
@@ -245,8 +240,6 @@ class GraphExecutor final : public CompiledGraph {
     kept.put(std::move(sources), std::move(outputs));
   }
 
-  bool capturing() const { return on_cuda_ && cuda_graph_capturing(cuda_index_); }
-
   // The tensor output v is computed into: the input it overwrites (in_place_), the dying
   // intermediate whose memory it takes when nothing else holds that memory now (over_), or a new one.
   Tensor memory_for(int v, const Shape& shape, const std::vector<Tensor>& values, const std::map<int, Tensor>& into) const {
@@ -276,7 +269,6 @@ class GraphExecutor final : public CompiledGraph {
   const std::shared_ptr<const Graph>& g_;
   const std::vector<ExecutorStep>& steps_;
   bool on_cuda_ = false;
-  int cuda_index_ = 0;  // the device of its CUDA values
   std::vector<SymbolSource> symbol_sources_;
   std::map<int, SymShape> output_dims_;
   std::vector<std::vector<int>> released_after_;  // per step: the values no later step reads

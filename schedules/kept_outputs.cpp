@@ -9,8 +9,6 @@ namespace {
 std::atomic<int64_t> reused{0};
 }  // namespace
 
-bool graph_keeps_outputs(const Graph& g) { return !g.trains && g.writes.empty(); }
-
 bool keeps_outputs(const Graph& g, const Region& r, const std::map<int, std::vector<int>>& in_place,
                    const std::map<int, int>& over) {
   if (!graph_keeps_outputs(g) || r.inputs.empty() || r.outputs.empty()) return false;

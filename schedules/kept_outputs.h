@@ -7,10 +7,11 @@
 // packed weights are (weight_packing.h). A write through data_ptr() does not bump it and must not
 // be used on the parameters of a compiled function.
 //
-// Not for training steps' graphs (their parameters change on every call), graphs that write their
-// inputs, outputs of the graph, outputs computed in place, and never while a CUDA graph is being
-// captured (a replay would reuse the copy after its parameter changed: the captured graph
-// computes it on every replay instead).
+// Not for training steps' graphs (their parameters change on every call; graph_keeps_outputs in
+// graph/graph.h), graphs that write their inputs, outputs of the graph, and outputs computed in
+// place. A CUDA graph captured from such a call reads the kept outputs without computing them;
+// its replays check that every parameter it reads is unchanged, and capture it again otherwise
+// (graph/cuda_graphs.h).
 #pragma once
 #include <map>
 #include <memory>
@@ -24,8 +25,6 @@
 
 namespace kiln {
 
-// Whether g may keep any region's outputs between calls: not a training step, writes no input.
-bool graph_keeps_outputs(const Graph& g);
 // Whether region r of g keeps its outputs between calls (the rules above).
 bool keeps_outputs(const Graph& g, const Region& r, const std::map<int, std::vector<int>>& in_place,
                    const std::map<int, int>& over);

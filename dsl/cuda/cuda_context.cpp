@@ -198,11 +198,6 @@ ArgumentCaptureScope::~ArgumentCaptureScope() {
   capturing_arguments[size_t(index_)] = nullptr;
 }
 
-bool cuda_graph_capturing(int index) {
-  std::lock_guard<std::mutex> lock(arguments_mu);
-  return size_t(index) < capturing_arguments.size() && capturing_arguments[size_t(index)] != nullptr;
-}
-
 CUdeviceptr cuda_upload_arguments(const void* src, size_t nbytes, int index) {
   KILN_CHECK(nbytes <= kArgumentSlotBytes, "cuda: internal: ", nbytes, " bytes of launch arguments exceed a slot of ",
              kArgumentSlotBytes);

@@ -99,9 +99,6 @@ class ArgumentCaptureScope {
  private:
   int index_;
 };
-// Whether a CUDA graph is being captured on device `index`'s stream now (an ArgumentCaptureScope
-// is open for it): work queued now is recorded, not run, and every replay repeats it.
-bool cuda_graph_capturing(int index);
 // Fills n elements of `element_size` bytes (1, 2, 4 or 8) with the bytes at `value`, on the
 // stream (no host copy, no wait).
 void cuda_fill(CUdeviceptr dst, const void* value, size_t element_size, size_t n, int index = 0);

@@ -79,6 +79,7 @@ int launch(const std::vector<std::string>& argv, const LaunchOptions& options) {
     pid_t pid = ::fork();
     KILN_CHECK(pid >= 0, "kiln run: fork failed: ", std::strerror(errno));
     if (pid == 0) {
+      ::setpgid(0, 0);  // a process group per rank: stopping a rank stops what it started
       ::dup2(out[1], 1), ::dup2(err[1], 2);
       ::setenv("RANK", std::to_string(r).c_str(), 1);
       ::setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
@@ -92,6 +93,7 @@ int launch(const std::vector<std::string>& argv, const LaunchOptions& options) {
       std::fprintf(stderr, "kiln run: cannot start %s: %s\n", argv[0].c_str(), std::strerror(errno));
       ::_exit(127);
     }
+    ::setpgid(pid, pid);  // as the child does: whichever runs first (no window for a lost signal)
     ::close(out[1]), ::close(err[1]);
     ranks[size_t(r)] = {pid, out[0], err[0], "", "", false, 0};
   }
@@ -120,18 +122,28 @@ int launch(const std::vector<std::string>& argv, const LaunchOptions& options) {
         if (exit_code(k.status) != 0 && failure == 0) {
           failure = exit_code(k.status);
           std::fprintf(stderr, "kiln run: rank %zu exited with status %d; stopping the other ranks\n", r, failure);
-          for (const Rank& o : ranks)
-            if (!o.exited) ::kill(o.pid, SIGTERM);
+          for (const Rank& o : ranks) ::kill(-o.pid, SIGTERM);
           stop_deadline = std::chrono::steady_clock::now() + options.grace;
         }
       }
     }
-    bool all_done = true;
-    for (const Rank& k : ranks) all_done = all_done && k.exited && k.out < 0 && k.err < 0;
-    if (all_done) break;
+    bool all_exited = true, all_closed = true;
+    for (const Rank& k : ranks) {
+      all_exited = all_exited && k.exited;
+      all_closed = all_closed && k.out < 0 && k.err < 0;
+    }
+    if (all_exited && all_closed) break;
+    // Every rank exited but something they started still holds their output open: after a
+    // failure, stop waiting for it once the grace period is over.
+    if (all_exited && failure != 0 && killed) {
+      for (Rank& k : ranks) {
+        if (k.out >= 0) ::close(k.out), k.out = -1;
+        if (k.err >= 0) ::close(k.err), k.err = -1;
+      }
+      break;
+    }
     if (!killed && std::chrono::steady_clock::now() > stop_deadline) {
-      for (const Rank& o : ranks)
-        if (!o.exited) ::kill(o.pid, SIGKILL);
+      for (const Rank& o : ranks) ::kill(-o.pid, SIGKILL);
       killed = true;
     }
   }

@@ -1,7 +1,8 @@
 // Starting a job's processes, as torchrun does: `kiln run --nproc N program args...` (and tests)
 // start N copies of a program with RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT set
 // (a free port on 127.0.0.1), forward their output line by line with a "[rank k] " prefix, and
-// stop the others (SIGTERM, then SIGKILL after a grace period) as soon as one fails.
+// stop the others (SIGTERM, then SIGKILL after a grace period) as soon as one fails. Each rank
+// runs in a process group of its own, so stopping it stops what it started.
 #pragma once
 #include <chrono>
 #include <string>

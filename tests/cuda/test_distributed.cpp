@@ -76,7 +76,7 @@ BOOST_AUTO_TEST_CASE(ddp_on_cuda_trains_as_the_plain_model, *needs_nccl()) {
     return m;
   };
   auto plain = make();
-  dist::DistributedDataParallel ddp(make(), {.bucket_mb = 0.004});
+  dist::DistributedDataParallel ddp(make(), {.bucket_mb = 0.001});  // two buckets
   BOOST_TEST(ddp.buckets().size() > 1u);
   optim::AdamW plain_opt(plain->parameters(), {.lr = 1e-2}), ddp_opt(ddp.parameters(), {.lr = 1e-2});
   auto step = [](nn::Module& m, optim::Optimizer& opt, const Tensor& x) {

@@ -12,6 +12,7 @@
 #include "cuda/cuda_available.h"
 #include "graph/cuda_graphs.h"
 #include "graph/logs.h"
+#include "schedules/kept_outputs.h"
 #include "support/reference.h"
 #include "support/scoped_env.h"
 
@@ -141,6 +142,33 @@ BOOST_AUTO_TEST_CASE(outputs_kept_across_replays_keep_their_values, *needs_cuda(
     check_close(views[size_t(call)].to(Device::cpu()), host_values(want[size_t(call)].slice(0, 8, 16)), {8, 48},
                 {1e-5, 1e-5}, "view of the output of call " + std::to_string(call));
   }
+}
+
+// Under bf16 autocast the weight's cast is a region of parameters only, kept between calls: the
+// captured graph reads the kept cast instead of computing it. A replay after the weight changed
+// would read a stale cast, so the call is captured again, and gives the new weight's results.
+BOOST_AUTO_TEST_CASE(replays_read_kept_parameter_regions_until_a_parameter_changes, *needs_cuda()) {
+  NoGradGuard no_grad;
+  Tensor w = random_tensor({64, 48}, DType::f32, 7).to(kCuda);
+  auto fn = [&](const Tensor& x) {
+    AutocastGuard autocast(kCuda, DType::bf16);
+    return gelu(matmul(x, w)).to(DType::f32);
+  };
+  auto plain = compile(fn, {.backend = "halide", .name = "plain_params"});
+  auto graphed = compile(fn, {.backend = "halide", .name = "graphed_params", .mode = "reduce-overhead"});
+  CudaGraphCounters before = cuda_graph_counters();
+  int64_t reused = kept_outputs_reused();
+  for (int call = 0; call < 8; ++call) {
+    if (call == 4) w.copy_(random_tensor({64, 48}, DType::f32, 8).to(kCuda));
+    Tensor x = random_tensor({32, 64}, DType::f32, 60 + uint64_t(call)).to(kCuda);
+    Tensor want = plain(x).to(Device::cpu());
+    check_close(graphed(x).to(Device::cpu()), host_values(want), want.shape(), {1e-5, 1e-5},
+                "call " + std::to_string(call) + (call >= 4 ? " (after the weight changed)" : ""));
+  }
+  CudaGraphCounters after = cuda_graph_counters();
+  BOOST_TEST(kept_outputs_reused() > reused);
+  BOOST_TEST(after.captures >= before.captures + 2);  // once, and again after the change
+  BOOST_TEST(after.replays >= before.replays + 3);
 }
 
 // A call that waits for the device cannot be captured: with KILN_CHECK_INDICES=1 the embedding
