@@ -50,6 +50,10 @@ int run_first_op();
 int run_bench_compile(const BenchOptions& opts);
 int run_bench_models(const BenchOptions& opts);
 int run_bench_regions(const BenchOptions& opts);
+// bench ddp: collectives and a DDP training step on one and on nproc processes (bench_ddp.cpp);
+// bench ddp-worker: one of its processes, whose rank 0 writes its part to part_path.
+int run_bench_ddp(const BenchOptions& opts, int nproc);
+int run_bench_ddp_worker(const BenchOptions& opts, const std::string& part_path);
 int run_bench_gpu(const BenchOptions& opts);
 int run_bench_gpu_real(const BenchOptions& opts);  // bench gpu --size real
 // A fresh process of bench models or bench gpu: compile opts.filter once (its training step with

@@ -48,6 +48,11 @@ commands:
         --profile picks the compiled calls that run between cuProfilerStart and cuProfilerStop
         (the window of bench/kernel_summary.cpp; default train); --precision bf16 (with --only
         models) runs the models' forward and loss under bf16 autocast
+  bench ddp [--nproc N] [--device cpu|cuda] [--json FILE]
+        data-parallel training across processes (started as `kiln run` does), on one process and
+        on N (default 2): all_reduce per message size (ms, bus bandwidth), and a
+        DistributedDataParallel training step (the MLP at bench size on the CPU, GPT-2 small at
+        real size on CUDA; the same batch per process) with its scaling efficiency
   bench compile [--json FILE]
         host overhead of one call of a compiled function (guards, lookup, graph run)
   bench aot [--filter NAME] [--json FILE]
@@ -160,6 +165,17 @@ int main(int argc, char** argv) {
       }
       return kiln::bench::run_demo(o);
     }
+    if (args[0] == "bench" && args.size() >= 2 && args[1] == "ddp") {
+      int nproc = 2;
+      std::vector<std::string> rest(args.begin(), args.begin() + 2);
+      for (size_t i = 2; i < args.size(); ++i) {
+        if (args[i] == "--nproc") nproc = std::stoi(value(i));
+        else rest.push_back(args[i]);
+      }
+      return kiln::bench::run_bench_ddp(parse_bench_options(rest, 2, {"--device", "--json"}), nproc);
+    }
+    if (args[0] == "bench" && args.size() >= 3 && args[1] == "ddp-worker")
+      return kiln::bench::run_bench_ddp_worker(parse_bench_options(args, 3, {"--device"}), args[2]);
     if (args[0] == "bench" && args.size() >= 2 && args[1] == "first-op") return kiln::bench::run_first_op();
     if (args[0] == "run") {
       kiln::distributed::LaunchOptions o;
