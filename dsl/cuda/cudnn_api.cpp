@@ -5,52 +5,34 @@
 #include <vector>
 
 #include "dsl/cuda/cuda_context.h"
-#include "dsl/cuda/dynamic_library.h"
+#include "dsl/cuda/cuda_library.h"
 #include "dsl/error.h"
 
 namespace kiln {
 
 namespace {
 
-struct Loaded {
-  CudnnApi api{};
-  std::string reason;  // "" when loaded
-};
-
-Loaded load() {
-  Loaded l;
-  if (!cuda_available()) {
-    l.reason = "no CUDA device is usable: " + cuda_unavailable_reason();
-    return l;
-  }
-  void* lib = open_first({"libcudnn.so.9", "libcudnn.so", "/usr/local/cuda/lib64/libcudnn.so.9"});
-  if (!lib) {
-    l.reason = "cuDNN 9 (libcudnn.so.9) is not on the library path";
-    return l;
-  }
-  CudnnApi& a = l.api;
-  std::string missing;
-  resolve(lib, "cudnnGetVersion", a.cudnnGetVersion, missing);
-  resolve(lib, "cudnnCreate", a.cudnnCreate, missing);
-  resolve(lib, "cudnnSetStream", a.cudnnSetStream, missing);
-  resolve(lib, "cudnnGetErrorString", a.cudnnGetErrorString, missing);
-  resolve(lib, "cudnnGetLastErrorString", a.cudnnGetLastErrorString, missing);
-  resolve(lib, "cudnnBackendCreateDescriptor", a.cudnnBackendCreateDescriptor, missing);
-  resolve(lib, "cudnnBackendDestroyDescriptor", a.cudnnBackendDestroyDescriptor, missing);
-  resolve(lib, "cudnnBackendFinalize", a.cudnnBackendFinalize, missing);
-  resolve(lib, "cudnnBackendSetAttribute", a.cudnnBackendSetAttribute, missing);
-  resolve(lib, "cudnnBackendGetAttribute", a.cudnnBackendGetAttribute, missing);
-  resolve(lib, "cudnnBackendExecute", a.cudnnBackendExecute, missing);
-  if (!missing.empty()) {
-    l.reason = "libcudnn lacks " + missing + " (kiln needs cuDNN 9)";
-    return l;
-  }
-  if (a.cudnnGetVersion() < 90000) l.reason = "cuDNN " + std::to_string(a.cudnnGetVersion()) + " is older than 9.0";
-  return l;
-}
-
-const Loaded& loaded() {
-  static const Loaded l = load();
+const CudaLibrary<CudnnApi>& loaded() {
+  static const CudaLibrary<CudnnApi> l = load_cuda_library<CudnnApi>(
+      {"libcudnn.so.9", "libcudnn.so", "/usr/local/cuda/lib64/libcudnn.so.9"}, "cuDNN 9 (libcudnn.so.9)",
+      "libcudnn",
+      [](void* lib, CudnnApi& a, std::string& missing) {
+        resolve(lib, "cudnnGetVersion", a.cudnnGetVersion, missing);
+        resolve(lib, "cudnnCreate", a.cudnnCreate, missing);
+        resolve(lib, "cudnnSetStream", a.cudnnSetStream, missing);
+        resolve(lib, "cudnnGetErrorString", a.cudnnGetErrorString, missing);
+        resolve(lib, "cudnnGetLastErrorString", a.cudnnGetLastErrorString, missing);
+        resolve(lib, "cudnnBackendCreateDescriptor", a.cudnnBackendCreateDescriptor, missing);
+        resolve(lib, "cudnnBackendDestroyDescriptor", a.cudnnBackendDestroyDescriptor, missing);
+        resolve(lib, "cudnnBackendFinalize", a.cudnnBackendFinalize, missing);
+        resolve(lib, "cudnnBackendSetAttribute", a.cudnnBackendSetAttribute, missing);
+        resolve(lib, "cudnnBackendGetAttribute", a.cudnnBackendGetAttribute, missing);
+        resolve(lib, "cudnnBackendExecute", a.cudnnBackendExecute, missing);
+      },
+      [](void*, const CudnnApi& a) {
+        return a.cudnnGetVersion() < 90000 ? "cuDNN " + std::to_string(a.cudnnGetVersion()) + " is older than 9.0"
+                                           : std::string();
+      });
   return l;
 }
 

@@ -34,7 +34,7 @@ void cupti_pop_launch_scope() {}
 #include <unordered_map>
 
 #include "dsl/cuda/cuda_api.h"
-#include "dsl/cuda/dynamic_library.h"
+#include "dsl/cuda/cuda_library.h"
 
 namespace kiln {
 
@@ -56,53 +56,34 @@ struct Api {
   decltype(&cuptiActivityRegisterTimestampCallback) register_timestamp = nullptr;
 };
 
-struct Loaded {
-  Api api;
-  std::string reason;  // "" when loaded
-};
-
-Loaded load() {
-  Loaded l;
-  if (!cuda_available()) {
-    l.reason = "no CUDA device is usable: " + cuda_unavailable_reason();
-    return l;
-  }
-  void* lib = open_first({"libcupti.so.13", "libcupti.so", "/usr/local/cuda/lib64/libcupti.so.13"});
-  if (!lib) {
-    l.reason = "CUPTI (libcupti.so.13, in the CUDA toolkit's lib64) is not on the library path";
-    return l;
-  }
-  std::string missing;
-  Api& a = l.api;
-  resolve(lib, "cuptiActivityEnable", a.enable, missing);
-  resolve(lib, "cuptiActivityDisable", a.disable, missing);
-  resolve(lib, "cuptiActivityRegisterCallbacks", a.register_callbacks, missing);
-  resolve(lib, "cuptiActivityFlushAll", a.flush_all, missing);
-  resolve(lib, "cuptiActivityGetNextRecord", a.next_record, missing);
-  resolve(lib, "cuptiActivityGetNumDroppedRecords", a.dropped_records, missing);
-  resolve(lib, "cuptiGetTimestamp", a.timestamp, missing);
-  resolve(lib, "cuptiGetResultString", a.result_string, missing);
-  resolve(lib, "cuptiActivityPushExternalCorrelationId", a.push_external, missing);
-  resolve(lib, "cuptiActivityPopExternalCorrelationId", a.pop_external, missing);
-  resolve(lib, "cuptiGetVersion", a.version, missing);
-  if (!missing.empty()) {
-    l.reason = "libcupti lacks " + missing;
-    return l;
-  }
-  a.register_timestamp =
-      reinterpret_cast<decltype(a.register_timestamp)>(dlsym(lib, "cuptiActivityRegisterTimestampCallback"));
-  // The record layouts (CUpti_ActivityKernel10, ...) are the header's; another major version of
-  // the library lays them out differently.
-  uint32_t version = 0;
-  if (a.version(&version) != CUPTI_SUCCESS || version / 10000 != CUPTI_API_VERSION / 10000)
-    l.reason = "libcupti's API version " + std::to_string(version) + " is not the " +
+const CudaLibrary<Api>& loaded() {
+  static const CudaLibrary<Api> l = load_cuda_library<Api>(
+      {"libcupti.so.13", "libcupti.so", "/usr/local/cuda/lib64/libcupti.so.13"},
+      "CUPTI (libcupti.so.13, in the CUDA toolkit's lib64)", "libcupti",
+      [](void* lib, Api& a, std::string& missing) {
+        resolve(lib, "cuptiActivityEnable", a.enable, missing);
+        resolve(lib, "cuptiActivityDisable", a.disable, missing);
+        resolve(lib, "cuptiActivityRegisterCallbacks", a.register_callbacks, missing);
+        resolve(lib, "cuptiActivityFlushAll", a.flush_all, missing);
+        resolve(lib, "cuptiActivityGetNextRecord", a.next_record, missing);
+        resolve(lib, "cuptiActivityGetNumDroppedRecords", a.dropped_records, missing);
+        resolve(lib, "cuptiGetTimestamp", a.timestamp, missing);
+        resolve(lib, "cuptiGetResultString", a.result_string, missing);
+        resolve(lib, "cuptiActivityPushExternalCorrelationId", a.push_external, missing);
+        resolve(lib, "cuptiActivityPopExternalCorrelationId", a.pop_external, missing);
+        resolve(lib, "cuptiGetVersion", a.version, missing);
+        a.register_timestamp =
+            reinterpret_cast<decltype(a.register_timestamp)>(dlsym(lib, "cuptiActivityRegisterTimestampCallback"));
+      },
+      // The record layouts (CUpti_ActivityKernel10, ...) are the header's; another major version
+      // of the library lays them out differently.
+      [](void*, const Api& a) {
+        uint32_t version = 0;
+        if (a.version(&version) == CUPTI_SUCCESS && version / 10000 == CUPTI_API_VERSION / 10000) return std::string();
+        return "libcupti's API version " + std::to_string(version) + " is not the " +
                std::to_string(CUPTI_API_VERSION / 10000) + ".x kiln was built with (CUPTI_API_VERSION " +
                std::to_string(CUPTI_API_VERSION) + ")";
-  return l;
-}
-
-const Loaded& loaded() {
-  static const Loaded l = load();
+      });
   return l;
 }
 
