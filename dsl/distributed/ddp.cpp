@@ -1,6 +1,5 @@
 #include "dsl/distributed/ddp.h"
 
-#include <mutex>
 #include <sstream>
 
 #include "dsl/creation.h"
@@ -13,20 +12,19 @@ namespace kiln::distributed {
 // the all-reduces on the group's communication thread, each on its bucket's own buffer.
 struct DistributedDataParallel::Reducer {
   struct Bucket {
-    std::vector<int> params;      // indices into `params`
-    std::vector<int64_t> offsets;  // each parameter's first element in `flat`
-    Tensor flat;                  // the bucket's gradients, one after another
-    int ready = 0;                // parameters whose gradient is in `flat` this pass
-    bool launched = false;
+    std::vector<int> params;  // indices into `params`
+    int64_t numel = 0;        // elements of its parameters, together
+    Tensor flat;              // the bucket's gradients, one after another
+    int ready = 0;            // parameters whose gradient is in `flat` this pass
     Work work;
   };
 
   ProcessGroup& group;
   std::vector<Tensor> params;
   std::vector<Bucket> buckets;
-  std::vector<int> bucket_of;     // per parameter
-  std::vector<int> slot_of;       // per parameter: its index in its bucket
-  std::vector<bool> ready;        // per parameter, this pass
+  std::vector<int> bucket_of;        // per parameter
+  std::vector<int64_t> offset_of;    // per parameter: its first element in its bucket's `flat`
+  std::vector<bool> ready;           // per parameter, this pass
   int next_launch = 0;
   bool pass_open = false;
   bool sync = true;
@@ -35,33 +33,25 @@ struct DistributedDataParallel::Reducer {
   Reducer(ProcessGroup& g, std::vector<Tensor> ps, double bucket_mb) : group(g), params(std::move(ps)) {
     size_t cap = size_t(std::max(0.0, bucket_mb) * 1024 * 1024);
     bucket_of.assign(params.size(), -1);
-    slot_of.assign(params.size(), -1);
+    offset_of.assign(params.size(), 0);
     ready.assign(params.size(), false);
     // Reverse registration order; a bucket holds one dtype and device.
     for (int i = int(params.size()) - 1; i >= 0; --i) {
       const Tensor& p = params[size_t(i)];
-      size_t bytes = size_t(p.numel()) * itemsize(p.dtype());
       bool fits = false;
       if (!buckets.empty()) {
-        Bucket& b = buckets.back();
+        const Bucket& b = buckets.back();
         const Tensor& first = params[size_t(b.params[0])];
-        int64_t used = b.offsets.back() + params[size_t(b.params.back())].numel();
-        fits = first.dtype() == p.dtype() && first.device() == p.device() &&
-               size_t(used) * itemsize(p.dtype()) < cap;
+        fits = first.dtype() == p.dtype() && first.device() == p.device() && size_t(b.numel) * itemsize(p.dtype()) < cap;
       }
       if (!fits) buckets.push_back({});
       Bucket& b = buckets.back();
-      int64_t at = b.params.empty() ? 0 : b.offsets.back() + params[size_t(b.params.back())].numel();
       bucket_of[size_t(i)] = int(buckets.size()) - 1;
-      slot_of[size_t(i)] = int(b.params.size());
+      offset_of[size_t(i)] = b.numel;
       b.params.push_back(i);
-      b.offsets.push_back(at);
-      (void)bytes;
+      b.numel += p.numel();
     }
-    for (Bucket& b : buckets) {
-      const Tensor& last = params[size_t(b.params.back())];
-      b.flat = zeros({b.offsets.back() + last.numel()}, last.options());
-    }
+    for (Bucket& b : buckets) b.flat = zeros({b.numel}, params[size_t(b.params[0])].options());
   }
 
   // A parameter's gradient is final for this pass: into its bucket; full buckets start.
@@ -81,8 +71,7 @@ struct DistributedDataParallel::Reducer {
 
   // The parameter's slice of its bucket's buffer, flat.
   Tensor slot(int i) {
-    Bucket& b = buckets[size_t(bucket_of[size_t(i)])];
-    return b.flat.narrow(0, b.offsets[size_t(slot_of[size_t(i)])], params[size_t(i)].numel());
+    return buckets[size_t(bucket_of[size_t(i)])].flat.narrow(0, offset_of[size_t(i)], params[size_t(i)].numel());
   }
 
   // Tensor ops (queued on the device's stream on CUDA, before the bucket's all-reduce).
@@ -99,7 +88,6 @@ struct DistributedDataParallel::Reducer {
       Bucket& b = buckets[size_t(next_launch)];
       if (b.ready < int(b.params.size())) return;
       b.work = group.all_reduce_unchecked_async(b.flat, ReduceOp::mean);
-      b.launched = true;
       ++reductions;
       ++next_launch;
     }
@@ -125,7 +113,6 @@ struct DistributedDataParallel::Reducer {
         p.set_grad(slot(i).reshape(p.shape()).clone());
       }
       b.ready = 0;
-      b.launched = false;
       b.work = Work();
     }
     std::fill(ready.begin(), ready.end(), false);

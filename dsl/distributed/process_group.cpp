@@ -297,35 +297,18 @@ struct ProcessGroup::State {
         void* p = t.data_ptr();
         size_t n = size_t(t.numel());
         ReduceOp r = op == ReduceOp::mean ? ReduceOp::sum : op;
+        // Gloo's buffer of the dtype's element type, reduced by `reduce` (op `r`).
+        auto typed = [&](auto* data, void (*reduce)(ReduceOp, void*, const void*, const void*, size_t)) {
+          o.setOutput(data, n);
+          o.setReduceFunction([r, reduce](void* c, const void* a, const void* b, size_t k) { reduce(r, c, a, b, k); });
+        };
         switch (t.dtype()) {
-          case DType::f32:
-            o.setOutput(static_cast<float*>(p), n);
-            o.setReduceFunction([r](void* c, const void* a, const void* b, size_t k) { reduce_values<float>(r, c, a, b, k); });
-            break;
-          case DType::f64:
-            o.setOutput(static_cast<double*>(p), n);
-            o.setReduceFunction([r](void* c, const void* a, const void* b, size_t k) { reduce_values<double>(r, c, a, b, k); });
-            break;
-          case DType::i32:
-            o.setOutput(static_cast<int32_t*>(p), n);
-            o.setReduceFunction([r](void* c, const void* a, const void* b, size_t k) { reduce_values<int32_t>(r, c, a, b, k); });
-            break;
-          case DType::i64:
-            o.setOutput(static_cast<int64_t*>(p), n);
-            o.setReduceFunction([r](void* c, const void* a, const void* b, size_t k) { reduce_values<int64_t>(r, c, a, b, k); });
-            break;
-          case DType::bf16:
-            o.setOutput(static_cast<uint16_t*>(p), n);
-            o.setReduceFunction([r](void* c, const void* a, const void* b, size_t k) {
-              reduce_16bit<bfloat16_to_float, float_to_bfloat16>(r, c, a, b, k);
-            });
-            break;
-          case DType::f16:
-            o.setOutput(static_cast<uint16_t*>(p), n);
-            o.setReduceFunction([r](void* c, const void* a, const void* b, size_t k) {
-              reduce_16bit<half_to_float, float_to_half>(r, c, a, b, k);
-            });
-            break;
+          case DType::f32: typed(static_cast<float*>(p), reduce_values<float>); break;
+          case DType::f64: typed(static_cast<double*>(p), reduce_values<double>); break;
+          case DType::i32: typed(static_cast<int32_t*>(p), reduce_values<int32_t>); break;
+          case DType::i64: typed(static_cast<int64_t*>(p), reduce_values<int64_t>); break;
+          case DType::bf16: typed(static_cast<uint16_t*>(p), reduce_16bit<bfloat16_to_float, float_to_bfloat16>); break;
+          case DType::f16: typed(static_cast<uint16_t*>(p), reduce_16bit<half_to_float, float_to_half>); break;
           default: throw_error("all_reduce: dtype ", t.dtype(), " cannot be reduced (f32, f64, f16, bf16, i32, i64)");
         }
         gloo::allreduce(o);
