@@ -47,13 +47,6 @@ double median_per_call(const std::function<void()>& fn, Device d, int iterations
   return t[t.size() / 2];
 }
 
-std::string self_exe() {
-  char buf[4096];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  KILN_CHECK(n > 0, "kiln bench ddp: cannot find its own executable");
-  return std::string(buf, size_t(n));
-}
-
 }  // namespace
 
 int run_bench_ddp_worker(const BenchOptions& opts, const std::string& part_path) {
@@ -96,7 +89,6 @@ int run_bench_ddp_worker(const BenchOptions& opts, const std::string& part_path)
 
 int run_bench_ddp(const BenchOptions& opts, int nproc) {
   KILN_CHECK(nproc >= 1, "kiln bench ddp: --nproc must be at least 1");
-  std::string exe = self_exe();
   std::vector<int> worlds{1};
   if (nproc > 1) worlds.push_back(nproc);
   Json report = Json::object();
@@ -107,7 +99,7 @@ int run_bench_ddp(const BenchOptions& opts, int nproc) {
     std::string part = (std::filesystem::temp_directory_path() /
                         ("kiln-bench-ddp-" + std::to_string(::getpid()) + "-" + std::to_string(world) + ".json")).string();
     std::printf("kiln bench ddp: %d process%s on %s\n", world, world == 1 ? "" : "es", opts.device.str().c_str());
-    int rc = distributed::launch({exe, "bench", "ddp-worker", part, "--device", opts.device.str()}, {.nproc = world});
+    int rc = distributed::launch({opts.self_path, "bench", "ddp-worker", part, "--device", opts.device.str()}, {.nproc = world});
     KILN_CHECK(rc == 0, "kiln bench ddp: the workers on ", world, " processes failed (status ", rc, ")");
     std::ifstream in(part);
     std::stringstream text;

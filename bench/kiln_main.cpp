@@ -172,7 +172,9 @@ int main(int argc, char** argv) {
         if (args[i] == "--nproc") nproc = std::stoi(value(i));
         else rest.push_back(args[i]);
       }
-      return kiln::bench::run_bench_ddp(parse_bench_options(rest, 2, {"--device", "--json"}), nproc);
+      kiln::bench::BenchOptions o = parse_bench_options(rest, 2, {"--device", "--json"});
+      o.self_path = self_path(argv[0]);  // its workers are this program
+      return kiln::bench::run_bench_ddp(o, nproc);
     }
     if (args[0] == "bench" && args.size() >= 3 && args[1] == "ddp-worker")
       return kiln::bench::run_bench_ddp_worker(parse_bench_options(args, 3, {"--device"}), args[2]);
