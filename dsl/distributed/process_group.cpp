@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <csignal>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -410,6 +411,15 @@ void check_tensor(std::string_view op, const char* role, const Tensor& t) {
   KILN_CHECK(t.dim() <= kMaxDims, op, ": the ", role, " tensor has ", t.dim(), " dims; at most ", kMaxDims);
 }
 
+// Gloo writes to its peers with writev(), which raises SIGPIPE when a peer has died; by default
+// that signal kills this process before Gloo can report the closed connection as an error.
+// Python (and so PyTorch) ignores SIGPIPE at startup; a C++ program has to do it here. A handler
+// the program installed itself is left alone.
+void ignore_sigpipe() {
+  struct sigaction current {};
+  if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) std::signal(SIGPIPE, SIG_IGN);
+}
+
 }  // namespace
 
 ProcessGroup::ProcessGroup(const InitOptions& options) : state_(std::make_unique<State>()) {
@@ -423,6 +433,7 @@ ProcessGroup::ProcessGroup(const InitOptions& options) : state_(std::make_unique
                                           : std::chrono::milliseconds(int_setting("KILN_DIST_TIMEOUT_S", 300, 1, 86400) * 1000);
   s.store = std::make_unique<distributed::Store>(host, port, s.rank == 0, s.timeout);
   if (s.size > 1) {
+    ignore_sigpipe();
     gloo::transport::tcp::attr attr;
     attr.hostname = host == "localhost" ? "127.0.0.1" : host;
     try {
