@@ -19,6 +19,7 @@
 #include "dsl/eigen.h"
 #include "dsl/device.h"
 #include "dsl/distributed/ddp.h"
+#include "dsl/distributed/functional.h"
 #include "dsl/distributed/launch.h"
 #include "dsl/distributed/process_group.h"
 #include "dsl/error.h"

@@ -50,6 +50,18 @@ bool Tensor::has_grad_ready_hooks() const {
   return m && !m->grad_ready_hooks.empty();
 }
 
+void Tensor::set_traced_grad_hooks(std::shared_ptr<TracedGradHooks> traced) const {
+  KILN_CHECK(has_grad_ready_hooks(), "set_traced_grad_hooks: the tensor has no grad-ready hooks to stand in for");
+  impl().autograd->traced_grad_hooks = std::move(traced);
+  impl().autograd->traced_hooks_cover = impl().autograd->grad_ready_hooks.size();
+}
+
+std::shared_ptr<TracedGradHooks> Tensor::traced_grad_hooks() const {
+  const auto& m = impl().autograd;
+  if (!m || m->traced_hooks_cover != m->grad_ready_hooks.size()) return nullptr;
+  return m->traced_grad_hooks;
+}
+
 bool Tensor::is_leaf() const {
   const auto& m = impl().autograd;
   return !m || !m->grad_fn;

@@ -81,6 +81,7 @@ const OpDef& register_op(CustomOp op) {
   def.define = stored->define;
   def.num_inputs = stored->num_inputs;
   def.differentiable = stored->differentiable;
+  def.collective = stored->collective;
   def.custom = stored;
   def.infer = [stored](const std::vector<TensorMeta>& in, const Attrs& a) {
     std::vector<TensorMeta> out = named(stored->name, "shape rule", [&] { return stored->shape(in, a); });

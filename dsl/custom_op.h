@@ -64,6 +64,8 @@ struct CustomOp {
   RawKernel raw_cuda{};  // instead of cuda (not both)
   DerivativeRule backward{};   // written with Tensor ops (other custom ops included)
   bool differentiable = true;  // false: no gradient flows through it (an index, a mask)
+  // Talks to other processes (kiln's own distributed ops): see OpDef::collective.
+  bool collective = false;
   // An op with a Halide definition of one element (graph/halide_op.h's register_halide_op): the
   // output element from its inputs' elements, broadcast. Compiled regions lower and fuse it like
   // kiln's own pointwise ops; its kernels run it eagerly.

@@ -106,6 +106,10 @@ struct OpDef {
   // Draws from the random generator: never merged, folded or dropped by graph passes, and a
   // compiled function draws fresh numbers on every call.
   bool random = false;
+  // Communicates with other processes (dsl/distributed/functional.h's all-reduce ops): graph
+  // passes never merge, drop or recompute it, and a compiled call that holds one is not replayed
+  // as a CUDA graph. Every rank must run the same collectives in the same order.
+  bool collective = false;
   // Whether a gradient flows through the op (autograd/ gives it a derivative rule). False for
   // comparisons and indices (argmax), for detach, and for ops that only run inside a backward
   // (embedding_backward, attention_backward, gelu_backward: no higher-order gradients yet).
@@ -138,6 +142,10 @@ struct OpDef {
   std::function<DType(const std::vector<TensorMeta>&)> compute_dtype;
   // A custom op's registration (kernels, derivative rule); null for kiln's own ops.
   const CustomOp* custom = nullptr;
+
+  // Runs exactly as often as the program calls it (a random draw, a collective): graph passes
+  // never merge, drop or recompute it.
+  bool effectful() const { return random || collective; }
 };
 
 // The registry of all ops; built on first use from the op tables in dsl/ops/.

@@ -22,6 +22,7 @@
 namespace kiln {
 
 struct AutogradMeta;  // autograd/
+class TracedGradHooks;  // dsl/traced_grad_hooks.h
 struct TracedValue;   // graph/: the graph value a symbolic tensor stands for
 
 using SourceLocation = std::source_location;
@@ -153,6 +154,11 @@ class Tensor {
   // backward over such a leaf runs that backward eagerly (a graph break), so the hooks run.
   void on_grad_ready(std::function<void(const Tensor&)> hook) const;
   bool has_grad_ready_hooks() const;
+  // What a compiled backward traces instead of this leaf's grad-ready hooks, all of those set so
+  // far (dsl/traced_grad_hooks.h); traced_grad_hooks() is null where none was set or hooks were
+  // added since, and the trace breaks there.
+  void set_traced_grad_hooks(std::shared_ptr<TracedGradHooks> traced) const;
+  std::shared_ptr<TracedGradHooks> traced_grad_hooks() const;
 
   TensorImpl& impl() const;
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }

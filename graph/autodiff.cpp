@@ -1,5 +1,6 @@
 #include "graph/autodiff.h"
 
+#include <optional>
 #include <unordered_map>
 
 #include "autograd/derivatives.h"
@@ -8,13 +9,15 @@
 #include "dsl/creation.h"
 #include "dsl/error.h"
 #include "dsl/functions.h"
+#include "graph/grad_hook_groups.h"
 #include "graph/logs.h"
 #include "graph/tracer.h"
 
 namespace kiln {
 
 TensorList record_gradients(Tracer& tracer, const std::vector<int>& roots, const TensorList& seeds,
-                            const std::vector<int>& wrt) {
+                            const std::vector<int>& wrt,
+                            const std::function<void(size_t k, const Tensor& gradient)>& on_final) {
   Graph& g = tracer.graph();
   const std::vector<bool> carries = g.grad_carrying_values();
   NoGradGuard no_grad;              // the rules' ops are the backward: not recorded for autograd
@@ -29,9 +32,11 @@ TensorList record_gradients(Tracer& tracer, const std::vector<int>& roots, const
   };
   for (size_t k = 0; k < roots.size(); ++k) accumulate(roots[k], seeds[k]);
 
-  for (size_t n = g.nodes.size(); n-- > 0;) {
+  // The backward of node n, recorded: its outputs' gradients through its derivative rule into its
+  // inputs'.
+  auto record_node = [&](size_t n) {
     const GraphNode node = g.nodes[n];  // a copy: the rules append nodes
-    if (!node.grad_enabled || !is_differentiable(*node.op)) continue;
+    if (!node.grad_enabled || !is_differentiable(*node.op)) return;
     TensorList grad_outputs;
     bool reached = false;
     for (int v : node.outputs) {
@@ -41,7 +46,7 @@ TensorList record_gradients(Tracer& tracer, const std::vector<int>& roots, const
     }
     bool wanted = false;
     for (int v : node.inputs) wanted = wanted || carries[size_t(v)];
-    if (!reached || !wanted) continue;
+    if (!reached || !wanted) return;
     TensorList in, out;
     for (int v : node.inputs) in.push_back(tracer.symbolic(v));
     for (int v : node.outputs) out.push_back(tracer.symbolic(v));
@@ -51,6 +56,32 @@ TensorList record_gradients(Tracer& tracer, const std::vector<int>& roots, const
     for (size_t i = 0; i < grads.size() && i < node.inputs.size(); ++i)
       if (grads[i].defined() && carries[size_t(node.inputs[i])]) accumulate(node.inputs[i], grads[i]);
     for (int v : node.outputs) grad.erase(v);
+  };
+
+  // wrt[k]'s gradient is final once the walk has recorded the backward of the first node that
+  // reads it (final_after[n]), or at once where no node reads it.
+  const size_t forward_nodes = g.nodes.size();
+  std::vector<std::vector<size_t>> final_after(forward_nodes);
+  std::vector<size_t> final_at_once;
+  if (on_final) {
+    std::unordered_map<int, size_t> first_reader;
+    for (size_t n = forward_nodes; n-- > 0;)
+      for (int v : g.nodes[n].inputs) first_reader[v] = n;
+    for (size_t k = 0; k < wrt.size(); ++k) {
+      auto it = first_reader.find(wrt[k]);
+      (it == first_reader.end() ? final_at_once : final_after[it->second]).push_back(k);
+    }
+  }
+  auto report = [&](const std::vector<size_t>& ks) {
+    for (size_t k : ks) {
+      auto it = grad.find(wrt[k]);
+      on_final(k, it == grad.end() ? Tensor() : it->second);
+    }
+  };
+  report(final_at_once);
+  for (size_t n = forward_nodes; n-- > 0;) {
+    record_node(n);
+    report(final_after[n]);
   }
   TensorList result;
   for (int v : wrt) {
@@ -100,14 +131,19 @@ bool Tracer::backward(const Tensor& root, const Tensor& gradient, const std::sou
   Graph& g = *seg_.graph;
   std::vector<int> wrt;
   std::vector<GradTarget> targets;
+  TensorList leaves;
   for (size_t i = 0; i < seg_.bound.size(); ++i) {
     if (!g.inputs[i].requires_grad) continue;
     const Tensor& t = seg_.bound[i];
-    // A tensor with eager history, a gradient to add to, or grad-ready hooks to run in order
-    // (DistributedDataParallel's all-reduces): the eager tape takes over.
-    if (!t.is_leaf() || (t.grad().defined() && !t.grad().is_traced()) || t.has_grad_ready_hooks()) return false;
+    // A tensor with eager history or a gradient to add to: the eager tape takes over. So does one
+    // with grad-ready hooks, unless they have an active traced form (DistributedDataParallel's
+    // buckets, guarded on for captured tensors) and it holds no gradient yet.
+    const bool hooked = t.has_grad_ready_hooks();
+    if (!t.is_leaf() || (t.grad().defined() && (hooked || !t.grad().is_traced()))) return false;
+    if (hooked && (g.inputs[i].kind != InputKind::captured || !active_traced_grad_hooks(t))) return false;
     wrt.push_back(g.inputs[i].value);
     targets.push_back({t.impl_ptr(), g.inputs[i].kind == InputKind::argument ? g.inputs[i].index : -1});
+    leaves.push_back(t);
   }
   if (wrt.empty()) return false;
   Tensor seed = gradient;
@@ -122,24 +158,42 @@ bool Tracer::backward(const Tensor& root, const Tensor& gradient, const std::sou
     KILN_CHECK(seed.impl().shape == root.impl().shape, "backward: gradient of shape ", to_string(seed.impl().shape),
                " for a tensor of shape ", to_string(root.impl().shape));
   }
-  TensorList grads = record_gradients(*this, {root_value}, {seed}, wrt);
+  // Traced grad-ready hooks start their groups as the walk makes their gradients final.
+  std::optional<GradHookGroups> hook_groups;
+  {
+    NoGradGuard no_grad;
+    DispatchModeGuard tracing(this);
+    hook_groups.emplace(leaves);
+  }
+  std::function<void(size_t, const Tensor&)> on_final;
+  if (!hook_groups->empty()) on_final = [&](size_t k, const Tensor& grad) { hook_groups->final(k, grad); };
+  TensorList grads = record_gradients(*this, {root_value}, {seed}, wrt, on_final);
   g.backward_traced = true;
   g.trains = true;
   NoGradGuard no_grad;
   DispatchModeGuard tracing(this);
-  int leaves = 0;
-  for (size_t k = 0; k < grads.size(); ++k) {
-    if (!grads[k].defined()) continue;
-    Tensor leaf(targets[k].leaf);
+  int set = 0;
+  auto set_grad = [&](const GradTarget& target, const Tensor& grad, bool accumulate) {
+    Tensor leaf(target.leaf);
     Tensor old = leaf.grad();
-    leaf.set_grad(old.defined() ? add(old, grads[k]) : grads[k]);
-    ++leaves;
-    auto same = [&](const GradTarget& x) { return x.leaf == targets[k].leaf; };
+    leaf.set_grad(old.defined() && accumulate ? add(old, grad) : grad);
+    ++set;
+    auto same = [&](const GradTarget& x) { return x.leaf == target.leaf; };
     if (std::find_if(grad_targets_.begin(), grad_targets_.end(), same) == grad_targets_.end())
-      grad_targets_.push_back(targets[k]);
+      grad_targets_.push_back(target);
+  };
+  for (size_t k = 0; k < grads.size(); ++k)
+    if (grads[k].defined() && !active_traced_grad_hooks(leaves[k])) set_grad(targets[k], grads[k], true);
+  int hooked = 0;
+  // The leaves of every group, reached or not, take what the hooks give (they replace grad(), as
+  // DistributedDataParallel's eager hooks do).
+  for (const auto& [leaf, grad] : hook_groups->finish()) {
+    set_grad({leaf.impl_ptr(), -1}, grad, false);
+    ++hooked;
   }
   log_line(LogChannel::graph, where, "backward() recorded into graph " + std::to_string(graphs_run_ + 1) + " of " +
-                                         options_.function_name + ": gradients of " + std::to_string(leaves) + " leaves");
+                                         options_.function_name + ": gradients of " + std::to_string(set) + " leaves" +
+                                         (hooked ? " (" + std::to_string(hooked) + " through traced grad-ready hooks)" : ""));
   return true;
 }
 

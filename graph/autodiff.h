@@ -10,6 +10,7 @@
 //   - backward() called inside a compiled function (a training step): the gradients of the leaves
 //     become graph values, stored as the leaves' grad() (see Tracer::backward).
 #pragma once
+#include <functional>
 #include <vector>
 
 #include "dsl/tensor.h"
@@ -21,7 +22,11 @@ class Tracer;
 // Records d(roots)/d(wrt) into the tracer's current graph: `seeds[k]` is the gradient flowing
 // into `roots[k]` (values of the current graph); returns one gradient per `wrt` value, undefined
 // where no gradient reaches it. Gradients that meet are summed, as on the eager tape.
+// `on_final(k, gradient)`, if given, is called once for each wrt[k] as soon as its gradient is
+// final (no node recorded later adds to it), while the rest of the backward is still to be
+// recorded: ops it calls are recorded there.
 TensorList record_gradients(Tracer& tracer, const std::vector<int>& roots, const TensorList& seeds,
-                            const std::vector<int>& wrt);
+                            const std::vector<int>& wrt,
+                            const std::function<void(size_t k, const Tensor& gradient)>& on_final = {});
 
 }  // namespace kiln

@@ -36,7 +36,7 @@ int eliminate_common_subexpressions(Graph& g) {
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     GraphNode& node = g.nodes[n];
     for (int& v : node.inputs) v = repl[v];
-    if (node.op->random) continue;
+    if (node.op->effectful()) continue;
     std::vector<int>& same = seen[{node.op, node.inputs}];
     int match = -1;
     for (int m : same)

@@ -314,6 +314,7 @@ std::shared_ptr<CompiledGraph> with_cuda_graphs(const Graph& g, std::shared_ptr<
   std::string never;
   for (const GraphNode& n : g.nodes)
     if (n.op->random) never = "it draws random numbers (" + n.op->name + "; a replay would repeat them)";
+    else if (n.op->collective) never = "it communicates with other processes (" + n.op->name + ")";
   std::vector<bool> guarded;
   for (const GraphInput& in : g.inputs) guarded.push_back(graph_keeps_outputs(g) && in.kind == InputKind::captured);
   return std::make_shared<CudaGraphed>(std::move(inner), std::move(label), std::move(never), std::move(guarded));

@@ -16,7 +16,7 @@ std::vector<bool> live_nodes(const Graph& g) {
   };
   for (int v : g.outputs) reach(v);
   for (size_t n = 0; n < g.nodes.size(); ++n)
-    if (g.nodes[n].op->random && !live[n]) {
+    if (g.nodes[n].op->effectful() && !live[n]) {
       live[n] = true;
       work.push_back(int(n));
     }

@@ -7,6 +7,7 @@
 
 #include "autograd/grad_mode.h"
 #include "dsl/error.h"
+#include "dsl/traced_grad_hooks.h"
 
 namespace kiln {
 
@@ -14,6 +15,12 @@ namespace {
 
 std::string arg_str(size_t i) { return "arg " + std::to_string(i); }
 std::string on_off(bool b) { return b ? "true" : "false"; }
+
+// How a backward traced over t treats its grad-ready hooks (dsl/traced_grad_hooks.h).
+std::string grad_hooks_state(const Tensor& t) {
+  if (!t.has_grad_ready_hooks()) return "none";
+  return active_traced_grad_hooks(t) ? "traced" : "eager";
+}
 
 bool strides_match(const TensorImpl& t, const Strides& st) {
   for (size_t d = 0; d < st.size(); ++d)
@@ -98,7 +105,10 @@ GuardSet::GuardSet(const TensorList& args, const std::vector<SymShape>& arg_shap
     tensors_.push_back(std::move(g));
   }
   symbol_count_ = int(dense_id.size());
-  for (const Tensor& c : captured_) captured_requires_grad_.push_back(c.requires_grad());
+  for (const Tensor& c : captured_) {
+    captured_requires_grad_.push_back(c.requires_grad());
+    captured_grad_hooks_.push_back(grad_hooks_state(c));
+  }
 }
 
 bool GuardSet::check(const TensorList& args, const std::vector<AttrValue>& statics, std::string* why) const {
@@ -174,10 +184,13 @@ bool GuardSet::check(const TensorList& args, const std::vector<AttrValue>& stati
   for (size_t k = 0; k < statics.size(); ++k)
     if (!(statics[k] == statics_[k]))
       return fail("static arg ", k, ": ", attr_value_str(statics_[k]), " -> ", attr_value_str(statics[k]));
-  for (size_t c = 0; c < captured_.size(); ++c)
+  for (size_t c = 0; c < captured_.size(); ++c) {
     if (captured_[c].requires_grad() != captured_requires_grad_[c])
       return fail(captured_names_[c], " requires_grad: ", on_off(captured_requires_grad_[c]), " -> ",
                   on_off(!captured_requires_grad_[c]));
+    if (std::string now = grad_hooks_state(captured_[c]); now != captured_grad_hooks_[c])
+      return fail(captured_names_[c], " grad-ready hooks: ", captured_grad_hooks_[c], " -> ", now);
+  }
   return true;
 }
 
@@ -226,7 +239,8 @@ std::vector<std::string> GuardSet::describe() const {
     out.push_back("static arg " + std::to_string(k) + " == " + attr_value_str(statics_[k]));
   for (size_t c = 0; c < captured_.size(); ++c)
     out.push_back(captured_names_[c] + " " + to_string(captured_[c].impl().shape) + ", requires_grad " +
-                  on_off(captured_requires_grad_[c]));
+                  on_off(captured_requires_grad_[c]) +
+                  (captured_grad_hooks_[c] == "none" ? "" : ", grad-ready hooks " + captured_grad_hooks_[c]));
   return out;
 }
 

@@ -2,7 +2,8 @@
 // function. For each tensor argument: dtype, device, rank, requires_grad, each size (a value, or a
 // symbol: any size >= 2, equal wherever the symbol repeats) and the layout (contiguous, a
 // permutation of contiguous, or exact strides); the grad mode; the value of each static argument;
-// the autocast state; whether each captured tensor requires grad. check() names the first guard that fails, in the
+// the autocast state; whether each captured tensor requires grad, and how a backward traced over it
+// treats its grad-ready hooks (traced, eager, none: DistributedDataParallel's no_sync() changes it). check() names the first guard that fails, in the
 // form the recompile log prints ("arg 0 dim 0: 32 -> 64").
 #pragma once
 #include <string>
@@ -56,6 +57,7 @@ class GuardSet {
   TensorList captured_;
   std::vector<std::string> captured_names_;
   std::vector<bool> captured_requires_grad_;
+  std::vector<std::string> captured_grad_hooks_;  // grad_hooks_state() of each
   int symbol_count_ = 0;
 };
 

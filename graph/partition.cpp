@@ -135,7 +135,7 @@ Partition partition_joint(const Graph& j) {
       // inputs, which keep the forward's bits; a saved bool crossing pipelines read wrong once).
       bool recompute_only = is_view(node) || (node.op->comparison && !node.op->random);
       cut.add_edge(in(v), out(v), recompute_only ? MinCut::infinite : bytes_of(j.values[size_t(v)]));
-      if (node.op->random || (must_not_recompute(node) && for_outputs[n])) cut.add_edge(source, in(v), MinCut::infinite);
+      if (node.op->effectful() || (must_not_recompute(node) && for_outputs[n])) cut.add_edge(source, in(v), MinCut::infinite);
       for (int u : node.inputs) cut.add_edge(out(u), in(v), MinCut::infinite);
     }
   }
@@ -177,7 +177,7 @@ Partition partition_joint(const Graph& j) {
   std::vector<int> forward_roots = forward_outs;
   forward_roots.insert(forward_roots.end(), saved_values.begin(), saved_values.end());
   for (size_t n = 0; n < j.nodes.size(); ++n)
-    if (!backward_node[n] && j.nodes[n].op->random) forward_roots.push_back(j.nodes[n].outputs[0]);
+    if (!backward_node[n] && j.nodes[n].op->effectful()) forward_roots.push_back(j.nodes[n].outputs[0]);
   const std::vector<bool> in_forward = producers_of(j, forward_roots);
 
   std::vector<Input> forward_ins, backward_ins;

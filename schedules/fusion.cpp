@@ -25,6 +25,8 @@ std::string not_lowered_reason(const Graph& g, const GraphNode& n, const std::se
   if (!lowerable(g, n)) {
     const OpDef& op = *n.op;
     if (op.random) return "random draws run eagerly (the same generator as eager mode)";
+    if (op.collective) return "a collective runs as a step of its own (it talks to the other ranks)";
+    if (op.custom && !op.define && !op.pointwise) return "a custom op runs its own kernel";
     if (op.gemm)
       return "matmul runs as an eager GEMM kernel (a pipeline's GEMM needs f32, a weight read transposed and "
              "a 2-D input of at most 256 rows)";

@@ -1,10 +1,14 @@
 #include "dsl/distributed/ddp.h"
 
+#include <atomic>
 #include <sstream>
 
 #include "dsl/creation.h"
+#include "dsl/distributed/functional.h"
 #include "dsl/error.h"
 #include "dsl/fnv_hash.h"
+#include "dsl/functions.h"
+#include "dsl/traced_grad_hooks.h"
 
 namespace kiln::distributed {
 
@@ -19,6 +23,7 @@ struct DistributedDataParallel::Reducer {
     Work work;
   };
 
+  const int64_t id;  // counts its compiled all-reduces (all_reduces_started)
   ProcessGroup& group;
   std::vector<Tensor> params;
   std::vector<Bucket> buckets;
@@ -30,7 +35,8 @@ struct DistributedDataParallel::Reducer {
   bool sync = true;
   int64_t reductions = 0;
 
-  Reducer(ProcessGroup& g, std::vector<Tensor> ps, double bucket_mb) : group(g), params(std::move(ps)) {
+  Reducer(int64_t reducer_id, ProcessGroup& g, std::vector<Tensor> ps, double bucket_mb)
+      : id(reducer_id), group(g), params(std::move(ps)) {
     size_t cap = size_t(std::max(0.0, bucket_mb) * 1024 * 1024);
     bucket_of.assign(params.size(), -1);
     offset_of.assign(params.size(), 0);
@@ -120,6 +126,58 @@ struct DistributedDataParallel::Reducer {
   }
 };
 
+// The buckets as a compiled backward traces them (dsl/traced_grad_hooks.h): a bucket's gradients
+// concatenated and all-reduced by distributed::all_reduce_start as soon as the last is final, the
+// means taken by all_reduce_wait after the rest of the backward. Holds the reducer weakly, as the
+// eager hooks do.
+class TracedBuckets : public TracedGradHooks {
+ public:
+  explicit TracedBuckets(std::weak_ptr<DistributedDataParallel::Reducer> r) : reducer_(std::move(r)) {}
+
+  bool active() const override {
+    auto r = reducer_.lock();
+    return r && r->sync;
+  }
+
+  std::vector<TensorList> groups() const override {
+    auto r = reducer();
+    std::vector<TensorList> out;
+    for (const auto& b : r->buckets) {
+      out.emplace_back();
+      for (int i : b.params) out.back().push_back(r->params[size_t(i)]);
+    }
+    return out;
+  }
+
+  Tensor start(int g, const TensorList& grads) override {
+    auto r = reducer();
+    TensorList parts;
+    for (size_t k = 0; k < grads.size(); ++k) {
+      const Tensor& p = r->params[size_t(r->buckets[size_t(g)].params[k])];
+      const Tensor& grad = grads[k];
+      parts.push_back(!grad.defined() ? zeros({p.numel()}, p.options())
+                                      : (grad.dtype() == p.dtype() ? grad : grad.to(p.dtype())).reshape({p.numel()}));
+    }
+    Tensor flat = parts.size() == 1 ? parts[0] : cat(parts, 0);
+    return all_reduce_start(flat, ReduceOp::mean, r->group, {.checked = false, .tag = r->id});
+  }
+
+  TensorList finish(int g, const Tensor& started) override {
+    auto r = reducer();
+    std::vector<Shape> shapes;
+    for (int i : r->buckets[size_t(g)].params) shapes.push_back(r->params[size_t(i)].shape());
+    return all_reduce_wait(started, shapes);
+  }
+
+ private:
+  std::shared_ptr<DistributedDataParallel::Reducer> reducer() const {
+    auto r = reducer_.lock();
+    KILN_CHECK(r, "DistributedDataParallel: a backward was traced over parameters whose wrapper is gone");
+    return r;
+  }
+  std::weak_ptr<DistributedDataParallel::Reducer> reducer_;
+};
+
 namespace {
 
 // Every rank's parameters: count and a hash of names, shapes and dtypes, gathered and compared.
@@ -158,13 +216,17 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
     g.broadcast_async(p.detach(), 0).wait();
     params.push_back(p);
   }
-  reducer_ = std::make_shared<Reducer>(g, params, options.bucket_mb);
+  static std::atomic<int64_t> next_id{1};
+  reducer_ = std::make_shared<Reducer>(next_id++, g, params, options.bucket_mb);
   // The hooks hold the reducer weakly: parameters may outlive the wrapper.
   std::weak_ptr<Reducer> weak = reducer_;
-  for (size_t i = 0; i < params.size(); ++i)
+  auto traced = std::make_shared<TracedBuckets>(weak);
+  for (size_t i = 0; i < params.size(); ++i) {
     params[i].on_grad_ready([weak, i](const Tensor&) {
       if (auto r = weak.lock()) r->grad_ready(int(i));
     });
+    params[i].set_traced_grad_hooks(traced);
+  }
 }
 
 DistributedDataParallel::~DistributedDataParallel() = default;
@@ -180,6 +242,8 @@ std::vector<std::vector<int>> DistributedDataParallel::buckets() const {
   return out;
 }
 
-int64_t DistributedDataParallel::reductions() const { return reducer_->reductions; }
+int64_t DistributedDataParallel::reductions() const {
+  return reducer_->reductions + all_reduces_started(reducer_->id);
+}
 
 }  // namespace kiln::distributed

@@ -17,8 +17,11 @@
 // this forward) takes part with zeros, so every rank reduces the same buckets; its grad() is then
 // the mean of the others'.
 //
-// Inside a compiled function the backward over a DDP module's parameters runs eagerly (the
-// trace breaks there: the hooks must run); the forward and the optimizer step stay compiled.
+// Inside a compiled function the backward over a DDP module's parameters is traced with the
+// buckets' all-reduces as nodes of the backward graph (dsl/distributed/functional.h): each bucket
+// starts as soon as its last gradient is computed, the graph's later steps run while it is in
+// flight, and the means are taken after the backward; the forward, backward and optimizer step
+// stay one graph. Inside no_sync() (a guard of the compiled function) that backward runs eagerly.
 //
 // no_sync(): backward passes inside its scope keep gradients local (they accumulate in grad());
 // the first backward after it all-reduces the accumulated sum, for gradient accumulation.
@@ -61,11 +64,12 @@ class DistributedDataParallel : public nn::Module {
 
   // Buckets as planned: their parameters' indices into parameters() (tests, logs).
   std::vector<std::vector<int>> buckets() const;
-  // Gradient all-reduces issued so far (one per bucket per synced backward).
+  // Gradient all-reduces issued so far (one per bucket per synced backward, eager or compiled).
   int64_t reductions() const;
 
+  struct Reducer;  // ddp.cpp
+
  private:
-  struct Reducer;
   std::shared_ptr<nn::Module> module_;
   std::shared_ptr<Reducer> reducer_;
 };

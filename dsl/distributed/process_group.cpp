@@ -16,12 +16,14 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <thread>
 
 #include "dsl/cuda/cuda_context.h"
 #include "dsl/cuda/nccl_api.h"
+#include "dsl/distributed/functional.h"
 #include "dsl/distributed/store.h"
 #include "dsl/error.h"
 #include "dsl/settings.h"
@@ -143,6 +145,7 @@ void written(const Tensor& t) { t.impl().storage->written(); }
 }  // namespace
 
 struct ProcessGroup::State {
+  int64_t id = 0;
   int rank = 0, size = 1;
   std::chrono::milliseconds timeout{0};
   std::unique_ptr<distributed::Store> store;
@@ -422,6 +425,30 @@ void ignore_sigpipe() {
 
 }  // namespace
 
+namespace {
+
+// The live groups by id.
+struct Groups {
+  std::mutex mu;
+  int64_t next = 1;
+  std::map<int64_t, ProcessGroup*> live;
+};
+Groups& groups() {
+  static Groups g;
+  return g;
+}
+
+}  // namespace
+
+ProcessGroup& group_with_id(int64_t id) {
+  Groups& g = groups();
+  std::lock_guard<std::mutex> lock(g.mu);
+  auto it = g.live.find(id);
+  KILN_CHECK(it != g.live.end(), "distributed: process group ", id, " was destroyed (a compiled function that "
+             "communicates through a group must not outlive it)");
+  return *it->second;
+}
+
 ProcessGroup::ProcessGroup(const InitOptions& options) : state_(std::make_unique<State>()) {
   State& s = *state_;
   s.size = env_int("WORLD_SIZE", options.world_size, 1, 1 << 20);
@@ -448,9 +475,18 @@ ProcessGroup::ProcessGroup(const InitOptions& options) : state_(std::make_unique
     }
   }
   s.thread = std::thread([&s] { s.loop(); });
+  Groups& g = groups();
+  std::lock_guard<std::mutex> lock(g.mu);
+  s.id = g.next++;
+  g.live[s.id] = this;
 }
 
 ProcessGroup::~ProcessGroup() {
+  {
+    Groups& g = groups();
+    std::lock_guard<std::mutex> lock(g.mu);
+    g.live.erase(state_->id);
+  }
   {
     std::lock_guard<std::mutex> lock(state_->mu);
     state_->stopping = true;
@@ -461,6 +497,7 @@ ProcessGroup::~ProcessGroup() {
 
 int ProcessGroup::rank() const { return state_->rank; }
 int ProcessGroup::world_size() const { return state_->size; }
+int64_t ProcessGroup::id() const { return state_->id; }
 
 Work ProcessGroup::all_reduce_async(Tensor t, ReduceOp op) {
   check_tensor("all_reduce", "", t);
@@ -511,6 +548,8 @@ std::unique_ptr<ProcessGroup> default_pg;
 ProcessGroup& init_process_group(const InitOptions& options) {
   KILN_CHECK(!default_pg, "init_process_group: the default group exists already (destroy_process_group first)");
   default_pg = std::make_unique<ProcessGroup>(options);
+  all_reduce_start_op();  // registered before a graph that holds them is loaded from a file
+  all_reduce_wait_op();
   return *default_pg;
 }
 

@@ -64,6 +64,8 @@ class ProcessGroup {
 
   int rank() const;
   int world_size() const;
+  // Unique among the process's groups (1 for the first): how graph nodes name their group.
+  int64_t id() const;
 
   // In place: every rank's t becomes the reduction of all ranks' t.
   Work all_reduce_async(Tensor t, ReduceOp op = ReduceOp::sum);
@@ -82,6 +84,9 @@ class ProcessGroup {
   struct State;
   std::unique_ptr<State> state_;
 };
+
+// The live group with this id; kiln::Error once it was destroyed.
+ProcessGroup& group_with_id(int64_t id);
 
 // The process's default group (init_process_group makes it; kiln::Error before that).
 ProcessGroup& init_process_group(const InitOptions& options = {});

@@ -30,6 +30,8 @@ BOOST_AUTO_TEST_CASE(ddp_compiled_step_matches_one_process) { BOOST_TEST(run_wor
 
 BOOST_AUTO_TEST_CASE(ddp_no_sync_accumulates_then_reduces) { BOOST_TEST(run_workers("no-sync") == 0); }
 
+BOOST_AUTO_TEST_CASE(ddp_no_sync_with_compiled_micro_steps) { BOOST_TEST(run_workers("no-sync-compiled") == 0); }
+
 BOOST_AUTO_TEST_CASE(mismatched_shapes_are_an_error_on_both_ranks) { BOOST_TEST(run_workers("mismatch") == 0); }
 
 BOOST_AUTO_TEST_CASE(a_dead_peer_is_an_error_not_a_hang) { BOOST_TEST(run_workers("dead-peer") == 0); }
@@ -78,6 +80,125 @@ BOOST_AUTO_TEST_CASE(a_world_of_one_needs_no_peers) {
     BOOST_TEST(std::string(e.what()).find("not contiguous") != std::string::npos);
   }
   dist::destroy_process_group();
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// The functional all-reduce ops and DDP's compiled backward, in this process as a world of one.
+BOOST_AUTO_TEST_SUITE(distributed_in_one_process)
+
+namespace {
+
+struct WorldOfOne {
+  WorldOfOne() {
+    dist::InitOptions o;
+    o.rank = 0, o.world_size = 1, o.master_port = dist::free_port();
+    dist::init_process_group(o);
+  }
+  ~WorldOfOne() { dist::destroy_process_group(); }
+};
+
+int count_of(const std::string& text, const std::string& word) {
+  int n = 0;
+  for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) ++n;
+  return n;
+}
+
+double max_abs_diff(const Tensor& a, const Tensor& b) { return max(abs(a - b)).item<double>(); }
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(all_reduce_start_and_wait_cut_the_result_into_shapes) {
+  WorldOfOne world;
+  manual_seed(11);
+  Tensor x = randn({10});
+  const int64_t tag = 987;
+  int64_t before = dist::all_reduces_started(tag);
+  Tensor started = dist::all_reduce_start(x, dist::ReduceOp::mean, dist::default_group(), {.checked = true, .tag = tag});
+  BOOST_TEST(started.data_ptr() != x.data_ptr());
+  TensorList parts = dist::all_reduce_wait(started, {{2, 3}, {4}});
+  BOOST_TEST(dist::all_reduces_started(tag) == before + 1);
+  BOOST_TEST((parts[0].shape() == Shape{2, 3}));
+  BOOST_TEST((parts[1].shape() == Shape{4}));
+  BOOST_TEST(max_abs_diff(parts[0].reshape({6}), x.narrow(0, 0, 6)) == 0.0);
+  BOOST_TEST(max_abs_diff(parts[1], x.narrow(0, 6, 4)) == 0.0);
+  try {
+    dist::all_reduce_wait(started, {{10}});  // waited for already
+    BOOST_FAIL("a second wait did not throw");
+  } catch (const Error& e) {
+    BOOST_TEST(std::string(e.what()).find("not an all-reduce in flight") != std::string::npos);
+  }
+  try {
+    dist::all_reduce_wait(dist::all_reduce_start(x, dist::ReduceOp::sum, dist::default_group()), {{3, 3}});
+    BOOST_FAIL("shapes of 9 elements for a tensor of 10 did not throw");
+  } catch (const Error& e) {
+    BOOST_TEST(std::string(e.what()).find("hold 9 elements") != std::string::npos);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(compiled_graphs_keep_every_collective) {
+  WorldOfOne world;
+  auto f = compile([](Tensor x) {
+    dist::ProcessGroup& g = dist::default_group();
+    Tensor a = dist::all_reduce_wait(dist::all_reduce_start(x * 2, dist::ReduceOp::sum, g), {x.shape()})[0];
+    Tensor b = dist::all_reduce_wait(dist::all_reduce_start(x * 2, dist::ReduceOp::sum, g), {x.shape()})[0];
+    return a + b;  // the same all-reduce twice: both run (every rank issues both)
+  });
+  manual_seed(12);
+  Tensor x = randn({4, 5});
+  BOOST_TEST(max_abs_diff(f(x), x * 4) < 1e-6);
+  ExplainReport r = explain(f, x);
+  BOOST_TEST(r.breaks.empty());
+  std::string graphs;
+  for (const std::string& g : r.graphs) graphs += g;
+  BOOST_TEST(count_of(graphs, "distributed::all_reduce_start") == 2, graphs);
+  BOOST_TEST(count_of(graphs, "distributed::all_reduce_wait") == 2, graphs);
+}
+
+// A DDP training step compiled in a world of one: one graph, each bucket's all-reduce a node of
+// it, the parameters as a plain training step leaves them.
+BOOST_AUTO_TEST_CASE(ddp_compiled_step_is_one_graph_with_the_buckets_all_reduces) {
+  WorldOfOne world;
+  manual_seed(5);
+  auto ddp_model = std::make_shared<nn::MLP>(std::vector<int64_t>{32, 64, 64, 8});
+  manual_seed(5);
+  auto plain = std::make_shared<nn::MLP>(std::vector<int64_t>{32, 64, 64, 8});
+  dist::DistributedDataParallel ddp(ddp_model, {.bucket_mb = 0.01});
+  const int buckets = int(ddp.buckets().size());
+  BOOST_TEST(buckets > 1);
+  optim::AdamW opt(ddp.parameters(), {.lr = 1e-2});
+  optim::AdamW plain_opt(plain->parameters(), {.lr = 1e-2});
+  auto train = [](nn::Module& m, optim::AdamW& o, const Tensor& x) {
+    Tensor y = m.forward(x);
+    Tensor loss = (y * y).mean();
+    loss.backward();
+    o.step();
+    o.zero_grad();
+    return loss;
+  };
+  auto step = compile([&](Tensor x) { return train(ddp, opt, x); });
+  for (int s = 0; s < 3; ++s) {
+    Tensor x = randn({16, 32});
+    step(x);
+    train(*plain, plain_opt, x);
+  }
+  auto ps = ddp.parameters(), qs = plain->parameters();
+  for (size_t i = 0; i < ps.size(); ++i) BOOST_TEST(max_abs_diff(ps[i], qs[i]) < 1e-5);
+  BOOST_TEST(step.stats().compiles == 1);
+  BOOST_TEST(ddp.reductions() == 3 * buckets);
+  ExplainReport r = explain(step, randn({16, 32}));
+  BOOST_TEST(r.breaks.empty());
+  std::string graphs;
+  for (const std::string& g : r.graphs) graphs += g;
+  BOOST_TEST(count_of(graphs, "distributed::all_reduce_start") == buckets);
+  // Under no_sync() the backward is not traced over the hooks: a new trace, with a break.
+  {
+    auto local = ddp.no_sync();
+    step(randn({16, 32}));
+  }
+  BOOST_TEST(step.stats().recompiles == 1);
+  BOOST_TEST(step.stats().recompile_reasons.at(0).find("grad-ready hooks: traced -> eager") != std::string::npos,
+             step.stats().recompile_reasons.at(0));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -3,8 +3,10 @@
 // prints what failed and exits 1.
 //   collectives   every collective and dtype against values computed in double
 //   ddp-eager     an MLP trained with DistributedDataParallel, each rank on half of every batch,
-//   ddp-compiled  the step eager or under kiln::compile, against one process on the whole batches
+//   ddp-compiled  the step eager or under kiln::compile (one graph, the all-reduces its nodes),
+//                 against one process on the whole batches
 //   no-sync       gradient accumulation under no_sync() against the whole batches
+//   no-sync-compiled  the same with compiled micro-steps (no_sync() is guarded on)
 //   mismatch      the ranks all_reduce different shapes: both get a kiln::Error naming both
 //   dead-peer     rank 1 exits at once; rank 0's all_reduce must fail, not hang
 //   timeout       rank 1 sleeps past KILN_DIST_TIMEOUT_S; rank 0's all_reduce must fail in time
@@ -119,16 +121,30 @@ void check_ddp(int rank, int world, bool compiled, bool accumulate) {
     return loss;
   };
   auto compiled_step = compile([&](Tensor x) { return step(x); });
+  // A micro-batch's forward and backward, compiled: under no_sync() its backward runs eagerly
+  // without all-reducing; the next one's all-reduces the sum (the parameters hold gradients then,
+  // so it runs eagerly too). tests/dsl/test_distributed.cpp checks the guard on no_sync().
+  auto compiled_micro = compile([&](Tensor x) {
+    Tensor loss = mse(ddp.forward(x)) * 0.5;
+    loss.backward();
+    return loss;
+  });
   const int64_t half = 16 / world;
   for (int s = 0; s < steps; ++s) {
     Tensor x = batches[size_t(s)].narrow(0, rank * half, half).contiguous();
     if (accumulate) {  // two micro-batches: the first under no_sync, the second all-reduces the sum
       Tensor a = x.narrow(0, 0, half / 2).contiguous(), b = x.narrow(0, half / 2, half / 2).contiguous();
+      auto micro = [&](const Tensor& part) {
+        if (compiled) return compiled_micro(part);
+        Tensor loss = mse(ddp.forward(part)) * 0.5;
+        loss.backward();
+        return loss;
+      };
       {
         auto local = ddp.no_sync();
-        (mse(ddp.forward(a)) * 0.5).backward();
+        micro(a);
       }
-      (mse(ddp.forward(b)) * 0.5).backward();
+      micro(b);
       opt.step();
       opt.zero_grad();
     } else if (compiled) {
@@ -155,11 +171,15 @@ void check_ddp(int rank, int world, bool compiled, bool accumulate) {
   }
   double diff = max_rel_diff(ddp.parameters(), reference.module->parameters());
   std::printf("rank %d: %s DDP after %d steps, largest relative difference to one process on whole batches %.2e "
-              "(%lld all-reduces)\n", rank, compiled ? "compiled" : accumulate ? "no_sync" : "eager", steps, diff,
+              "(%lld all-reduces)\n", rank,
+              accumulate ? (compiled ? "compiled no_sync" : "no_sync") : compiled ? "compiled" : "eager", steps, diff,
               static_cast<long long>(ddp.reductions()));
   expect(diff < 1e-4, "DDP parameters equal the single-process run's");
   expect(ddp.reductions() == int64_t(steps * ddp.buckets().size()), "one all-reduce per bucket per synced backward");
-  if (compiled) expect(compiled_step.stats().compiles >= 1, "the compiled step compiled graphs");
+  if (compiled && !accumulate)  // forward, backward with the buckets' all-reduces, and SGD: one graph
+    expect(compiled_step.stats().compiles == 1 && compiled_step.stats().recompiles == 0,
+           "the compiled DDP step is one graph (compiles " + std::to_string(compiled_step.stats().compiles) + ")");
+
 }
 
 // Runs fn, which must throw kiln::Error containing `want` within `limit_s` seconds.
@@ -185,8 +205,8 @@ int main(int argc, char** argv) {
     int rank = dist::rank(), world = dist::world_size();
     if (mode == "collectives") {
       check_collectives(rank, world);
-    } else if (mode == "ddp-eager" || mode == "ddp-compiled" || mode == "no-sync") {
-      check_ddp(rank, world, mode == "ddp-compiled", mode == "no-sync");
+    } else if (mode == "ddp-eager" || mode == "ddp-compiled" || mode == "no-sync" || mode == "no-sync-compiled") {
+      check_ddp(rank, world, mode == "ddp-compiled" || mode == "no-sync-compiled", mode.starts_with("no-sync"));
     } else if (mode == "mismatch") {
       expect_error([&] { dist::all_reduce(zeros({rank == 0 ? 4 : 5})); }, "f32[5]", 30, "mismatched all_reduce");
     } else if (mode == "dead-peer") {
