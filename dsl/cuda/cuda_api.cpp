@@ -32,6 +32,8 @@ void load_driver(Loaded& l) {
   resolve(lib, "cuCtxSetCurrent", a.cuCtxSetCurrent, missing);
   resolve(lib, "cuStreamCreate", a.cuStreamCreate, missing);
   resolve(lib, "cuStreamSynchronize", a.cuStreamSynchronize, missing);
+  resolve(lib, "cuStreamWaitEvent", a.cuStreamWaitEvent, missing);
+  resolve(lib, "cuStreamDestroy_v2", a.cuStreamDestroy, missing);
   resolve(lib, "cuMemAlloc_v2", a.cuMemAlloc, missing);
   resolve(lib, "cuMemFree_v2", a.cuMemFree, missing);
   resolve(lib, "cuMemGetInfo_v2", a.cuMemGetInfo, missing);

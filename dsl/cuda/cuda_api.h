@@ -79,6 +79,8 @@ struct CudaApi {
   CUresult (*cuCtxSetCurrent)(CUcontext);
   CUresult (*cuStreamCreate)(CUstream*, unsigned int);
   CUresult (*cuStreamSynchronize)(CUstream);
+  CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned int);
+  CUresult (*cuStreamDestroy)(CUstream);                     // cuStreamDestroy_v2
   CUresult (*cuMemAlloc)(CUdeviceptr*, size_t);              // cuMemAlloc_v2
   CUresult (*cuMemFree)(CUdeviceptr);                        // cuMemFree_v2
   CUresult (*cuMemGetInfo)(size_t*, size_t*);                // cuMemGetInfo_v2

@@ -43,6 +43,7 @@ std::string_view name(ReduceOp op) {
 
 void Work::wait() const {
   if (done_.valid()) done_.get();
+  if (then_) (*then_)();
 }
 
 bool Work::completed() const {
@@ -144,6 +145,63 @@ void written(const Tensor& t) { t.impl().storage->written(); }
 
 }  // namespace
 
+namespace {
+
+// A CUDA collective's place between kiln's stream and the group's communication stream: NCCL
+// starts after `issued` (recorded on kiln's stream when the collective was issued: its inputs'
+// producers), and kiln's stream waits for `done` (recorded after the NCCL call) at Work::wait or,
+// at the latest, when this is destroyed. The tensors stay referenced until then, so that the
+// caching allocator cannot hand their memory to a kernel on kiln's stream while NCCL uses it.
+class CudaOrder {
+ public:
+  CudaOrder(int device, TensorList tensors) : device_(device), tensors_(std::move(tensors)) {
+    const CudaApi& api = cuda_api();
+    CudaContext& c = cuda_context(device_);
+    check_cuda(api.cuEventCreate(&issued_, 0x2 /* CU_EVENT_DISABLE_TIMING */), "nccl: cuEventCreate");
+    check_cuda(api.cuEventCreate(&done_, 0x2), "nccl: cuEventCreate");
+    check_cuda(api.cuEventRecord(issued_, c.stream), "nccl: cuEventRecord");
+  }
+  ~CudaOrder() {
+    try {
+      join();
+    } catch (const Error&) {  // a destructor does not throw; a broken context fails later kernels too
+    }
+    cuda_api().cuEventDestroy(issued_);
+    cuda_api().cuEventDestroy(done_);
+  }
+  CudaOrder(const CudaOrder&) = delete;
+  CudaOrder& operator=(const CudaOrder&) = delete;
+
+  // On the communication thread, around the NCCL call on `comm`.
+  void before(CUstream comm) { check_cuda(cuda_api().cuStreamWaitEvent(comm, issued_, 0), "nccl: cuStreamWaitEvent"); }
+  void after(CUstream comm) { check_cuda(cuda_api().cuEventRecord(done_, comm), "nccl: cuEventRecord"); }
+
+  // kiln's stream waits for the collective (once); its tensors may go.
+  void join() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (joined_) return;
+    joined_ = true;
+    check_cuda(cuda_api().cuStreamWaitEvent(cuda_context(device_).stream, done_, 0), "nccl: cuStreamWaitEvent");
+    tensors_.clear();
+  }
+
+ private:
+  int device_;
+  TensorList tensors_;
+  CUevent issued_ = nullptr, done_ = nullptr;
+  std::mutex mu_;
+  bool joined_ = false;
+};
+
+// The order of a collective on these tensors, if they are on a CUDA device.
+std::shared_ptr<CudaOrder> cuda_order(TensorList tensors) {
+  if (!tensors[0].device().is_cuda()) return nullptr;
+  int device = tensors[0].device().index;
+  return std::make_shared<CudaOrder>(device, std::move(tensors));
+}
+
+}  // namespace
+
 struct ProcessGroup::State {
   int64_t id = 0;
   int rank = 0, size = 1;
@@ -151,9 +209,12 @@ struct ProcessGroup::State {
   std::unique_ptr<distributed::Store> store;
   std::shared_ptr<gloo::rendezvous::Context> gloo;
   uint32_t tag = 0;
-  // NCCL for CUDA tensors: one communicator on one device, made by the first CUDA collective.
+  // NCCL for CUDA tensors: one communicator on one device and its stream, made by the first
+  // CUDA collective.
   ncclComm_t nccl = nullptr;
   int nccl_device = -1;
+  CUstream comm_stream = nullptr;
+  CudaOrder* order = nullptr;  // the running CUDA collective's (set by submit)
 
   ncclComm_t nccl_comm(const Tensor& t, std::string_view op) {
     int device = t.device().index;
@@ -176,6 +237,8 @@ struct ProcessGroup::State {
     check_nccl(api.ncclCommInitRank(&nccl, size, id, rank),
                "nccl: ncclCommInitRank (rank " + std::to_string(rank) + " of " + std::to_string(size) + ")");
     nccl_device = device;
+    check_cuda(cuda_api().cuStreamCreate(&comm_stream, 0x1 /* CU_STREAM_NON_BLOCKING */),
+               "nccl: creating the communication stream");
     return nccl;
   }
 
@@ -201,17 +264,21 @@ struct ProcessGroup::State {
     return nccl::kSum;
   }
 
-  // A NCCL call on kiln's stream of the tensor's device (ordered with every kernel kiln queues
-  // there; the host does not wait).
+  // A NCCL call on the communication stream, ordered with kiln's stream by the running
+  // collective's CudaOrder (the host does not wait).
   template <typename F>
   void nccl_call(const Tensor& t, std::string_view op, F&& f) {
     ncclComm_t comm = nccl_comm(t, op);
-    CudaContext& c = cuda_context(t.device().index);
-    check_nccl(f(comm, c.stream), std::string(op) + " on rank " + std::to_string(rank) + " (NCCL)", comm);
+    cuda_context(t.device().index);  // current on this thread
+    KILN_CHECK(order, op, ": a CUDA collective issued without its stream order");
+    order->before(comm_stream);
+    check_nccl(f(comm, comm_stream), std::string(op) + " on rank " + std::to_string(rank) + " (NCCL)", comm);
+    order->after(comm_stream);
   }
 
   ~State() {
     if (nccl) nccl_api().ncclCommDestroy(nccl);
+    if (comm_stream) cuda_api().cuStreamDestroy(comm_stream);
   }
 
   // The communication thread: collectives in the order they were issued.
@@ -235,9 +302,17 @@ struct ProcessGroup::State {
     }
   }
 
-  Work submit(std::function<void()> fn) {
-    std::packaged_task<void()> task(std::move(fn));
-    Work w(task.get_future().share());
+  // Queues fn on the communication thread; a CUDA collective's fn runs with `order` set.
+  Work submit(std::function<void()> fn, std::shared_ptr<CudaOrder> cuda = nullptr) {
+    std::packaged_task<void()> task([this, fn = std::move(fn), cuda] {
+      order = cuda.get();
+      struct Reset {
+        CudaOrder*& o;
+        ~Reset() { o = nullptr; }
+      } reset{order};
+      fn();
+    });
+    Work w(task.get_future().share(), cuda ? std::function<void()>([cuda] { cuda->join(); }) : std::function<void()>());
     {
       std::lock_guard<std::mutex> lock(mu);
       queue.push_back(std::move(task));
@@ -501,18 +576,18 @@ int64_t ProcessGroup::id() const { return state_->id; }
 
 Work ProcessGroup::all_reduce_async(Tensor t, ReduceOp op) {
   check_tensor("all_reduce", "", t);
-  return state_->submit([s = state_.get(), t, op] { s->all_reduce(t, op); });
+  return state_->submit([s = state_.get(), t, op] { s->all_reduce(t, op); }, cuda_order({t}));
 }
 
 Work ProcessGroup::all_reduce_unchecked_async(Tensor t, ReduceOp op) {
   check_tensor("all_reduce", "", t);
-  return state_->submit([s = state_.get(), t, op] { s->all_reduce(t, op, false); });
+  return state_->submit([s = state_.get(), t, op] { s->all_reduce(t, op, false); }, cuda_order({t}));
 }
 
 Work ProcessGroup::broadcast_async(Tensor t, int src) {
   check_tensor("broadcast", "", t);
   KILN_CHECK(src >= 0 && src < world_size(), "broadcast: source rank ", src, " is not in [0, ", world_size(), ")");
-  return state_->submit([s = state_.get(), t, src] { s->broadcast(t, src); });
+  return state_->submit([s = state_.get(), t, src] { s->broadcast(t, src); }, cuda_order({t}));
 }
 
 Work ProcessGroup::all_gather_async(Tensor out, Tensor input) {
@@ -523,7 +598,7 @@ Work ProcessGroup::all_gather_async(Tensor out, Tensor input) {
   KILN_CHECK(out.dtype() == input.dtype() && out.numel() == input.numel() * world_size(), "all_gather: the output (",
              out.dtype(), to_string(out.shape()), ") must hold world_size (", world_size(), ") times the input (",
              input.dtype(), to_string(input.shape()), ")");
-  return state_->submit([s = state_.get(), out, input] { s->all_gather(out, input); });
+  return state_->submit([s = state_.get(), out, input] { s->all_gather(out, input); }, cuda_order({out, input}));
 }
 
 Work ProcessGroup::reduce_scatter_async(Tensor out, Tensor input, ReduceOp op) {
@@ -534,7 +609,8 @@ Work ProcessGroup::reduce_scatter_async(Tensor out, Tensor input, ReduceOp op) {
   KILN_CHECK(out.dtype() == input.dtype() && out.numel() * world_size() == input.numel(), "reduce_scatter: the input (",
              input.dtype(), to_string(input.shape()), ") must hold world_size (", world_size(), ") times the output (",
              out.dtype(), to_string(out.shape()), ")");
-  return state_->submit([s = state_.get(), out, input, op] { s->reduce_scatter(out, input, op); });
+  return state_->submit([s = state_.get(), out, input, op] { s->reduce_scatter(out, input, op); },
+                        cuda_order({out, input}));
 }
 
 Work ProcessGroup::barrier_async() {

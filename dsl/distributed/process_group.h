@@ -9,9 +9,10 @@
 // The engine is chosen by the tensors' device: Gloo (TCP) for CPU tensors, NCCL (libnccl.so.2,
 // loaded at run time) for CUDA tensors, one communicator per group on the device of its first
 // CUDA collective. Collectives run in the order each rank issues them, on one communication
-// thread per group; the `_async` forms return a Work to wait on. A CUDA collective is queued on
-// kiln's stream of its device (dsl/cuda/cuda_context.h), so the work kiln queues after it sees its
-// result; its Work completes once it is queued, as a CUDA op's return does.
+// thread per group; the `_async` forms return a Work to wait on. A CUDA collective runs on the
+// group's communication stream: it starts after the work kiln's stream (dsl/cuda/cuda_context.h)
+// held when it was issued, overlaps what kiln queues after it, and Work::wait() makes kiln's
+// stream wait for it (as torch.distributed's async work does with its NCCL stream).
 //
 // Errors, not hangs: every collective first checks, through Gloo, that all ranks called the same
 // collective on tensors of the same dtype and shape (else kiln::Error naming both ranks'
@@ -22,6 +23,7 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
@@ -33,16 +35,21 @@ namespace kiln::distributed {
 enum class ReduceOp { sum, mean, max, min };
 std::string_view name(ReduceOp op);
 
-// A collective in flight: wait() returns once it is done, and throws its error if it failed.
+// A collective in flight: wait() returns once it is done, and throws its error if it failed. For
+// a CUDA collective, "done" means ordered: after wait(), work queued on kiln's stream runs after
+// the collective (the host does not wait for the device).
 class Work {
  public:
   Work() = default;
-  explicit Work(std::shared_future<void> done) : done_(std::move(done)) {}
+  // `then` runs in each wait() once `done` is ready.
+  explicit Work(std::shared_future<void> done, std::function<void()> then = {})
+      : done_(std::move(done)), then_(then ? std::make_shared<std::function<void()>>(std::move(then)) : nullptr) {}
   void wait() const;
   bool completed() const;
 
  private:
   std::shared_future<void> done_;
+  std::shared_ptr<std::function<void()>> then_;
 };
 
 struct InitOptions {

@@ -1,8 +1,10 @@
 // Collectives on CUDA tensors through NCCL and DistributedDataParallel on CUDA, in a world of one
 // process (one GPU: NCCL takes one rank per device). The collectives' results across ranks are
-// checked on the CPU with Gloo (tests/dsl/test_distributed.cpp); here the NCCL path runs on kiln's
-// stream: each collective of one rank gives its input back (a mean of one), a CPU collective
-// interleaves with CUDA ones, and a DDP model trains as the same model without DDP.
+// checked on the CPU with Gloo (tests/dsl/test_distributed.cpp); here the NCCL path runs on the
+// group's communication stream, ordered with kiln's by events: each collective of one rank gives
+// its input back (a mean of one) and is seen by the kernels queued after it, a CPU collective
+// interleaves with CUDA ones, and a DDP model trains as the same model without DDP, eagerly and
+// in compiled steps whose backward holds the buckets' all-reduces.
 #include "cuda/cuda_available.h"
 #include "support/reference.h"
 
@@ -88,13 +90,18 @@ BOOST_AUTO_TEST_CASE(ddp_on_cuda_trains_as_the_plain_model, *needs_nccl()) {
     return loss;
   };
   auto compiled = compile([&](const Tensor& x) { return step(ddp, ddp_opt, x); }, {.name = "ddp step"});
-  for (int i = 0; i < 4; ++i) {
+  auto compiled_halide = compile([&](const Tensor& x) { return step(ddp, ddp_opt, x); },
+                                 {.backend = "halide", .name = "ddp step halide"});
+  for (int i = 0; i < 6; ++i) {
     Tensor x = randn({16, 32}).to(kCuda);
     step(*plain, plain_opt, x);
-    if (i % 2) compiled(x);
+    if (i % 3 == 1) compiled(x);
+    else if (i % 3 == 2) compiled_halide(x);
     else step(ddp, ddp_opt, x);
   }
-  BOOST_TEST(ddp.reductions() == int64_t(4 * ddp.buckets().size()));
+  BOOST_TEST(ddp.reductions() == int64_t(6 * ddp.buckets().size()));
+  BOOST_TEST(compiled.stats().compiles == 1);  // one graph: the all-reduces are its nodes
+  BOOST_TEST(compiled_halide.stats().compiles == 1);
   auto a = plain->parameters(), b = ddp.parameters();
   for (size_t k = 0; k < a.size(); ++k) check_close(b[k], host_values(a[k].to(Device::cpu())), a[k].shape(), "parameter " + std::to_string(k));
 }
