@@ -3,6 +3,7 @@
 // each worker times all_reduce per message size (bus bandwidth as NCCL's tests report it: the
 // algorithm bandwidth times 2(n-1)/n) and a DistributedDataParallel training step of a zoo model
 // (the MLP at bench size on the CPU, GPT-2 small at real size on CUDA, the same batch per rank),
+// eager and compiled (the halide backend: one graph whose backward holds the buckets' all-reduces),
 // and rank 0 writes its part; the command merges them into the table, the scaling efficiency
 // (samples/s on N processes over N times one process's) and the JSON report.
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include "bench/timing.h"
 #include "bench/train_step.h"
 #include "bench/zoo.h"
+#include "graph/compile.h"
 #include "dsl/distributed/ddp.h"
 #include "dsl/distributed/launch.h"
 #include "dsl/distributed/process_group.h"
@@ -74,10 +76,19 @@ int run_bench_ddp_worker(const BenchOptions& opts, const std::string& part_path)
   optim::AdamW opt(ddp.parameters(), {});
   TensorList inputs = m.make_inputs();
   double step_s = median_per_call([&] { train_step(m, opt, inputs); }, device, 1, 15);
+  // The step compiled on the halide backend: one graph, the buckets' all-reduces its nodes.
+  auto compiled = compile([&](std::vector<Tensor> xs) { return train_step(m, opt, xs); }, {.backend = "halide"});
+  double t0 = now_seconds();
+  compiled(inputs);
+  sync(device);
+  double compile_s = now_seconds() - t0;
+  double compiled_s = median_per_call([&] { compiled(inputs); }, device, 1, 15);
   int64_t samples = inputs.at(0).size(0);
   Json step = Json::object();
   step.set("model", model).set("batch_per_rank", samples).set("buckets", int64_t(ddp.buckets().size()));
   step.set("ms", step_s * 1e3).set("samples_per_s", double(samples * world) / step_s);
+  step.set("compiled_ms", compiled_s * 1e3).set("compiled_samples_per_s", double(samples * world) / compiled_s);
+  step.set("compile_s", compile_s).set("compiled_graphs", int64_t(compiled.stats().compiles));
   part.set("train_step", step);
   if (rank == 0) {
     std::ofstream(part_path) << part.dump() << "\n";
@@ -117,13 +128,17 @@ int run_bench_ddp(const BenchOptions& opts, int nproc) {
     std::printf("\n");
   }
   const Json& one = parts.front()["train_step"];
-  std::printf("\n%s DDP training step, batch %.0f per process:\n", one["model"].str().c_str(), one["batch_per_rank"].number());
+  std::printf("\n%s DDP training step, batch %.0f per process (eager | compiled, halide backend):\n",
+              one["model"].str().c_str(), one["batch_per_rank"].number());
   for (const Json& p : parts) {
     const Json& s = p["train_step"];
     double world = p["world_size"].number();
     double efficiency = s["samples_per_s"].number() / (world * one["samples_per_s"].number());
-    std::printf("  %2.0f process%s: %8.2f ms a step, %10.1f samples/s, scaling efficiency %.2f\n", world,
-                world == 1 ? "  " : "es", s["ms"].number(), s["samples_per_s"].number(), efficiency);
+    double compiled_efficiency = s["compiled_samples_per_s"].number() / (world * one["compiled_samples_per_s"].number());
+    std::printf("  %2.0f process%s: %8.2f ms a step, %10.1f samples/s, scaling %.2f | %8.2f ms, %10.1f samples/s, "
+                "scaling %.2f (%.0f graph%s)\n", world, world == 1 ? "  " : "es", s["ms"].number(),
+                s["samples_per_s"].number(), efficiency, s["compiled_ms"].number(), s["compiled_samples_per_s"].number(),
+                compiled_efficiency, s["compiled_graphs"].number(), s["compiled_graphs"].number() == 1 ? "" : "s");
   }
   report.set("runs", runs);
   if (!opts.json_path.empty()) {
