@@ -23,6 +23,7 @@
 #include "dsl/distributed/ddp.h"
 #include "dsl/distributed/launch.h"
 #include "dsl/distributed/process_group.h"
+#include "dsl/eager/cublas_gemm.h"
 #include "dsl/settings.h"
 
 namespace kiln::bench {
@@ -71,6 +72,7 @@ int run_bench_ddp_worker(const BenchOptions& opts, const std::string& part_path)
   part.set("all_reduce", sizes);
 
   const std::string model = device.is_cuda() ? "gpt2_small" : "mlp";
+  if (device.is_cuda()) set_float32_matmul_precision(Float32MatmulPrecision::high);  // TF32, as the real-size bench
   zoo::ZooModel m = zoo::make_zoo_model(model, device.is_cuda() ? zoo::ZooSize::real : zoo::ZooSize::bench, device);
   distributed::DistributedDataParallel ddp(m.module);
   optim::AdamW opt(ddp.parameters(), {});
