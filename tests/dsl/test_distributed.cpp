@@ -201,4 +201,44 @@ BOOST_AUTO_TEST_CASE(ddp_compiled_step_is_one_graph_with_the_buckets_all_reduces
              step.stats().recompile_reasons.at(0));
 }
 
+// A parameter the forward does not use still takes part (with zeros), as in the eager DDP: its
+// grad() after a compiled backward equals the eager one's (zeros in a world of one).
+namespace {
+struct HalfUsed : nn::Module {
+  HalfUsed() {
+    used = register_module("used", std::make_shared<nn::Linear>(8, 4));
+    unused = register_module("unused", std::make_shared<nn::Linear>(8, 4));
+  }
+  Tensor forward(const Tensor& x) override { return used->forward(x); }
+  std::shared_ptr<nn::Linear> used, unused;
+};
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(ddp_compiled_backward_gives_unused_parameters_zeros) {
+  WorldOfOne world;
+  manual_seed(21);
+  auto eager_model = std::make_shared<HalfUsed>();
+  manual_seed(21);
+  auto compiled_model = std::make_shared<HalfUsed>();
+  dist::DistributedDataParallel eager_ddp(eager_model), compiled_ddp(compiled_model);
+  auto backward = [](nn::Module& m, const Tensor& x) {
+    Tensor loss = m.forward(x).sum();
+    loss.backward();
+    return loss;
+  };
+  auto compiled = compile([&](Tensor x) { return backward(compiled_ddp, x); });
+  Tensor x = randn({5, 8});
+  backward(eager_ddp, x);
+  compiled(x);
+  BOOST_TEST(compiled.stats().compiles == 1);
+  auto want = eager_ddp.parameters(), got = compiled_ddp.parameters();
+  for (size_t i = 0; i < want.size(); ++i) {
+    BOOST_TEST_CONTEXT("parameter " << i) {
+      BOOST_REQUIRE(got[i].grad().defined());
+      BOOST_TEST(max_abs_diff(got[i].grad(), want[i].grad()) < 1e-6);
+    }
+  }
+  BOOST_TEST(max_abs_diff(compiled_model->unused->weight.grad(), zeros({4, 8})) == 0.0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
