@@ -8,7 +8,7 @@
 #include "bench/gpu_timing.h"
 #include "bench/op_profile.h"
 #include "bench/timing.h"
-#include "schedules/step_timing.h"
+#include "graph/step_timing.h"
 
 namespace kiln::bench {
 

@@ -19,7 +19,7 @@
 #include "dsl/tensor_stamp.h"
 #include "dsl/op_def.h"
 #include "graph/logs.h"
-#include "schedules/step_timing.h"
+#include "graph/step_timing.h"
 
 namespace kiln {
 

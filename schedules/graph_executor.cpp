@@ -15,7 +15,7 @@
 #include "dsl/cuda/cuda_context.h"
 #include "schedules/in_place.h"
 #include "schedules/kept_outputs.h"
-#include "schedules/step_timing.h"
+#include "graph/step_timing.h"
 
 namespace kiln {
 

@@ -1,4 +1,4 @@
-#include "schedules/step_timing.h"
+#include "graph/step_timing.h"
 
 #include <atomic>
 #include <chrono>
