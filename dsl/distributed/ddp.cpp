@@ -210,11 +210,11 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   ProcessGroup& g = group ? *group : default_group();
   std::vector<std::pair<std::string, Tensor>> named = module_->named_parameters();
   check_same_parameters(g, named);
-  std::vector<Tensor> params;
+  std::vector<Tensor> params;  // those that train: a frozen parameter (requires_grad off) is only broadcast
   for (const auto& [n, p] : named) {
     KILN_CHECK(p.is_contiguous(), "DistributedDataParallel: parameter ", n, " is not contiguous");
     g.broadcast_async(p.detach(), 0).wait();
-    params.push_back(p);
+    if (p.requires_grad()) params.push_back(p);
   }
   static std::atomic<int64_t> next_id{1};
   reducer_ = std::make_shared<Reducer>(next_id++, g, params, options.bucket_mb);

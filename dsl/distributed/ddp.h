@@ -62,7 +62,8 @@ class DistributedDataParallel : public nn::Module {
   };
   NoSync no_sync() { return NoSync(*this); }
 
-  // Buckets as planned: their parameters' indices into parameters() (tests, logs).
+  // Buckets as planned: their parameters' indices among the parameters that require grad, in
+  // parameters()' order (a frozen parameter is broadcast at construction and then left alone).
   std::vector<std::vector<int>> buckets() const;
   // Gradient all-reduces issued so far (one per bucket per synced backward, eager or compiled).
   int64_t reductions() const;

@@ -241,4 +241,34 @@ BOOST_AUTO_TEST_CASE(ddp_compiled_backward_gives_unused_parameters_zeros) {
   BOOST_TEST(max_abs_diff(compiled_model->unused->weight.grad(), zeros({4, 8})) == 0.0);
 }
 
+// A frozen parameter (requires_grad off, as in fine-tuning) is broadcast and left out of the
+// buckets; the trained ones reduce as usual, eagerly and compiled.
+BOOST_AUTO_TEST_CASE(ddp_leaves_frozen_parameters_out_of_the_buckets) {
+  WorldOfOne world;
+  manual_seed(22);
+  auto model = std::make_shared<nn::MLP>(std::vector<int64_t>{8, 16, 4});
+  std::vector<Tensor> ps = model->parameters();
+  ps[0].requires_grad_(false);  // the first layer's weight
+  dist::DistributedDataParallel ddp(model, {.bucket_mb = 0.0001});  // buckets of about 100 bytes
+  size_t bucketed = 0;
+  for (const auto& b : ddp.buckets()) bucketed += b.size();
+  BOOST_TEST(bucketed == ps.size() - 1);
+  auto backward = [&](const Tensor& x) {
+    Tensor loss = ddp.forward(x).sum();
+    loss.backward();
+    return loss;
+  };
+  auto compiled = compile([&](Tensor x) { return backward(x); });
+  Tensor x = randn({3, 8});
+  backward(x);
+  std::vector<Tensor> eager_grads;
+  for (size_t i = 1; i < ps.size(); ++i) eager_grads.push_back(ps[i].grad().clone());
+  for (const Tensor& p : ps) p.set_grad(Tensor());
+  compiled(x);
+  BOOST_TEST(compiled.stats().compiles == 1);
+  BOOST_TEST(!ps[0].grad().defined());
+  for (size_t i = 1; i < ps.size(); ++i) BOOST_TEST(max_abs_diff(ps[i].grad(), eager_grads[i - 1]) < 1e-6);
+  BOOST_TEST(ddp.reductions() == 2 * int64_t(ddp.buckets().size()));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
