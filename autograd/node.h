@@ -30,10 +30,10 @@ struct AutogradMeta {
   // Leaves: called once a backward pass has accumulated its last gradient into grad()
   // (Tensor::on_grad_ready).
   std::vector<std::function<void(const Tensor&)>> grad_ready_hooks;
-  // What a compiled backward runs instead of the first `traced_hooks_cover` of them
+  // What a compiled backward runs instead of grad_ready_hooks[traced_hook_index]
   // (Tensor::set_traced_grad_hooks).
   std::shared_ptr<TracedGradHooks> traced_grad_hooks;
-  size_t traced_hooks_cover = 0;
+  size_t traced_hook_index = 0;
   std::shared_ptr<Node> grad_fn;  // non-leaves: the node that made this tensor
   int output_nr = 0;
 };

@@ -53,12 +53,12 @@ bool Tensor::has_grad_ready_hooks() const {
 void Tensor::set_traced_grad_hooks(std::shared_ptr<TracedGradHooks> traced) const {
   KILN_CHECK(has_grad_ready_hooks(), "set_traced_grad_hooks: the tensor has no grad-ready hooks to stand in for");
   impl().autograd->traced_grad_hooks = std::move(traced);
-  impl().autograd->traced_hooks_cover = impl().autograd->grad_ready_hooks.size();
+  impl().autograd->traced_hook_index = impl().autograd->grad_ready_hooks.size() - 1;
 }
 
 std::shared_ptr<TracedGradHooks> Tensor::traced_grad_hooks() const {
   const auto& m = impl().autograd;
-  if (!m || m->traced_hooks_cover != m->grad_ready_hooks.size()) return nullptr;
+  if (!m || m->grad_ready_hooks.size() != 1 || m->traced_hook_index != 0) return nullptr;
   return m->traced_grad_hooks;
 }
 

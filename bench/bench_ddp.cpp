@@ -55,7 +55,8 @@ double median_per_call(const std::function<void()>& fn, Device d, int iterations
 int run_bench_ddp_worker(const BenchOptions& opts, const std::string& part_path) {
   distributed::init_process_group();
   const int rank = distributed::rank(), world = distributed::world_size();
-  Device device = opts.device.is_cuda() ? Device::cuda(int(int_setting("LOCAL_RANK", rank, 0, 1024))) : Device::cpu();
+  // On CUDA the launcher gave each rank one GPU (CUDA_VISIBLE_DEVICES): cuda:0.
+  Device device = opts.device.is_cuda() ? Device::cuda(0) : Device::cpu();
   Json part = Json::object();
   part.set("world_size", world);
   Json sizes = Json::array();
@@ -112,7 +113,8 @@ int run_bench_ddp(const BenchOptions& opts, int nproc) {
     std::string part = (std::filesystem::temp_directory_path() /
                         ("kiln-bench-ddp-" + std::to_string(::getpid()) + "-" + std::to_string(world) + ".json")).string();
     std::printf("kiln bench ddp: %d process%s on %s\n", world, world == 1 ? "" : "es", opts.device.str().c_str());
-    int rc = distributed::launch({opts.self_path, "bench", "ddp-worker", part, "--device", opts.device.str()}, {.nproc = world});
+    int rc = distributed::launch({opts.self_path, "bench", "ddp-worker", part, "--device", opts.device.str()},
+                                 {.nproc = world, .one_gpu_each = opts.device.is_cuda()});
     KILN_CHECK(rc == 0, "kiln bench ddp: the workers on ", world, " processes failed (status ", rc, ")");
     std::ifstream in(part);
     std::stringstream text;

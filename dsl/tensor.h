@@ -154,9 +154,10 @@ class Tensor {
   // backward over such a leaf runs that backward eagerly (a graph break), so the hooks run.
   void on_grad_ready(std::function<void(const Tensor&)> hook) const;
   bool has_grad_ready_hooks() const;
-  // What a compiled backward traces instead of this leaf's grad-ready hooks, all of those set so
-  // far (dsl/traced_grad_hooks.h); traced_grad_hooks() is null where none was set or hooks were
-  // added since, and the trace breaks there.
+  // What a compiled backward traces instead of the grad-ready hook added last (the caller's own,
+  // dsl/traced_grad_hooks.h). traced_grad_hooks() gives it only while that hook is the leaf's one
+  // hook: with any other (added before or after), it is null and the trace breaks there, so that
+  // every hook runs.
   void set_traced_grad_hooks(std::shared_ptr<TracedGradHooks> traced) const;
   std::shared_ptr<TracedGradHooks> traced_grad_hooks() const;
 

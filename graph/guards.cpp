@@ -7,7 +7,6 @@
 
 #include "autograd/grad_mode.h"
 #include "dsl/error.h"
-#include "dsl/traced_grad_hooks.h"
 
 namespace kiln {
 
@@ -17,9 +16,18 @@ std::string arg_str(size_t i) { return "arg " + std::to_string(i); }
 std::string on_off(bool b) { return b ? "true" : "false"; }
 
 // How a backward traced over t treats its grad-ready hooks (dsl/traced_grad_hooks.h).
-std::string grad_hooks_state(const Tensor& t) {
-  if (!t.has_grad_ready_hooks()) return "none";
-  return active_traced_grad_hooks(t) ? "traced" : "eager";
+GradHooks grad_hooks_state(const Tensor& t) {
+  if (!t.has_grad_ready_hooks()) return GradHooks::none;
+  return active_traced_grad_hooks(t) ? GradHooks::traced : GradHooks::eager;
+}
+
+const char* name(GradHooks h) {
+  switch (h) {
+    case GradHooks::none: return "none";
+    case GradHooks::traced: return "traced";
+    case GradHooks::eager: return "eager";
+  }
+  return "?";
 }
 
 bool strides_match(const TensorImpl& t, const Strides& st) {
@@ -108,6 +116,7 @@ GuardSet::GuardSet(const TensorList& args, const std::vector<SymShape>& arg_shap
   for (const Tensor& c : captured_) {
     captured_requires_grad_.push_back(c.requires_grad());
     captured_grad_hooks_.push_back(grad_hooks_state(c));
+    captured_traced_hooks_.push_back(active_traced_grad_hooks(c));
   }
 }
 
@@ -188,8 +197,13 @@ bool GuardSet::check(const TensorList& args, const std::vector<AttrValue>& stati
     if (captured_[c].requires_grad() != captured_requires_grad_[c])
       return fail(captured_names_[c], " requires_grad: ", on_off(captured_requires_grad_[c]), " -> ",
                   on_off(!captured_requires_grad_[c]));
-    if (std::string now = grad_hooks_state(captured_[c]); now != captured_grad_hooks_[c])
-      return fail(captured_names_[c], " grad-ready hooks: ", captured_grad_hooks_[c], " -> ", now);
+    if (GradHooks now = grad_hooks_state(captured_[c]); now != captured_grad_hooks_[c])
+      return fail(captured_names_[c], " grad-ready hooks: ", name(captured_grad_hooks_[c]), " -> ", name(now));
+    // Traced hooks are baked into the graph (a DistributedDataParallel's group and buckets): the
+    // same ones, alive.
+    if (captured_grad_hooks_[c] == GradHooks::traced &&
+        captured_traced_hooks_[c].lock() != active_traced_grad_hooks(captured_[c]))
+      return fail(captured_names_[c], " grad-ready hooks: traced by other hooks (a new DistributedDataParallel)");
   }
   return true;
 }
@@ -240,7 +254,8 @@ std::vector<std::string> GuardSet::describe() const {
   for (size_t c = 0; c < captured_.size(); ++c)
     out.push_back(captured_names_[c] + " " + to_string(captured_[c].impl().shape) + ", requires_grad " +
                   on_off(captured_requires_grad_[c]) +
-                  (captured_grad_hooks_[c] == "none" ? "" : ", grad-ready hooks " + captured_grad_hooks_[c]));
+                  (captured_grad_hooks_[c] == GradHooks::none ? "" : std::string(", grad-ready hooks ") +
+                                                                      name(captured_grad_hooks_[c])));
   return out;
 }
 

@@ -6,12 +6,14 @@
 // treats its grad-ready hooks (traced, eager, none: DistributedDataParallel's no_sync() changes it). check() names the first guard that fails, in the
 // form the recompile log prints ("arg 0 dim 0: 32 -> 64").
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "dsl/attrs.h"
 #include "dsl/autocast.h"
 #include "dsl/tensor.h"
+#include "dsl/traced_grad_hooks.h"
 #include "graph/sym_shape.h"
 
 namespace kiln {
@@ -37,6 +39,11 @@ struct TraceModes {
   static TraceModes current();
 };
 
+// How a backward traced over a captured tensor treats its grad-ready hooks: it has none, they
+// are traced into the graph, or the trace breaks and the tape runs them (no traced form, or one
+// inactive: DistributedDataParallel's no_sync()).
+enum class GradHooks { none, traced, eager };
+
 class GuardSet {
  public:
   // From a finished trace: the arguments it saw, their symbolic shapes as the trace left them.
@@ -57,7 +64,8 @@ class GuardSet {
   TensorList captured_;
   std::vector<std::string> captured_names_;
   std::vector<bool> captured_requires_grad_;
-  std::vector<std::string> captured_grad_hooks_;  // grad_hooks_state() of each
+  std::vector<GradHooks> captured_grad_hooks_;
+  std::vector<std::weak_ptr<TracedGradHooks>> captured_traced_hooks_;  // the traced hooks themselves
   int symbol_count_ = 0;
 };
 

@@ -49,6 +49,7 @@ void load_driver(Loaded& l) {
   resolve(lib, "cuEventCreate", a.cuEventCreate, missing);
   resolve(lib, "cuEventRecord", a.cuEventRecord, missing);
   resolve(lib, "cuEventSynchronize", a.cuEventSynchronize, missing);
+  resolve(lib, "cuEventQuery", a.cuEventQuery, missing);
   resolve(lib, "cuEventElapsedTime", a.cuEventElapsedTime, missing);
   resolve(lib, "cuEventDestroy_v2", a.cuEventDestroy, missing);
   resolve(lib, "cuGetErrorString", a.cuGetErrorString, missing);

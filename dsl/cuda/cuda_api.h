@@ -27,6 +27,7 @@ inline constexpr int kDeviceAttributeComputeCapabilityMajor = 75;
 inline constexpr int kDeviceAttributeComputeCapabilityMinor = 76;
 // CUstreamCaptureMode: relaxed lets a capturing thread allocate (cuMemAlloc) as it runs.
 inline constexpr int kStreamCaptureModeRelaxed = 2;
+inline constexpr CUresult kCudaErrorNotReady = 600;  // CUDA_ERROR_NOT_READY
 using cublasHandle_t = struct cublasContext*;
 using cublasStatus_t = int;
 using cublasLtHandle_t = struct cublasLtContext*;
@@ -96,6 +97,7 @@ struct CudaApi {
   CUresult (*cuEventCreate)(CUevent*, unsigned int);
   CUresult (*cuEventRecord)(CUevent, CUstream);
   CUresult (*cuEventSynchronize)(CUevent);
+  CUresult (*cuEventQuery)(CUevent);  // kCudaErrorNotReady while pending
   CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent);
   CUresult (*cuEventDestroy)(CUevent);                       // cuEventDestroy_v2
   CUresult (*cuGetErrorString)(CUresult, const char**);

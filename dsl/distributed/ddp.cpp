@@ -1,5 +1,6 @@
 #include "dsl/distributed/ddp.h"
 
+#include <algorithm>
 #include <atomic>
 #include <sstream>
 
@@ -185,7 +186,7 @@ void check_same_parameters(ProcessGroup& group, const std::vector<std::pair<std:
   uint64_t h = kFnvOffset;
   for (const auto& [n, t] : named) {
     std::ostringstream os;
-    os << n << ':' << t.dtype() << to_string(t.shape()) << ';';
+    os << n << ':' << t.dtype() << to_string(t.shape()) << (t.requires_grad() ? "" : " frozen") << ';';
     h = fnv1a(os.str(), h);
   }
   Tensor mine = empty({2}, {DType::i64});
@@ -198,7 +199,7 @@ void check_same_parameters(ProcessGroup& group, const std::vector<std::pair<std:
     KILN_CHECK(theirs[0] == mine.data<int64_t>()[0] && theirs[1] == mine.data<int64_t>()[1],
                "DistributedDataParallel: rank ", group.rank(), "'s module has ", named.size(),
                " parameters, rank ", r, "'s has ", theirs[0], (theirs[0] == int64_t(named.size()) ? " with other names, "
-               "shapes or dtypes" : ""), "; every rank must wrap the same model");
+               "shapes, dtypes or frozen parameters" : ""), "; every rank must wrap the same model");
   }
 }
 
@@ -210,9 +211,13 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   ProcessGroup& g = group ? *group : default_group();
   std::vector<std::pair<std::string, Tensor>> named = module_->named_parameters();
   check_same_parameters(g, named);
-  std::vector<Tensor> params;  // those that train: a frozen parameter (requires_grad off) is only broadcast
+  // Those that train, each once (a weight shared by two modules is listed twice): a frozen
+  // parameter (requires_grad off) is only broadcast.
+  std::vector<Tensor> params;
   for (const auto& [n, p] : named) {
     KILN_CHECK(p.is_contiguous(), "DistributedDataParallel: parameter ", n, " is not contiguous");
+    auto same = [&](const Tensor& q) { return q.impl_ptr() == p.impl_ptr(); };
+    if (std::find_if(params.begin(), params.end(), same) != params.end()) continue;
     g.broadcast_async(p.detach(), 0).wait();
     if (p.requires_grad()) params.push_back(p);
   }

@@ -21,7 +21,10 @@
 // buckets' all-reduces as nodes of the backward graph (dsl/distributed/functional.h): each bucket
 // starts as soon as its last gradient is computed, the graph's later steps run while it is in
 // flight, and the means are taken after the backward; the forward, backward and optimizer step
-// stay one graph. Inside no_sync() (a guard of the compiled function) that backward runs eagerly.
+// stay one graph. That needs the parameters to hold no gradient when the backward starts (a step
+// that ends with zero_grad()); otherwise, and inside no_sync() (a guard of the compiled
+// function), that backward runs eagerly, as does the first synced one after no_sync(), whose
+// parameters hold the accumulated gradients.
 //
 // no_sync(): backward passes inside its scope keep gradients local (they accumulate in grad());
 // the first backward after it all-reduces the accumulated sum, for gradient accumulation.

@@ -22,9 +22,11 @@ struct Registry {
   std::map<const void*, Pending> pending;
   std::map<int64_t, int64_t> started;  // by tag
 };
+// Never destroyed: an entry left by a step that threw between start and wait must not run CUDA
+// calls during the process's static destruction.
 Registry& registry() {
-  static Registry r;
-  return r;
+  static Registry* r = new Registry;
+  return *r;
 }
 
 ReduceOp reduce_op(const Attrs& a) {

@@ -86,6 +86,7 @@ int launch(const std::vector<std::string>& argv, const LaunchOptions& options) {
       ::setenv("WORLD_SIZE", std::to_string(options.nproc).c_str(), 1);
       ::setenv("MASTER_ADDR", "127.0.0.1", 1);
       ::setenv("MASTER_PORT", port.c_str(), 1);
+      if (options.one_gpu_each) ::setenv("CUDA_VISIBLE_DEVICES", std::to_string(r).c_str(), 1);
       std::vector<char*> args;
       for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
       args.push_back(nullptr);

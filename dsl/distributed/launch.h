@@ -14,6 +14,10 @@ struct LaunchOptions {
   int nproc = 1;
   bool prefix_output = true;  // "[rank k] " before each line of a rank's stdout and stderr
   std::chrono::milliseconds grace{5000};  // from SIGTERM to SIGKILL for the survivors of a failure
+  // CUDA_VISIBLE_DEVICES=LOCAL_RANK in each rank, which then sees its GPU as cuda:0. Compiled
+  // pipelines of the halide backend run in device 0's CUDA context, so a rank that compiles for
+  // CUDA needs this (its GPU at index 0) until they follow the tensors' device.
+  bool one_gpu_each = false;
 };
 
 // Runs `argv` (argv[0] found through PATH) nproc times and waits for all; returns 0 when every

@@ -23,7 +23,10 @@
 
 #include "dsl/cuda/cuda_context.h"
 #include "dsl/cuda/nccl_api.h"
+#include "dsl/distributed/collective_description.h"
 #include "dsl/distributed/functional.h"
+#include "dsl/distributed/host_reduce.h"
+#include "dsl/distributed/nccl_stream.h"
 #include "dsl/distributed/store.h"
 #include "dsl/error.h"
 #include "dsl/settings.h"
@@ -67,138 +70,7 @@ class GlooStore : public gloo::rendezvous::Store {
   distributed::Store& store_;
 };
 
-// A collective's description, compared across ranks before it runs.
-enum class Collective : int64_t { all_reduce = 1, broadcast, all_gather, reduce_scatter, barrier };
-std::string_view name(Collective c) {
-  switch (c) {
-    case Collective::all_reduce: return "all_reduce";
-    case Collective::broadcast: return "broadcast";
-    case Collective::all_gather: return "all_gather";
-    case Collective::reduce_scatter: return "reduce_scatter";
-    case Collective::barrier: return "barrier";
-  }
-  return "?";
-}
-
-constexpr int kMaxDims = 8;
-constexpr size_t kDescription = 4 + kMaxDims;  // collective, dtype, rank, argument (root or op), dims
-
-std::vector<int64_t> describe(Collective c, const Tensor* t, int64_t argument) {
-  std::vector<int64_t> d(kDescription, 0);
-  d[0] = int64_t(c);
-  d[3] = argument;
-  if (t) {
-    d[1] = int64_t(t->dtype());
-    d[2] = int64_t(t->dim());
-    for (int k = 0; k < std::min<int>(t->dim(), kMaxDims); ++k) d[size_t(4 + k)] = t->shape()[size_t(k)];
-  }
-  return d;
-}
-
-std::string describe_text(const int64_t* d) {
-  std::ostringstream os;
-  os << name(Collective(d[0]));
-  if (Collective(d[0]) == Collective::barrier) return os.str();
-  os << " of " << name(DType(d[1])) << "[";
-  for (int k = 0; k < std::min<int64_t>(d[2], kMaxDims); ++k) os << (k ? ", " : "") << d[4 + k];
-  os << "]";
-  if (Collective(d[0]) == Collective::broadcast) os << " from rank " << d[3];
-  if (Collective(d[0]) == Collective::all_reduce || Collective(d[0]) == Collective::reduce_scatter)
-    os << " (" << name(ReduceOp(d[3])) << ")";
-  return os.str();
-}
-
-template <typename T>
-void reduce_values(ReduceOp op, void* c_, const void* a_, const void* b_, size_t n) {
-  T* c = static_cast<T*>(c_);
-  const T* a = static_cast<const T*>(a_);
-  const T* b = static_cast<const T*>(b_);
-  for (size_t i = 0; i < n; ++i)
-    c[i] = op == ReduceOp::max ? std::max(a[i], b[i]) : op == ReduceOp::min ? std::min(a[i], b[i]) : T(a[i] + b[i]);
-}
-
-// 16-bit floats reduced through f32, rounded back (as NCCL does for bf16 sums).
-template <float (*to_float)(uint16_t), uint16_t (*from_float)(float)>
-void reduce_16bit(ReduceOp op, void* c_, const void* a_, const void* b_, size_t n) {
-  uint16_t* c = static_cast<uint16_t*>(c_);
-  const uint16_t* a = static_cast<const uint16_t*>(a_);
-  const uint16_t* b = static_cast<const uint16_t*>(b_);
-  for (size_t i = 0; i < n; ++i) {
-    float x = to_float(a[i]), y = to_float(b[i]);
-    c[i] = from_float(op == ReduceOp::max ? std::max(x, y) : op == ReduceOp::min ? std::min(x, y) : x + y);
-  }
-}
-
-// out[i] /= n, for a mean.
-void divide(const Tensor& t, int n) {
-  void* p = t.data_ptr();
-  int64_t count = t.numel();
-  if (t.dtype() == DType::f32) {
-    float* f = static_cast<float*>(p);
-    for (int64_t i = 0; i < count; ++i) f[i] /= float(n);
-    return;
-  }
-  for (int64_t i = 0; i < count; ++i) store_from_double(p, t.dtype(), i, load_as_double(p, t.dtype(), i) / n);
-}
-
 void written(const Tensor& t) { t.impl().storage->written(); }
-
-}  // namespace
-
-namespace {
-
-// A CUDA collective's place between kiln's stream and the group's communication stream: NCCL
-// starts after `issued` (recorded on kiln's stream when the collective was issued: its inputs'
-// producers), and kiln's stream waits for `done` (recorded after the NCCL call) at Work::wait or,
-// at the latest, when this is destroyed. The tensors stay referenced until then, so that the
-// caching allocator cannot hand their memory to a kernel on kiln's stream while NCCL uses it.
-class CudaOrder {
- public:
-  CudaOrder(int device, TensorList tensors) : device_(device), tensors_(std::move(tensors)) {
-    const CudaApi& api = cuda_api();
-    CudaContext& c = cuda_context(device_);
-    check_cuda(api.cuEventCreate(&issued_, 0x2 /* CU_EVENT_DISABLE_TIMING */), "nccl: cuEventCreate");
-    check_cuda(api.cuEventCreate(&done_, 0x2), "nccl: cuEventCreate");
-    check_cuda(api.cuEventRecord(issued_, c.stream), "nccl: cuEventRecord");
-  }
-  ~CudaOrder() {
-    try {
-      join();
-    } catch (const Error&) {  // a destructor does not throw; a broken context fails later kernels too
-    }
-    cuda_api().cuEventDestroy(issued_);
-    cuda_api().cuEventDestroy(done_);
-  }
-  CudaOrder(const CudaOrder&) = delete;
-  CudaOrder& operator=(const CudaOrder&) = delete;
-
-  // On the communication thread, around the NCCL call on `comm`.
-  void before(CUstream comm) { check_cuda(cuda_api().cuStreamWaitEvent(comm, issued_, 0), "nccl: cuStreamWaitEvent"); }
-  void after(CUstream comm) { check_cuda(cuda_api().cuEventRecord(done_, comm), "nccl: cuEventRecord"); }
-
-  // kiln's stream waits for the collective (once); its tensors may go.
-  void join() {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (joined_) return;
-    joined_ = true;
-    check_cuda(cuda_api().cuStreamWaitEvent(cuda_context(device_).stream, done_, 0), "nccl: cuStreamWaitEvent");
-    tensors_.clear();
-  }
-
- private:
-  int device_;
-  TensorList tensors_;
-  CUevent issued_ = nullptr, done_ = nullptr;
-  std::mutex mu_;
-  bool joined_ = false;
-};
-
-// The order of a collective on these tensors, if they are on a CUDA device.
-std::shared_ptr<CudaOrder> cuda_order(TensorList tensors) {
-  if (!tensors[0].device().is_cuda()) return nullptr;
-  int device = tensors[0].device().index;
-  return std::make_shared<CudaOrder>(device, std::move(tensors));
-}
 
 }  // namespace
 
@@ -209,19 +81,19 @@ struct ProcessGroup::State {
   std::unique_ptr<distributed::Store> store;
   std::shared_ptr<gloo::rendezvous::Context> gloo;
   uint32_t tag = 0;
-  // NCCL for CUDA tensors: one communicator on one device and its stream, made by the first
-  // CUDA collective.
-  ncclComm_t nccl = nullptr;
+  // NCCL for CUDA tensors: one communicator on one device (owned by its watchdog) and its
+  // stream, made by the first CUDA collective.
+  std::unique_ptr<NcclWatchdog> watchdog;
   int nccl_device = -1;
   CUstream comm_stream = nullptr;
-  CudaOrder* order = nullptr;  // the running CUDA collective's (set by submit)
+  std::shared_ptr<CudaOrder> order;  // the running CUDA collective's (set by submit)
 
   ncclComm_t nccl_comm(const Tensor& t, std::string_view op) {
     int device = t.device().index;
-    if (nccl) {
+    if (watchdog) {
       KILN_CHECK(device == nccl_device, op, ": rank ", rank, "'s CUDA collectives run on cuda:", nccl_device,
                  " (its first one's device); this tensor is on ", t.device().str());
-      return nccl;
+      return watchdog->comm();
     }
     const NcclApi& api = nccl_api();
     ncclUniqueId id{};
@@ -234,12 +106,14 @@ struct ProcessGroup::State {
       std::memcpy(id.internal, v.data(), v.size());
     }
     cuda_context(device);  // kiln's context current on this thread: NCCL works on its device
-    check_nccl(api.ncclCommInitRank(&nccl, size, id, rank),
-               "nccl: ncclCommInitRank (rank " + std::to_string(rank) + " of " + std::to_string(size) + ")");
+    const std::string who = "rank " + std::to_string(rank) + " of " + std::to_string(size);
+    ncclComm_t comm = nullptr;
+    check_nccl(api.ncclCommInitRank(&comm, size, id, rank), "nccl: ncclCommInitRank (" + who + ")");
+    watchdog = std::make_unique<NcclWatchdog>(comm, timeout, who);
     nccl_device = device;
     check_cuda(cuda_api().cuStreamCreate(&comm_stream, 0x1 /* CU_STREAM_NON_BLOCKING */),
                "nccl: creating the communication stream");
-    return nccl;
+    return comm;
   }
 
   static int nccl_type(const Tensor& t, std::string_view op) {
@@ -271,13 +145,16 @@ struct ProcessGroup::State {
     ncclComm_t comm = nccl_comm(t, op);
     cuda_context(t.device().index);  // current on this thread
     KILN_CHECK(order, op, ": a CUDA collective issued without its stream order");
-    order->before(comm_stream);
-    check_nccl(f(comm, comm_stream), std::string(op) + " on rank " + std::to_string(rank) + " (NCCL)", comm);
-    order->after(comm_stream);
+    watchdog->issue(op, order, [&] {
+      order->before(comm_stream);
+      ncclResult_t r = f(comm, comm_stream);
+      order->after(comm_stream);  // also after a failed call: whatever it queued is waited for
+      check_nccl(r, std::string(op) + " on rank " + std::to_string(rank) + " (NCCL)", comm);
+    });
   }
 
   ~State() {
-    if (nccl) nccl_api().ncclCommDestroy(nccl);
+    watchdog.reset();
     if (comm_stream) cuda_api().cuStreamDestroy(comm_stream);
   }
 
@@ -305,10 +182,10 @@ struct ProcessGroup::State {
   // Queues fn on the communication thread; a CUDA collective's fn runs with `order` set.
   Work submit(std::function<void()> fn, std::shared_ptr<CudaOrder> cuda = nullptr) {
     std::packaged_task<void()> task([this, fn = std::move(fn), cuda] {
-      order = cuda.get();
+      order = cuda;
       struct Reset {
-        CudaOrder*& o;
-        ~Reset() { o = nullptr; }
+        std::shared_ptr<CudaOrder>& o;
+        ~Reset() { o.reset(); }
       } reset{order};
       fn();
     });
@@ -376,19 +253,12 @@ struct ProcessGroup::State {
         void* p = t.data_ptr();
         size_t n = size_t(t.numel());
         ReduceOp r = op == ReduceOp::mean ? ReduceOp::sum : op;
-        // Gloo's buffer of the dtype's element type, reduced by `reduce` (op `r`).
-        auto typed = [&](auto* data, void (*reduce)(ReduceOp, void*, const void*, const void*, size_t)) {
-          o.setOutput(data, n);
-          o.setReduceFunction([r, reduce](void* c, const void* a, const void* b, size_t k) { reduce(r, c, a, b, k); });
-        };
-        switch (t.dtype()) {
-          case DType::f32: typed(static_cast<float*>(p), reduce_values<float>); break;
-          case DType::f64: typed(static_cast<double*>(p), reduce_values<double>); break;
-          case DType::i32: typed(static_cast<int32_t*>(p), reduce_values<int32_t>); break;
-          case DType::i64: typed(static_cast<int64_t*>(p), reduce_values<int64_t>); break;
-          case DType::bf16: typed(static_cast<uint16_t*>(p), reduce_16bit<bfloat16_to_float, float_to_bfloat16>); break;
-          case DType::f16: typed(static_cast<uint16_t*>(p), reduce_16bit<half_to_float, float_to_half>); break;
-          default: throw_error("all_reduce: dtype ", t.dtype(), " cannot be reduced (f32, f64, f16, bf16, i32, i64)");
+        HostReduce reduce = host_reduce(t.dtype(), "all_reduce");
+        o.setReduceFunction([r, reduce](void* c, const void* a, const void* b, size_t k) { reduce(r, c, a, b, k); });
+        switch (itemsize(t.dtype())) {  // Gloo's buffer: elements of the dtype's size
+          case 8: o.setOutput(static_cast<int64_t*>(p), n); break;
+          case 4: o.setOutput(static_cast<int32_t*>(p), n); break;
+          default: o.setOutput(static_cast<uint16_t*>(p), n); break;
         }
         gloo::allreduce(o);
       });

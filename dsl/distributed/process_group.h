@@ -17,9 +17,10 @@
 // Errors, not hangs: every collective first checks, through Gloo, that all ranks called the same
 // collective on tensors of the same dtype and shape (else kiln::Error naming both ranks'
 // tensors), and on Gloo a rank that died, or one that never arrives within the timeout
-// (KILN_DIST_TIMEOUT_S), is a kiln::Error on the others. (A NCCL collective whose peer died
-// waits on the device: no watchdog aborts it yet.) After such an error the group is unusable:
-// destroy it (or end the process).
+// (KILN_DIST_TIMEOUT_S), is a kiln::Error on the others. A NCCL collective not done on the device
+// within the timeout, or an asynchronous NCCL error, makes the group's watchdog abort the
+// communicator (nccl_stream.h); the group's next collective is then a kiln::Error. After such an
+// error the group is unusable: destroy it (or end the process).
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -45,6 +46,8 @@ class Work {
   explicit Work(std::shared_future<void> done, std::function<void()> then = {})
       : done_(std::move(done)), then_(then ? std::make_shared<std::function<void()>>(std::move(then)) : nullptr) {}
   void wait() const;
+  // Done on the host: for a CUDA collective, queued on the device (wait() then orders kiln's
+  // stream after it).
   bool completed() const;
 
  private:

@@ -5,6 +5,9 @@
 // its input back (a mean of one) and is seen by the kernels queued after it, a CPU collective
 // interleaves with CUDA ones, and a DDP model trains as the same model without DDP, eagerly and
 // in compiled steps whose backward holds the buckets' all-reduces.
+#include <chrono>
+#include <thread>
+
 #include "cuda/cuda_available.h"
 #include "support/reference.h"
 
@@ -104,4 +107,37 @@ BOOST_AUTO_TEST_CASE(ddp_on_cuda_trains_as_the_plain_model, *needs_nccl()) {
   BOOST_TEST(compiled_halide.stats().compiles == 1);
   auto a = plain->parameters(), b = ddp.parameters();
   for (size_t k = 0; k < a.size(); ++k) check_close(b[k], host_values(a[k].to(Device::cpu())), a[k].shape(), "parameter " + std::to_string(k));
+}
+
+// The watchdog: a collective not done on the device within the group's timeout aborts the
+// communicator, and the group's next collective is a kiln::Error. The all-reduce waits on the
+// device behind a queue of large matmuls (seconds of work) while the timeout is one second.
+BOOST_AUTO_TEST_CASE(a_collective_stuck_past_the_timeout_aborts_the_communicator, *needs_nccl()) {
+  dist::InitOptions o;
+  o.rank = 0, o.world_size = 1, o.master_port = dist::free_port();
+  o.timeout = std::chrono::milliseconds(1000);
+  dist::init_process_group(o);
+  Tensor x = randn({1000}).to(kCuda);
+  dist::all_reduce(x);  // the communicator exists, and works
+  Tensor a = randn({8192, 8192}).to(kCuda), b = randn({8192, 8192}).to(kCuda);
+  const Float32MatmulPrecision saved = float32_matmul_precision();
+  set_float32_matmul_precision(Float32MatmulPrecision::highest);  // no TF32: about 20 ms a product
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 400; ++i) a = matmul(a, b) * 1e-4;  // seconds of work queued on kiln's stream
+  dist::all_reduce(x);  // queued behind them on the communication stream
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  try {
+    dist::all_reduce(x);
+    BOOST_FAIL("a collective on an aborted communicator did not throw");
+  } catch (const Error& e) {
+    BOOST_TEST_MESSAGE(e.what());
+    BOOST_TEST(std::string(e.what()).find("aborted") != std::string::npos);
+    BOOST_TEST(std::string(e.what()).find("KILN_DIST_TIMEOUT_S") != std::string::npos);
+  }
+  cuda_synchronize(0);  // the products finish; nothing waits on the aborted collective forever
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  BOOST_TEST_MESSAGE("the queued products took " << s << " s");
+  BOOST_TEST(s > 2.5);  // they were still running when the watchdog looked
+  set_float32_matmul_precision(saved);
+  dist::destroy_process_group();
 }

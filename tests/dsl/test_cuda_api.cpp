@@ -23,6 +23,7 @@ using namespace kiln;
 #if KILN_HAVE_CUDA_HEADERS
 static_assert(sizeof(kiln::CUdeviceptr) == sizeof(::CUdeviceptr));
 static_assert(kiln::kStreamCaptureModeRelaxed == CU_STREAM_CAPTURE_MODE_RELAXED);
+static_assert(kiln::kCudaErrorNotReady == CUDA_ERROR_NOT_READY);
 static_assert(kiln::kDeviceAttributeComputeCapabilityMajor == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR &&
               kiln::kDeviceAttributeComputeCapabilityMinor == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
 static_assert(kCublasOpN == CUBLAS_OP_N && kCublasOpT == CUBLAS_OP_T);

@@ -271,4 +271,60 @@ BOOST_AUTO_TEST_CASE(ddp_leaves_frozen_parameters_out_of_the_buckets) {
   BOOST_TEST(ddp.reductions() == 2 * int64_t(ddp.buckets().size()));
 }
 
+// A module shared by two parents lists its parameters twice: DDP reduces each once, and the
+// compiled backward gives them the plain model's gradients.
+namespace {
+struct TwiceUsed : nn::Module {
+  TwiceUsed() {
+    lin = register_module("a", std::make_shared<nn::Linear>(6, 6));
+    register_module("b", lin);
+  }
+  Tensor forward(const Tensor& x) override { return lin->forward(lin->forward(x)); }
+  std::shared_ptr<nn::Linear> lin;
+};
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(ddp_reduces_a_shared_parameter_once) {
+  WorldOfOne world;
+  manual_seed(23);
+  auto plain = std::make_shared<TwiceUsed>();
+  manual_seed(23);
+  auto model = std::make_shared<TwiceUsed>();
+  BOOST_TEST(model->named_parameters().size() == 4u);
+  dist::DistributedDataParallel ddp(model);
+  size_t bucketed = 0;
+  for (const auto& b : ddp.buckets()) bucketed += b.size();
+  BOOST_TEST(bucketed == 2u);
+  Tensor x = randn({3, 6});
+  plain->forward(x).sum().backward();
+  auto compiled = compile([&](Tensor v) {
+    Tensor loss = ddp.forward(v).sum();
+    loss.backward();
+    return loss;
+  });
+  compiled(x);
+  BOOST_TEST(compiled.stats().compiles == 1);
+  BOOST_TEST(max_abs_diff(model->lin->weight.grad(), plain->lin->weight.grad()) < 1e-5);
+  BOOST_TEST(max_abs_diff(model->lin->bias.grad(), plain->lin->bias.grad()) < 1e-5);
+}
+
+// A hook of the user's own on a DDP parameter still runs in a compiled step: the traced form
+// stands in for DDP's hook only, so the backward runs on the tape.
+BOOST_AUTO_TEST_CASE(a_users_grad_hook_beside_ddp_runs_in_a_compiled_step) {
+  WorldOfOne world;
+  manual_seed(24);
+  auto model = std::make_shared<nn::MLP>(std::vector<int64_t>{4, 8, 2});
+  int calls = 0;
+  model->parameters()[0].on_grad_ready([&](const Tensor&) { ++calls; });
+  dist::DistributedDataParallel ddp(model);
+  auto compiled = compile([&](Tensor v) {
+    Tensor loss = ddp.forward(v).sum();
+    loss.backward();
+    return loss;
+  });
+  compiled(randn({3, 4}));
+  BOOST_TEST(calls == 1);
+  BOOST_TEST(ddp.reductions() == int64_t(ddp.buckets().size()));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
