@@ -10,6 +10,7 @@
 
 #include "cuda/cuda_available.h"
 #include "support/reference.h"
+#include "support/world_of_one.h"
 
 using namespace kiln;
 using namespace kiln::test;
@@ -23,16 +24,6 @@ boost::unit_test::precondition needs_nccl() {
     return nccl_available() ? std::string() : "no NCCL (" + nccl_unavailable_reason() + ")";
   });
 }
-
-// A world of one on a free port, destroyed at the end of the scope.
-struct OneRank {
-  OneRank() {
-    dist::InitOptions o;
-    o.rank = 0, o.world_size = 1, o.master_port = dist::free_port();
-    dist::init_process_group(o);
-  }
-  ~OneRank() { dist::destroy_process_group(); }
-};
 
 void expect_equal(const Tensor& got, const Tensor& want, const std::string& what) {
   std::vector<double> g = host_values(got.to(Device::cpu())), w = host_values(want.to(Device::cpu()));
@@ -49,7 +40,7 @@ void expect_equal(const Tensor& got, const Tensor& want, const std::string& what
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(nccl_collectives_on_one_rank_give_their_input_back, *needs_nccl()) {
-  OneRank world;
+  WorldOfOne world;
   for (DType t : {DType::f32, DType::bf16, DType::f64, DType::i64}) {
     Tensor x = (randn({1000}) * 10).to(t).to(kCuda);
     Tensor before = x.clone();
@@ -73,7 +64,7 @@ BOOST_AUTO_TEST_CASE(nccl_collectives_on_one_rank_give_their_input_back, *needs_
 }
 
 BOOST_AUTO_TEST_CASE(ddp_on_cuda_trains_as_the_plain_model, *needs_nccl()) {
-  OneRank world;
+  WorldOfOne world;
   auto make = [] {
     manual_seed(5);
     auto m = std::make_shared<nn::MLP>(std::vector<int64_t>{32, 64, 8});
@@ -113,10 +104,7 @@ BOOST_AUTO_TEST_CASE(ddp_on_cuda_trains_as_the_plain_model, *needs_nccl()) {
 // communicator, and the group's next collective is a kiln::Error. The all-reduce waits on the
 // device behind a queue of large matmuls (seconds of work) while the timeout is one second.
 BOOST_AUTO_TEST_CASE(a_collective_stuck_past_the_timeout_aborts_the_communicator, *needs_nccl()) {
-  dist::InitOptions o;
-  o.rank = 0, o.world_size = 1, o.master_port = dist::free_port();
-  o.timeout = std::chrono::milliseconds(1000);
-  dist::init_process_group(o);
+  WorldOfOne world(std::chrono::milliseconds(1000));
   Tensor x = randn({1000}).to(kCuda);
   dist::all_reduce(x);  // the communicator exists, and works
   Tensor a = randn({8192, 8192}).to(kCuda), b = randn({8192, 8192}).to(kCuda);
@@ -139,5 +127,4 @@ BOOST_AUTO_TEST_CASE(a_collective_stuck_past_the_timeout_aborts_the_communicator
   BOOST_TEST_MESSAGE("the queued products took " << s << " s");
   BOOST_TEST(s > 2.5);  // they were still running when the watchdog looked
   set_float32_matmul_precision(saved);
-  dist::destroy_process_group();
 }

@@ -5,8 +5,10 @@
 #include <cstdlib>
 
 #include "kiln.h"
+#include "support/world_of_one.h"
 
 using namespace kiln;
+using kiln::test::WorldOfOne;
 namespace dist = kiln::distributed;
 
 namespace {
@@ -88,15 +90,6 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(distributed_in_one_process)
 
 namespace {
-
-struct WorldOfOne {
-  WorldOfOne() {
-    dist::InitOptions o;
-    o.rank = 0, o.world_size = 1, o.master_port = dist::free_port();
-    dist::init_process_group(o);
-  }
-  ~WorldOfOne() { dist::destroy_process_group(); }
-};
 
 int count_of(const std::string& text, const std::string& word) {
   int n = 0;
