@@ -183,7 +183,7 @@ bool Tracer::backward(const Tensor& root, const Tensor& gradient, const std::sou
       grad_targets_.push_back(target);
   };
   for (size_t k = 0; k < grads.size(); ++k)
-    if (grads[k].defined() && !active_traced_grad_hooks(leaves[k])) set_grad(targets[k], grads[k], true);
+    if (grads[k].defined() && !hook_groups->handles(k)) set_grad(targets[k], grads[k], true);
   int hooked = 0;
   // The leaves of every group, reached or not, take what the hooks give (they replace grad(), as
   // DistributedDataParallel's eager hooks do).

@@ -21,6 +21,8 @@ class GradHookGroups {
   // The traced hooks of `leaves` (active_traced_grad_hooks), each set once.
   explicit GradHookGroups(const TensorList& leaves);
   bool empty() const { return sets_.empty(); }
+  // Whether leaves[k]'s gradient goes through traced hooks (finish() gives it, not the walk).
+  bool handles(size_t k) const { return slot_of_[k].first >= 0; }
   // leaves[k]'s gradient is final (undefined: it got none).
   void final(size_t k, const Tensor& grad);
   // Starts the groups still waiting (their other leaves got no gradient), then finishes every

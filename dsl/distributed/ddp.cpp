@@ -13,6 +13,18 @@
 
 namespace kiln::distributed {
 
+namespace {
+
+// What parameter p contributes to its bucket: its gradient flat, in p's dtype; zeros where the
+// backward gave it none (every rank reduces the same buckets). Eager hooks and the traced
+// backward both.
+Tensor flat_gradient(const Tensor& p, const Tensor& grad) {
+  if (!grad.defined()) return zeros({p.numel()}, p.options());
+  return (grad.dtype() == p.dtype() ? grad : grad.to(p.dtype())).reshape({p.numel()});
+}
+
+}  // namespace
+
 // The gradient buckets and the state of one backward pass. Hooks run on the backward's thread;
 // the all-reduces on the group's communication thread, each on its bucket's own buffer.
 struct DistributedDataParallel::Reducer {
@@ -82,12 +94,7 @@ struct DistributedDataParallel::Reducer {
   }
 
   // Tensor ops (queued on the device's stream on CUDA, before the bucket's all-reduce).
-  void copy_in(int i, const Tensor& grad) {
-    const Tensor& p = params[size_t(i)];
-    Tensor dst = slot(i);
-    if (!grad.defined()) dst.copy_(zeros({p.numel()}, p.options()));
-    else dst.copy_((grad.dtype() == p.dtype() ? grad : grad.to(p.dtype())).reshape({p.numel()}));
-  }
+  void copy_in(int i, const Tensor& grad) { slot(i).copy_(flat_gradient(params[size_t(i)], grad)); }
 
   // Starts the buckets that are full, in bucket order (the same order on every rank).
   void launch_ready() {
@@ -153,12 +160,8 @@ class TracedBuckets : public TracedGradHooks {
   Tensor start(int g, const TensorList& grads) override {
     auto r = reducer();
     TensorList parts;
-    for (size_t k = 0; k < grads.size(); ++k) {
-      const Tensor& p = r->params[size_t(r->buckets[size_t(g)].params[k])];
-      const Tensor& grad = grads[k];
-      parts.push_back(!grad.defined() ? zeros({p.numel()}, p.options())
-                                      : (grad.dtype() == p.dtype() ? grad : grad.to(p.dtype())).reshape({p.numel()}));
-    }
+    for (size_t k = 0; k < grads.size(); ++k)
+      parts.push_back(flat_gradient(r->params[size_t(r->buckets[size_t(g)].params[k])], grads[k]));
     Tensor flat = parts.size() == 1 ? parts[0] : cat(parts, 0);
     return all_reduce_start(flat, ReduceOp::mean, r->group, {.checked = false, .tag = r->id});
   }

@@ -10,8 +10,8 @@
 // `started` may be read only through all_reduce_wait (its memory is written while in flight).
 // Both are ops (distributed::all_reduce_start, distributed::all_reduce_wait; not differentiable)
 // with the OpDef property `collective`: eagerly they run at once; traced, they are graph nodes
-// that run as steps between the compiled pipelines, and graph passes never merge, recompute or
-// reorder them, nor capture a call that holds one in a CUDA graph. Every rank must run the same
+// that run as steps between the compiled pipelines; graph passes never merge, drop or recompute
+// them, and a call that holds one is not captured in a CUDA graph. Every rank must run the same
 // collectives in the same order, as for the group's other collectives.
 #pragma once
 #include <cstdint>

@@ -3,9 +3,9 @@
 // CudaOrder: a CUDA collective runs on the group's communication stream. It starts after the
 // event `issued`, recorded on kiln's stream when the collective was issued (its inputs'
 // producers), and kiln's stream waits for the event `done`, recorded after the NCCL call, at
-// Work::wait (join) or, at the latest, when the CudaOrder is destroyed. The tensors stay
-// referenced until then, so that the caching allocator cannot hand their memory to a kernel on
-// kiln's stream while NCCL still uses it.
+// Work::wait (join); a CudaOrder destroyed unjoined (its Work dropped) waits for `done` on the
+// host instead. The tensors stay referenced until then, so that the caching allocator cannot
+// hand their memory to a kernel on kiln's stream while NCCL still uses it.
 //
 // NcclWatchdog: owns the communicator. Its thread looks at the collectives in flight every
 // 100 ms; one not done on the device within the group's timeout (KILN_DIST_TIMEOUT_S, counted
@@ -32,7 +32,7 @@ namespace kiln::distributed {
 class CudaOrder {
  public:
   CudaOrder(int device, TensorList tensors);  // records `issued` on kiln's stream
-  ~CudaOrder();                               // join(), the events destroyed
+  ~CudaOrder();  // unjoined: the host waits for `done`; the events destroyed
   CudaOrder(const CudaOrder&) = delete;
   CudaOrder& operator=(const CudaOrder&) = delete;
 

@@ -368,10 +368,6 @@ void ignore_sigpipe() {
   if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) std::signal(SIGPIPE, SIG_IGN);
 }
 
-}  // namespace
-
-namespace {
-
 // The live groups by id.
 struct Groups {
   std::mutex mu;
