@@ -5,9 +5,11 @@
 #include <cstdlib>
 
 #include "kiln.h"
-#include "support/world_of_one.h"
+#include "support/distributed.h"
 
 using namespace kiln;
+using kiln::test::mean_square_step;
+using kiln::test::sum_backward;
 using kiln::test::WorldOfOne;
 namespace dist = kiln::distributed;
 
@@ -161,19 +163,11 @@ BOOST_AUTO_TEST_CASE(ddp_compiled_step_is_one_graph_with_the_buckets_all_reduces
   BOOST_TEST(buckets > 1);
   optim::AdamW opt(ddp.parameters(), {.lr = 1e-2});
   optim::AdamW plain_opt(plain->parameters(), {.lr = 1e-2});
-  auto train = [](nn::Module& m, optim::AdamW& o, const Tensor& x) {
-    Tensor y = m.forward(x);
-    Tensor loss = (y * y).mean();
-    loss.backward();
-    o.step();
-    o.zero_grad();
-    return loss;
-  };
-  auto step = compile([&](Tensor x) { return train(ddp, opt, x); });
+  auto step = compile([&](Tensor x) { return mean_square_step(ddp, opt, x); });
   for (int s = 0; s < 3; ++s) {
     Tensor x = randn({16, 32});
     step(x);
-    train(*plain, plain_opt, x);
+    mean_square_step(*plain, plain_opt, x);
   }
   auto ps = ddp.parameters(), qs = plain->parameters();
   for (size_t i = 0; i < ps.size(); ++i) BOOST_TEST(max_abs_diff(ps[i], qs[i]) < 1e-5);
@@ -214,14 +208,9 @@ BOOST_AUTO_TEST_CASE(ddp_compiled_backward_gives_unused_parameters_zeros) {
   manual_seed(21);
   auto compiled_model = std::make_shared<HalfUsed>();
   dist::DistributedDataParallel eager_ddp(eager_model), compiled_ddp(compiled_model);
-  auto backward = [](nn::Module& m, const Tensor& x) {
-    Tensor loss = m.forward(x).sum();
-    loss.backward();
-    return loss;
-  };
-  auto compiled = compile([&](Tensor x) { return backward(compiled_ddp, x); });
+  auto compiled = compile([&](Tensor x) { return sum_backward(compiled_ddp, x); });
   Tensor x = randn({5, 8});
-  backward(eager_ddp, x);
+  sum_backward(eager_ddp, x);
   compiled(x);
   BOOST_TEST(compiled.stats().compiles == 1);
   auto want = eager_ddp.parameters(), got = compiled_ddp.parameters();
@@ -246,14 +235,9 @@ BOOST_AUTO_TEST_CASE(ddp_leaves_frozen_parameters_out_of_the_buckets) {
   size_t bucketed = 0;
   for (const auto& b : ddp.buckets()) bucketed += b.size();
   BOOST_TEST(bucketed == ps.size() - 1);
-  auto backward = [&](const Tensor& x) {
-    Tensor loss = ddp.forward(x).sum();
-    loss.backward();
-    return loss;
-  };
-  auto compiled = compile([&](Tensor x) { return backward(x); });
+  auto compiled = compile([&](Tensor x) { return sum_backward(ddp, x); });
   Tensor x = randn({3, 8});
-  backward(x);
+  sum_backward(ddp, x);
   std::vector<Tensor> eager_grads;
   for (size_t i = 1; i < ps.size(); ++i) eager_grads.push_back(ps[i].grad().clone());
   for (const Tensor& p : ps) p.set_grad(Tensor());
@@ -289,12 +273,8 @@ BOOST_AUTO_TEST_CASE(ddp_reduces_a_shared_parameter_once) {
   for (const auto& b : ddp.buckets()) bucketed += b.size();
   BOOST_TEST(bucketed == 2u);
   Tensor x = randn({3, 6});
-  plain->forward(x).sum().backward();
-  auto compiled = compile([&](Tensor v) {
-    Tensor loss = ddp.forward(v).sum();
-    loss.backward();
-    return loss;
-  });
+  sum_backward(*plain, x);
+  auto compiled = compile([&](Tensor v) { return sum_backward(ddp, v); });
   compiled(x);
   BOOST_TEST(compiled.stats().compiles == 1);
   BOOST_TEST(max_abs_diff(model->lin->weight.grad(), plain->lin->weight.grad()) < 1e-5);
@@ -310,11 +290,7 @@ BOOST_AUTO_TEST_CASE(a_users_grad_hook_beside_ddp_runs_in_a_compiled_step) {
   int calls = 0;
   model->parameters()[0].on_grad_ready([&](const Tensor&) { ++calls; });
   dist::DistributedDataParallel ddp(model);
-  auto compiled = compile([&](Tensor v) {
-    Tensor loss = ddp.forward(v).sum();
-    loss.backward();
-    return loss;
-  });
+  auto compiled = compile([&](Tensor v) { return sum_backward(ddp, v); });
   compiled(randn({3, 4}));
   BOOST_TEST(calls == 1);
   BOOST_TEST(ddp.reductions() == int64_t(ddp.buckets().size()));

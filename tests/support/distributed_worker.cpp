@@ -20,6 +20,7 @@
 
 #include "bench/zoo.h"
 #include "kiln.h"
+#include "support/distributed.h"
 
 using namespace kiln;
 namespace dist = kiln::distributed;
@@ -96,8 +97,9 @@ double max_rel_diff(const std::vector<Tensor>& a, const std::vector<Tensor>& b) 
 // Trains zoo::mlp for a few steps with DDP on this rank's half of each batch, and the same model
 // on the whole batches in this process alone (the reference: rank 0's initial weights, which
 // DDP broadcast); their parameters must agree.
-// The loss: the mean square of the MLP's output.
-Tensor mse(const Tensor& y) { return (y * y).mean(); }
+// The loss: the mean square of the MLP's output (support/distributed.h).
+using test::mean_square;
+using test::mean_square_step;
 
 void check_ddp(int rank, int world, bool compiled, bool accumulate) {
   const int steps = 4;
@@ -113,19 +115,13 @@ void check_ddp(int rank, int world, bool compiled, bool accumulate) {
   optim::SGD opt(ddp.parameters(), {.lr = 0.05, .momentum = 0.9});
   optim::SGD ref_opt(reference.module->parameters(), {.lr = 0.05, .momentum = 0.9});
 
-  auto step = [&](const Tensor& x) {
-    Tensor loss = mse(ddp.forward(x));
-    loss.backward();
-    opt.step();
-    opt.zero_grad();
-    return loss;
-  };
+  auto step = [&](const Tensor& x) { return mean_square_step(ddp, opt, x); };
   auto compiled_step = compile([&](Tensor x) { return step(x); });
   // A micro-batch's forward and backward, compiled: under no_sync() its backward runs eagerly
   // without all-reducing; the next one's all-reduces the sum (the parameters hold gradients then,
   // so it runs eagerly too). tests/dsl/test_distributed.cpp checks the guard on no_sync().
   auto compiled_micro = compile([&](Tensor x) {
-    Tensor loss = mse(ddp.forward(x)) * 0.5;
+    Tensor loss = mean_square(ddp.forward(x)) * 0.5;
     loss.backward();
     return loss;
   });
@@ -136,7 +132,7 @@ void check_ddp(int rank, int world, bool compiled, bool accumulate) {
       Tensor a = x.narrow(0, 0, half / 2).contiguous(), b = x.narrow(0, half / 2, half / 2).contiguous();
       auto micro = [&](const Tensor& part) {
         if (compiled) return compiled_micro(part);
-        Tensor loss = mse(ddp.forward(part)) * 0.5;
+        Tensor loss = mean_square(ddp.forward(part)) * 0.5;
         loss.backward();
         return loss;
       };
@@ -152,7 +148,7 @@ void check_ddp(int rank, int world, bool compiled, bool accumulate) {
     } else {
       step(x);
     }
-    Tensor ref_loss = mse(reference.module->forward(batches[size_t(s)]));
+    Tensor ref_loss = mean_square(reference.module->forward(batches[size_t(s)]));
     ref_loss.backward();
     ref_opt.step();
     ref_opt.zero_grad();
