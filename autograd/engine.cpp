@@ -90,7 +90,7 @@ bool hooked(const Edge& e) { return e.leaf && e.leaf->autograd && !e.leaf->autog
 
 void fire_grad_ready(const std::shared_ptr<TensorImpl>& leaf) {
   Tensor t(leaf);
-  for (const auto& hook : std::vector(leaf->autograd->grad_ready_hooks)) hook(t);
+  for (const auto& hook : std::vector(leaf->autograd->grad_ready_hooks)) hook.fn(t);
 }
 
 // One of a hooked leaf's edges is done (its gradient accumulated, or none came along it).

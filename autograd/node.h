@@ -28,12 +28,13 @@ struct AutogradMeta {
   bool requires_grad = false;
   Tensor grad;                    // leaves: the accumulated gradient
   // Leaves: called once a backward pass has accumulated its last gradient into grad()
-  // (Tensor::on_grad_ready).
-  std::vector<std::function<void(const Tensor&)>> grad_ready_hooks;
-  // What a compiled backward runs instead of grad_ready_hooks[traced_hook_index]
-  // (Tensor::set_traced_grad_hooks).
-  std::shared_ptr<TracedGradHooks> traced_grad_hooks;
-  size_t traced_hook_index = 0;
+  // (Tensor::on_grad_ready), with what a compiled backward traces instead, if anything.
+  struct GradReadyHook {
+    uint64_t id = 0;  // GradHookHandle's
+    std::function<void(const Tensor&)> fn;
+    std::shared_ptr<TracedGradHooks> traced;
+  };
+  std::vector<GradReadyHook> grad_ready_hooks;
   std::shared_ptr<Node> grad_fn;  // non-leaves: the node that made this tensor
   int output_nr = 0;
 };

@@ -1,4 +1,7 @@
 // The autograd members of Tensor (declared in dsl/tensor.h).
+#include <algorithm>
+#include <atomic>
+
 #include "autograd/engine.h"
 #include "autograd/node.h"
 #include "autograd/record.h"
@@ -39,10 +42,22 @@ void Tensor::set_grad(const Tensor& g) const {
   m->grad = g;
 }
 
-void Tensor::on_grad_ready(std::function<void(const Tensor&)> hook) const {
+GradHookHandle Tensor::on_grad_ready(std::function<void(const Tensor&)> hook,
+                                     std::shared_ptr<TracedGradHooks> traced) const {
   KILN_CHECK(is_leaf() && requires_grad(), "on_grad_ready: only leaves that require grad take gradient hooks (this "
              "tensor ", is_leaf() ? "does not require grad" : "was made by " + grad_fn_name(), ")");
-  impl().autograd->grad_ready_hooks.push_back(std::move(hook));
+  static std::atomic<uint64_t> next_id{1};
+  const uint64_t id = next_id++;
+  impl().autograd->grad_ready_hooks.push_back({id, std::move(hook), std::move(traced)});
+  return GradHookHandle(impl_ptr(), id);
+}
+
+void GradHookHandle::remove() {
+  std::shared_ptr<TensorImpl> t = tensor_.lock();
+  if (!t || !t->autograd) return;
+  auto& hooks = t->autograd->grad_ready_hooks;
+  std::erase_if(hooks, [&](const AutogradMeta::GradReadyHook& h) { return h.id == id_; });
+  tensor_.reset();
 }
 
 bool Tensor::has_grad_ready_hooks() const {
@@ -50,16 +65,10 @@ bool Tensor::has_grad_ready_hooks() const {
   return m && !m->grad_ready_hooks.empty();
 }
 
-void Tensor::set_traced_grad_hooks(std::shared_ptr<TracedGradHooks> traced) const {
-  KILN_CHECK(has_grad_ready_hooks(), "set_traced_grad_hooks: the tensor has no grad-ready hooks to stand in for");
-  impl().autograd->traced_grad_hooks = std::move(traced);
-  impl().autograd->traced_hook_index = impl().autograd->grad_ready_hooks.size() - 1;
-}
-
 std::shared_ptr<TracedGradHooks> Tensor::traced_grad_hooks() const {
   const auto& m = impl().autograd;
-  if (!m || m->grad_ready_hooks.size() != 1 || m->traced_hook_index != 0) return nullptr;
-  return m->traced_grad_hooks;
+  if (!m || m->grad_ready_hooks.size() != 1) return nullptr;
+  return m->grad_ready_hooks[0].traced;
 }
 
 bool Tensor::is_leaf() const {

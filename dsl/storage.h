@@ -28,6 +28,9 @@ struct Storage {
   size_t nbytes = 0;
   Device device;
   Allocator* allocator = nullptr;  // null: memory owned elsewhere
+  // Where this Storage is a second handle on another's memory (allocator null): that one, kept
+  // alive while this lives. Tensors over each can then be told apart by their storage.
+  std::shared_ptr<const Storage> base;
   std::atomic<uint64_t> version{0};
   // After an in-place write (copy_, a fused optimizer step): autograd's saved-tensor checks and
   // the compiled graphs' packed weights see a new version.

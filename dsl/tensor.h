@@ -46,6 +46,19 @@ struct TensorImpl {
   uint64_t marked_dynamic = 0, marked_static = 0;
 };
 
+// Removes a grad-ready hook (Tensor::on_grad_ready). remove() is harmless twice, or once the
+// tensor is gone; dropping the handle keeps the hook.
+class GradHookHandle {
+ public:
+  GradHookHandle() = default;
+  GradHookHandle(std::weak_ptr<TensorImpl> tensor, uint64_t id) : tensor_(std::move(tensor)), id_(id) {}
+  void remove();  // defined in autograd/
+
+ private:
+  std::weak_ptr<TensorImpl> tensor_;
+  uint64_t id_ = 0;
+};
+
 class Tensor {
  public:
   Tensor() = default;  // undefined: defined() is false
@@ -151,14 +164,15 @@ class Tensor {
   // last of its gradient into grad() (a hook on a leaf used twice runs once, after both); other
   // leaves' gradients may still be coming. DistributedDataParallel starts its all-reduces from
   // it. Only leaves that require grad take hooks; a compiled function whose trace reaches a
-  // backward over such a leaf runs that backward eagerly (a graph break), so the hooks run.
-  void on_grad_ready(std::function<void(const Tensor&)> hook) const;
+  // backward over such a leaf runs that backward eagerly (a graph break), so the hooks run,
+  // unless the hook comes with `traced`: what a compiled backward traces instead
+  // (dsl/traced_grad_hooks.h), used while this hook is the leaf's only one. The handle removes
+  // the hook (as the handle PyTorch's register_hook returns).
+  GradHookHandle on_grad_ready(std::function<void(const Tensor&)> hook,
+                               std::shared_ptr<TracedGradHooks> traced = nullptr) const;
   bool has_grad_ready_hooks() const;
-  // What a compiled backward traces instead of the grad-ready hook added last (the caller's own,
-  // dsl/traced_grad_hooks.h). traced_grad_hooks() gives it only while that hook is the leaf's one
-  // hook: with any other (added before or after), it is null and the trace breaks there, so that
-  // every hook runs.
-  void set_traced_grad_hooks(std::shared_ptr<TracedGradHooks> traced) const;
+  // The traced form of the leaf's hooks: that of its one hook; null with none, with several or
+  // with one that has none.
   std::shared_ptr<TracedGradHooks> traced_grad_hooks() const;
 
   TensorImpl& impl() const;

@@ -229,15 +229,19 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   // The hooks hold the reducer weakly: parameters may outlive the wrapper.
   std::weak_ptr<Reducer> weak = reducer_;
   auto traced = std::make_shared<TracedBuckets>(weak);
-  for (size_t i = 0; i < params.size(); ++i) {
-    params[i].on_grad_ready([weak, i](const Tensor&) {
-      if (auto r = weak.lock()) r->grad_ready(int(i));
-    });
-    params[i].set_traced_grad_hooks(traced);
-  }
+  for (size_t i = 0; i < params.size(); ++i)
+    hooks_.push_back(params[i].on_grad_ready(
+        [weak, i](const Tensor&) {
+          if (auto r = weak.lock()) r->grad_ready(int(i));
+        },
+        traced));
 }
 
-DistributedDataParallel::~DistributedDataParallel() = default;
+// The module outlives its wrapper: its parameters lose the wrapper's hooks, so that a plain
+// backward (or another wrapper's) runs without them, compiled as one graph again.
+DistributedDataParallel::~DistributedDataParallel() {
+  for (GradHookHandle& h : hooks_) h.remove();
+}
 
 DistributedDataParallel::NoSync::NoSync(DistributedDataParallel& d) : d_(d), was_(d.reducer_->sync) {
   d_.reducer_->sync = false;

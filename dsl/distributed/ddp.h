@@ -26,6 +26,8 @@
 // function), that backward runs eagerly, as does the first synced one after no_sync(), whose
 // parameters hold the accumulated gradients.
 //
+// Destroying the wrapper removes its hooks from the parameters; the module trains on as before.
+//
 // no_sync(): backward passes inside its scope keep gradients local (they accumulate in grad());
 // the first backward after it all-reduces the accumulated sum, for gradient accumulation.
 #pragma once
@@ -76,6 +78,7 @@ class DistributedDataParallel : public nn::Module {
  private:
   std::shared_ptr<nn::Module> module_;
   std::shared_ptr<Reducer> reducer_;
+  std::vector<GradHookHandle> hooks_;  // one per parameter that trains
 };
 
 }  // namespace kiln::distributed

@@ -11,19 +11,41 @@ namespace kiln::distributed {
 namespace {
 
 // All-reduces started and not yet waited for, by the data pointer of the tensor that receives the
-// result (kept alive here, so that no other step can take its memory while it is written).
+// result. `owner` holds that memory (the Work holds it too) while it is written; the tensor start
+// gives out is a second handle on it (its own Storage, which keeps owner's alive), and
+// `returned` watches that handle. Once it is gone, with every view of it, and no wait came (a
+// step threw between the two), nobody can wait for the entry: the next start waits for its
+// all-reduce and lets it go, so a failed step leaks nothing.
 struct Pending {
   Work work;
-  Tensor result;
+  Tensor owner;
+  std::weak_ptr<Storage> returned;
 };
 
 struct Registry {
   std::mutex mu;
   std::map<const void*, Pending> pending;
   std::map<int64_t, int64_t> started;  // by tag
+
+  // Drops the entries whose returned tensor is gone, once their all-reduce is done. Its error,
+  // if any, is not lost: the group's later collectives report the broken group.
+  void drop_abandoned() {
+    for (auto it = pending.begin(); it != pending.end();) {
+      if (!it->second.returned.expired()) {
+        ++it;
+        continue;
+      }
+      try {
+        it->second.work.wait();
+      } catch (const Error&) {
+      }
+      it = pending.erase(it);
+    }
+  }
 };
-// Never destroyed: an entry left by a step that threw between start and wait must not run CUDA
-// calls during the process's static destruction.
+
+// Never destroyed: an entry left at exit must not run CUDA calls during the process's static
+// destruction.
 Registry& registry() {
   static Registry* r = new Registry;
   return *r;
@@ -37,12 +59,19 @@ ReduceOp reduce_op(const Attrs& a) {
 
 TensorList start_kernel(const TensorList& in, const Attrs& a) {
   ProcessGroup& group = group_with_id(a.get<int64_t>("group"));
-  Tensor result = in[0].clone();
-  Work work = a.get<bool>("checked") ? group.all_reduce_async(result, reduce_op(a))
-                                     : group.all_reduce_unchecked_async(result, reduce_op(a));
+  Tensor owner = in[0].clone();
+  auto handle = std::make_shared<Storage>(owner.data_ptr(), owner.storage()->nbytes, owner.device(), nullptr);
+  handle->base = owner.storage();
+  Tensor result = Tensor::make_view(handle, owner.shape(), owner.strides(), 0, owner.dtype());
   Registry& r = registry();
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    r.drop_abandoned();
+  }
+  Work work = a.get<bool>("checked") ? group.all_reduce_async(owner, reduce_op(a))
+                                     : group.all_reduce_unchecked_async(owner, reduce_op(a));
   std::lock_guard<std::mutex> lock(r.mu);
-  r.pending[result.data_ptr()] = {work, result};
+  r.pending[result.data_ptr()] = {work, owner, handle};
   ++r.started[a.get<int64_t>("tag")];
   return {result};
 }
@@ -95,7 +124,7 @@ TensorList wait_kernel(const TensorList& in, const Attrs& a) {
     r.pending.erase(it);
   }
   p.work.wait();
-  Tensor flat = p.result.reshape({p.result.numel()});
+  Tensor flat = p.owner.reshape({p.owner.numel()});
   TensorList out;
   int64_t at = 0;
   for (const Shape& s : decode_shapes(a)) {
@@ -140,6 +169,12 @@ Tensor all_reduce_start(const Tensor& t, ReduceOp op, ProcessGroup& group, Start
 
 TensorList all_reduce_wait(const Tensor& started, const std::vector<Shape>& shapes) {
   return call_op(all_reduce_wait_op(), {started}, {{"shapes", encode_shapes(shapes)}});
+}
+
+int64_t all_reduces_in_flight() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return int64_t(r.pending.size());
 }
 
 int64_t all_reduces_started(int64_t tag) {

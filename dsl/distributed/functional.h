@@ -7,7 +7,9 @@
 //   Tensor started = all_reduce_start(flat, ReduceOp::mean, group);  // the reduction is in flight
 //   TensorList parts = all_reduce_wait(started, {{64, 32}, {32}});     // the result, cut into two tensors
 //
-// `started` may be read only through all_reduce_wait (its memory is written while in flight).
+// `started` may be read only through all_reduce_wait (its memory is written while in flight). One
+// dropped without a wait (a step that threw between the two) is waited for and let go by the
+// next all_reduce_start.
 // Both are ops (distributed::all_reduce_start, distributed::all_reduce_wait; not differentiable)
 // with the OpDef property `collective`: eagerly they run at once; traced, they are graph nodes
 // that run as steps between the compiled pipelines; graph passes never merge, drop or recompute
@@ -40,6 +42,9 @@ TensorList all_reduce_wait(const Tensor& started, const std::vector<Shape>& shap
 // All-reduces that all_reduce_start has started in this process under `tag`, eager or in
 // compiled graphs.
 int64_t all_reduces_started(int64_t tag);
+
+// All-reduces started and not yet waited for (nor abandoned and let go).
+int64_t all_reduces_in_flight();
 
 // The two ops (registered on first use, and by init_process_group).
 const OpDef& all_reduce_start_op();

@@ -197,3 +197,27 @@ BOOST_AUTO_TEST_CASE(grad_ready_hooks_run_once_per_leaf_when_its_gradient_is_com
   BOOST_CHECK_THROW(queue_backward_callback([] {}), Error);  // no backward pass running
   BOOST_CHECK_THROW(loss.on_grad_ready([](const Tensor&) {}), Error);  // not a leaf
 }
+
+// GradHookHandle::remove: the removed hook stops, the others stay, in their order; removing twice
+// or after the tensor is gone is harmless.
+BOOST_AUTO_TEST_CASE(a_removed_grad_ready_hook_no_longer_runs) {
+  Tensor w = randn({3}).requires_grad_();
+  std::vector<std::string> events;
+  GradHookHandle first = w.on_grad_ready([&](const Tensor&) { events.push_back("first"); });
+  GradHookHandle second = w.on_grad_ready([&](const Tensor&) { events.push_back("second"); });
+  w.on_grad_ready([&](const Tensor&) { events.push_back("third"); });
+  (w * w).sum().backward();
+  BOOST_TEST((events == std::vector<std::string>{"first", "second", "third"}));
+  second.remove();
+  second.remove();
+  events.clear();
+  (w * w).sum().backward();
+  BOOST_TEST((events == std::vector<std::string>{"first", "third"}));
+  GradHookHandle gone;
+  {
+    Tensor t = randn({2}).requires_grad_();
+    gone = t.on_grad_ready([](const Tensor&) {});
+  }
+  gone.remove();
+  GradHookHandle().remove();
+}

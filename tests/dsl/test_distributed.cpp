@@ -131,6 +131,26 @@ BOOST_AUTO_TEST_CASE(all_reduce_start_and_wait_cut_the_result_into_shapes) {
   }
 }
 
+// A started all-reduce dropped without its wait (a step that threw in between) is waited for and
+// let go by the next start, so its buffer does not stay forever.
+BOOST_AUTO_TEST_CASE(an_abandoned_all_reduce_is_let_go_by_the_next_start) {
+  WorldOfOne world;
+  manual_seed(13);
+  Tensor x = randn({1000});
+  // (A start lets go of every abandoned one: of earlier tests' too.)
+  { Tensor dropped = dist::all_reduce_start(x, dist::ReduceOp::sum, dist::default_group()); }
+  BOOST_TEST(dist::all_reduces_in_flight() == 1);
+  Tensor started = dist::all_reduce_start(x, dist::ReduceOp::sum, dist::default_group());
+  BOOST_TEST(dist::all_reduces_in_flight() == 1);
+  Tensor view = started.reshape({10, 100});  // a view keeps the entry: it can still be waited for
+  started = Tensor();
+  Tensor other = dist::all_reduce_start(x, dist::ReduceOp::sum, dist::default_group());
+  BOOST_TEST(dist::all_reduces_in_flight() == 2);
+  BOOST_TEST(max_abs_diff(dist::all_reduce_wait(view, {{1000}})[0], x) == 0.0);
+  BOOST_TEST(max_abs_diff(dist::all_reduce_wait(other, {{1000}})[0], x) == 0.0);
+  BOOST_TEST(dist::all_reduces_in_flight() == 0);
+}
+
 BOOST_AUTO_TEST_CASE(compiled_graphs_keep_every_collective) {
   WorldOfOne world;
   auto f = compile([](Tensor x) {
@@ -293,6 +313,44 @@ BOOST_AUTO_TEST_CASE(a_users_grad_hook_beside_ddp_runs_in_a_compiled_step) {
   auto compiled = compile([&](Tensor v) { return sum_backward(ddp, v); });
   compiled(randn({3, 4}));
   BOOST_TEST(calls == 1);
+  BOOST_TEST(ddp.reductions() == int64_t(ddp.buckets().size()));
+}
+
+// Destroying the wrapper removes its hooks: the plain module's compiled backward is one graph
+// again, and a second wrapper's buckets are traced, with no stale hook of the first left over.
+BOOST_AUTO_TEST_CASE(a_module_outliving_its_ddp_wrapper_keeps_no_hooks) {
+  WorldOfOne world;
+  manual_seed(25);
+  auto model = std::make_shared<nn::MLP>(std::vector<int64_t>{4, 8, 2});
+  { dist::DistributedDataParallel first(model); }
+  for (const Tensor& p : model->parameters()) BOOST_TEST(!p.has_grad_ready_hooks());
+  auto plain = compile([&](Tensor v) { return sum_backward(*model, v); });
+  ExplainReport r = explain(plain, randn({3, 4}));
+  BOOST_TEST(r.breaks.empty());
+  for (const Tensor& p : model->parameters()) p.set_grad(Tensor());  // a traced DDP backward starts from none
+  dist::DistributedDataParallel second(model);
+  auto wrapped = compile([&](Tensor v) { return sum_backward(second, v); });
+  ExplainReport w = explain(wrapped, randn({3, 4}));
+  BOOST_TEST(w.breaks.empty());
+  std::string graphs;
+  for (const std::string& g : w.graphs) graphs += g;
+  BOOST_TEST(count_of(graphs, "distributed::all_reduce_start") == int(second.buckets().size()), graphs);
+}
+
+// A user's hook removed through its handle no longer runs, and DDP's traced form stands in again.
+BOOST_AUTO_TEST_CASE(a_removed_users_hook_no_longer_breaks_the_trace) {
+  WorldOfOne world;
+  manual_seed(26);
+  auto model = std::make_shared<nn::MLP>(std::vector<int64_t>{4, 8, 2});
+  int calls = 0;
+  GradHookHandle mine = model->parameters()[0].on_grad_ready([&](const Tensor&) { ++calls; });
+  dist::DistributedDataParallel ddp(model);
+  mine.remove();
+  mine.remove();  // harmless twice
+  auto compiled = compile([&](Tensor v) { return sum_backward(ddp, v); });
+  ExplainReport r = explain(compiled, randn({3, 4}));  // runs it once
+  BOOST_TEST(r.breaks.empty());
+  BOOST_TEST(calls == 0);
   BOOST_TEST(ddp.reductions() == int64_t(ddp.buckets().size()));
 }
 
