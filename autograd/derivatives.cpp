@@ -230,6 +230,9 @@ std::vector<Entry> rules() {
       {"attention", RULE {  // the fused kernel's own backward, from the saved log-sum-exp
          KILN_CHECK(g.size() < 2 || !g[1].defined(), "attention: its log-sum-exp output carries no gradient");
          if (!g[0].defined()) return {};
+         if (a.get_or<bool>("merged_heads", false))  // out as [B, Tq, H, Dv]: the backward reads it as [B, H, Tq, Dv]
+           return dispatch(op_def("attention_backward"),
+                           {in[0], in[1], in[2], out[0].transpose(1, 2), g[0].transpose(1, 2), out[1]}, a);
          return dispatch(op_def("attention_backward"), {in[0], in[1], in[2], out[0], g[0], out[1]}, a);
        }},
       {"cross_entropy", RULE {  // from the forward's log-sum-exp of each row: one pass over the logits

@@ -73,6 +73,7 @@ std::shared_ptr<CompiledGraph> compile_graph(const Graph& captured, Backend& cho
   std::vector<std::string> attentions;
   step(label, "fused attention", *g, [&] { return fuse_attention(*g, &attentions); });
   for (const std::string& a : attentions) log_line(LogChannel::graph, label + ": fused attention: " + a);
+  step(label, "attention heads merged", *g, [&] { return merge_attention_heads(*g); });
   step(label, "padded cat sums", *g, [&] { return merge_padded_cat_sums(*g); });
   step(label, "decompositions", *g, [&] { return decompose(*g, backend.decompositions()); });
   step(label, "split long reductions", *g, [&] { return backend.fuses_ops() ? split_long_reductions(*g) : 0; });

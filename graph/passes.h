@@ -93,6 +93,13 @@ int split_long_reductions(Graph& g);
 // per fused attention. Returns the attentions fused.
 int fuse_attention(Graph& g, std::vector<std::string>* notes = nullptr);
 
+// An attention output whose heads the graph merges (contiguous(transpose(o, 1, 2)), then a
+// reshape) is written by the attention in that [B, T, H, Dv] order instead (its `merged_heads`
+// attribute), and the copy goes; the backward reads a transposed view of it. Attentions whose
+// output anything else reads are left alone (graph/attention_layout.cpp). Returns the attentions
+// changed.
+int merge_attention_heads(Graph& g);
+
 // The sum of zero-padded cats along one dim (the gradient of a value split by slices, q, k and v
 // out of one projection: cat(0, 0, dv) + cat(dq, 0, 0) + cat(0, dk, 0)) becomes one cat of the
 // pieces (cat(dq, dk, dv)), pieces over zeros taken as they are and pieces over pieces added.

@@ -92,10 +92,13 @@ TensorList run_attention(const OpDef& def, const TensorList& inputs, const Attrs
   o.q_at = layout(q), o.k_at = layout(k), o.v_at = layout(v);
   TensorList outs;
   if (!backward) {
-    outs = {Tensor::empty(Shape{q.size(0), q.size(1), q.size(2), v.size(3)}, opts),
+    // With merged_heads, out is [B, Tq, H, Dv]: the kernel writes it through its [B, H, Tq, Dv] view.
+    const bool merged = attrs.get_or<bool>("merged_heads", false);
+    outs = {Tensor::empty(merged ? Shape{q.size(0), q.size(2), q.size(1), v.size(3)}
+                                 : Shape{q.size(0), q.size(1), q.size(2), v.size(3)}, opts),
             Tensor::empty(Shape{q.size(0), q.size(1), q.size(2)}, opts)};
     o.out = outs[0].data_ptr(), o.lse = outs[1].data_ptr();
-    o.out_at = layout(outs[0]), o.lse_at = layout(outs[1]);
+    o.out_at = layout(merged ? outs[0].transpose(1, 2) : outs[0]), o.lse_at = layout(outs[1]);
   } else {
     const Tensor &out = in[3], &grad_out = in[4], &lse = in[5];
     o.out = out.data_ptr(), o.grad_out = grad_out.data_ptr(), o.lse = lse.data_ptr();

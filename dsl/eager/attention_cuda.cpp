@@ -47,13 +47,14 @@ void run_probs(const Tensor& scores, const Tensor& lse, bool lse_given, const Te
 TensorList run_attention_cuda(const OpDef& def, const TensorList& inputs, const Attrs& attrs) {
   const double scale = attrs.get<double>("scale");
   const bool causal = attrs.get<bool>("causal");
+  const bool merged = attrs.get_or<bool>("merged_heads", false);  // out as [B, Tq, H, Dv]
   if (inputs[0].dtype() != DType::f32) {  // bf16, f16 (the shape rule allows no other)
     const int64_t d = inputs[0].size(3), dv = inputs[2].size(3);
     KILN_CHECK(cudnn_attention_supports(d, dv), def.name, ": ", inputs[0].dtype(),
                " on CUDA runs through cuDNN's fused attention, which needs head sizes that are multiples of 8 up "
                "to 128 (got ", d, " and ", dv, ")", cudnn_available() ? "" : " and cuDNN: " + cudnn_unavailable_reason());
     const TensorList& x = inputs;
-    if (def.name == "attention") return cudnn_attention_forward(x[0], x[1], x[2], scale, causal);
+    if (def.name == "attention") return cudnn_attention_forward(x[0], x[1], x[2], scale, causal, merged);
     return cudnn_attention_backward(x[0], x[1], x[2], x[3], x[4], x[5], scale, causal);
   }
   // Detached: the ops run here record nothing on the tape (the dispatcher records the attention op).
@@ -65,7 +66,8 @@ TensorList run_attention_cuda(const OpDef& def, const TensorList& inputs, const 
     Tensor lse = Tensor::empty(Shape{q.size(0), q.size(1), q.size(2)}, opts);
     if (probs.numel() > 0) run_probs(scores, lse, false, probs, scale, causal);
     scores = Tensor();  // freed before the second product
-    return {matmul(probs, v), lse};
+    Tensor out = matmul(probs, v);
+    return {merged ? out.transpose(1, 2).contiguous() : out, lse};
   }
   // out (inputs[3]) is not read: softmax_backward's rowsum(dP * P) is FlashAttention's rowsum(dout * out).
   const Tensor grad_out = inputs[4].detach(), lse = inputs[5].detach().contiguous();

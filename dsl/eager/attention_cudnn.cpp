@@ -195,16 +195,19 @@ bool cudnn_attention_supports(int64_t head_dim, int64_t value_dim) {
 }
 
 TensorList cudnn_attention_forward(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, double scale,
-                                   bool causal) {
+                                   bool causal, bool merged_heads) {
   const Tensor q = readable(q_in), k = readable(k_in), v = readable(v_in);
   const int64_t b = q.size(0), h = q.size(1), sq = q.size(2);
-  Tensor out = Tensor::empty(Shape{b, h, sq, v.size(3)}, q.options());
+  // cuDNN writes O through its strides: [B, H, Tq, Dv] as a view of the [B, Tq, H, Dv] result.
+  Tensor result = merged_heads ? Tensor::empty(Shape{b, sq, h, v.size(3)}, q.options())
+                               : Tensor::empty(Shape{b, h, sq, v.size(3)}, q.options());
+  Tensor out = merged_heads ? result.transpose(1, 2) : result;
   Tensor lse = Tensor::empty(Shape{b, h, sq}, TensorOptions{DType::f32, q.device()});
-  if (out.numel() == 0) return {out, lse};
+  if (out.numel() == 0) return {result, lse};
   const int index = q.device().index;
   cudnnHandle_t handle = cudnn_handle(index);
   std::lock_guard<std::mutex> lock(cache_mu);
-  Cached& c = cache()[key_of(0, {q, k, v}, scale, causal)];
+  Cached& c = cache()[key_of(0, {q, k, v, out}, scale, causal)];
   if (!c.graph) {
     c.graph = build_forward(q, k, v, out, scale, causal, c.forward);
     c.graph->finalize(handle);
@@ -215,7 +218,7 @@ TensorList cudnn_attention_forward(const Tensor& q_in, const Tensor& k_in, const
             {{id.q, q.data_ptr()}, {id.kt, k.data_ptr()}, {id.v, v.data_ptr()}, {id.o, out.data_ptr()},
              {id.stats, lse.data_ptr()}},
             workspace.data_ptr(), true);
-  return {out, lse};
+  return {result, lse};
 }
 
 TensorList cudnn_attention_backward(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Tensor& out_in,

@@ -16,8 +16,10 @@ bool cudnn_attention_supports(int64_t head_dim, int64_t value_dim);
 // One line per cached plan: pass, q's shape, mask, dtype and the engine configuration chosen.
 std::vector<std::string> cudnn_attention_plans();
 
-// out [B, H, Tq, Dv] (q's dtype), lse [B, H, Tq] (f32).
-TensorList cudnn_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, double scale, bool causal);
+// out [B, H, Tq, Dv] (q's dtype; with merged_heads [B, Tq, H, Dv], written in that order), lse
+// [B, H, Tq] (f32).
+TensorList cudnn_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, double scale, bool causal,
+                                   bool merged_heads = false);
 // grad_q, grad_k, grad_v in q's dtype.
 TensorList cudnn_attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                                     const Tensor& grad_out, const Tensor& lse, double scale, bool causal);

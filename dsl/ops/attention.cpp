@@ -8,7 +8,11 @@
 //   attention(q [B, H, Tq, D], k [B, H, Tk, D], v [B, H, Tk, Dv], scale, causal)
 //     -> out [B, H, Tq, Dv], lse [B, H, Tq] (the log-sum-exp of each row of scaled scores; f32
 //        for bf16 and f16 operands)
+//     with merged_heads (an optional attribute, graph/attention_layout.cpp sets it): out comes as
+//     [B, Tq, H, Dv], the order in which a reshape merges the heads into [B, Tq, H * Dv] without
+//     a copy; the kernels write it so
 //   attention_backward(q, k, v, out, grad_out, lse, scale, causal) -> grad_q, grad_k, grad_v
+//     (out and grad_out [B, H, Tq, Dv], in any strides)
 #include "dsl/ops/op_tables.h"
 
 #include "dsl/error.h"
@@ -54,10 +58,11 @@ void check_operands(const std::string& op, const std::vector<TensorMeta>& in) {
   }
 }
 
-std::vector<TensorMeta> infer_attention(const std::vector<TensorMeta>& in, const Attrs&) {
+std::vector<TensorMeta> infer_attention(const std::vector<TensorMeta>& in, const Attrs& a) {
   check_operands("attention", in);
   const Shape &q = in[0].shape, &v = in[2].shape;
-  return {{{q[0], q[1], q[2], v[3]}, in[0].dtype, in[0].device},
+  Shape out = a.get_or<bool>("merged_heads", false) ? Shape{q[0], q[2], q[1], v[3]} : Shape{q[0], q[1], q[2], v[3]};
+  return {{out, in[0].dtype, in[0].device},
           {{q[0], q[1], q[2]}, lse_dtype(in[0].dtype), in[0].device}};
 }
 

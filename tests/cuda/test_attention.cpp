@@ -159,6 +159,31 @@ BOOST_AUTO_TEST_CASE(compiled_under_autocast_uses_the_fused_op, *needs(cudnn_una
   BOOST_TEST(optimized.find("= softmax(") == std::string::npos, optimized);
 }
 
+// With merged_heads (what the compiler sets where the heads are merged after the attention) the
+// output comes as [B, T, H, D], written so by cuDNN (bf16) and by the f32 path; outputs and the
+// gradients through the op's derivative rule against plain loops in double.
+BOOST_AUTO_TEST_CASE(merged_heads_output_matches_a_double_reference, *needs(cudnn_unavailable_reason)) {
+  EnableGradGuard grad;
+  const int64_t B = 2, H = 3, T = 80, D = 32;
+  for (DType t : {DType::bf16, DType::f32}) {
+    Tolerance tol = t == DType::bf16 ? Tolerance{3e-2, 2e-2} : Tolerance{1e-4, 1e-4};
+    Tensor proj = random_tensor({B, T, 3 * H * D}, t, 95).to(kCuda).requires_grad_();
+    Tensor q = heads(proj, 0, H, D), k = heads(proj, H * D, H, D), v = heads(proj, 2 * H * D, H, D);
+    const double scale = 1.0 / std::sqrt(double(D));
+    TensorList out = dispatch(op_def("attention"), {q, k, v}, {{"scale", scale}, {"causal", true}, {"merged_heads", true}});
+    const std::string what = std::string("merged heads, ") + std::string(name(t));
+    BOOST_TEST((out[0].shape() == Shape{B, T, H, D}), what);
+    BOOST_TEST(out[0].is_contiguous(), what);
+    Tensor dout = random_tensor({B, T, H, D}, t, 96).to(kCuda);
+    (out[0] * dout).sum().backward();
+    AttentionReference r = attention_reference(q, k, v, dout.transpose(1, 2), true, scale);
+    check_close(out[0].transpose(1, 2), r.out, {B, H, T, D}, tol, what + ": out");
+    check_close(heads(proj.grad(), 0, H, D), r.dq, {B, H, T, D}, tol, what + ": grad q");
+    check_close(heads(proj.grad(), H * D, H, D), r.dk, {B, H, T, D}, tol, what + ": grad k");
+    check_close(heads(proj.grad(), 2 * H * D, H, D), r.dv, {B, H, T, D}, tol, what + ": grad v");
+  }
+}
+
 BOOST_AUTO_TEST_CASE(unsupported_combinations_name_the_op_and_the_rule, *needs_cuda()) {
   Tensor q = random_tensor({1, 2, 8, 12}, DType::bf16, 91).to(kCuda);
   check_error([&] { dispatch(op_def("attention"), {q, q, q}, {{"scale", 0.5}, {"causal", false}}); },

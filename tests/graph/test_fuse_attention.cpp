@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <sstream>
 
 #include "support/reference.h"
 
@@ -75,6 +76,23 @@ void check_matches_eager(const Run& got, const Run& eager, const std::string& wh
 
 bool has_op(const std::string& graph, const std::string& op) { return graph.find("= " + op + "(") != std::string::npos; }
 
+// Whether the attention's first output (the line "  %N: ... = attention(...merged_heads=true...)")
+// is read straight by a reshaping view: the head-merging copy is gone.
+bool merged_output_is_read_as_a_view(const std::string& graph) {
+  std::istringstream lines(graph);
+  std::string line, out;
+  while (std::getline(lines, line)) {
+    if (out.empty() && line.find("= attention(") != std::string::npos && line.find("merged_heads=true") != std::string::npos) {
+      size_t at = line.find('%');
+      out = line.substr(at, line.find(':', at) - at);
+    } else if (!out.empty() && (line.find("(" + out + ",") != std::string::npos || line.find("(" + out + ")") != std::string::npos)) {
+      for (const char* view : {"= view(", "= reshape(", "= flatten("})
+        if (line.find(view) != std::string::npos) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(causal_and_unmasked_attention_run_fused_with_eager_gradients) {
@@ -100,4 +118,48 @@ BOOST_AUTO_TEST_CASE(probabilities_the_caller_gets_and_other_masks_are_left_alon
   Run a = run(Mask::anti_causal, false, "halide");
   BOOST_TEST(!has_op(a.optimized, "attention"), a.optimized);
   check_matches_eager(a, run(Mask::anti_causal, false, ""), "keys j >= i");
+}
+
+// The heads merged after the attention (transpose, contiguous, reshape, as nn::CausalSelfAttention
+// does): the attention writes its output in [B, T, H, D] order (merged_heads) and the copy goes;
+// outputs and gradients (through the joint graph on halide, the tape's derivative rule on eager)
+// are eager's.
+BOOST_AUTO_TEST_CASE(merged_heads_are_written_by_the_attention_without_a_copy) {
+  auto run_merged = [](const std::string& backend, std::string* optimized) {
+    EnableGradGuard grad;
+    Tensor q = random_tensor({2, 3, 40, 8}, f32, 5).requires_grad_(), k = random_tensor({2, 3, 40, 8}, f32, 6).requires_grad_(),
+           v = random_tensor({2, 3, 40, 8}, f32, 7).requires_grad_(), w = random_tensor({2, 40, 24}, f32, 8);
+    auto fn = [](const Tensor& a, const Tensor& b, const Tensor& c) {
+      Tensor o = attend(a, b, c, Mask::causal).first;
+      return o.transpose(1, 2).contiguous().reshape({o.size(0), o.size(2), o.size(1) * o.size(3)});
+    };
+    Tensor y;
+    if (backend.empty()) {
+      y = fn(q, k, v);
+    } else {
+      std::string dir =
+          (fs::temp_directory_path() / ("kiln-test-merged-heads-" + std::to_string(::getpid()))).string();
+      fs::remove_all(dir);
+      set_debug_dir(dir);
+      auto f = compile([&](const Tensor& a, const Tensor& b, const Tensor& c) { return fn(a, b, c); },
+                       {.backend = backend, .name = "merged"});
+      y = f(q, k, v);
+      set_debug_dir("");
+      *optimized = dumped(dir, ".optimized.txt");
+      fs::remove_all(dir);
+    }
+    (y * w).sum().backward();
+    return TensorList{y, q.grad(), k.grad(), v.grad()};
+  };
+  std::string unused;
+  TensorList want = run_merged("", &unused);
+  for (std::string backend : {"halide", "eager"}) {
+    std::string optimized;
+    TensorList got = run_merged(backend, &optimized);
+    BOOST_TEST(optimized.find("merged_heads=true") != std::string::npos, backend << ":\n" << optimized);
+    BOOST_TEST(merged_output_is_read_as_a_view(optimized), backend << ":\n" << optimized);
+    const char* names[] = {"output", "grad q", "grad k", "grad v"};
+    for (size_t i = 0; i < want.size(); ++i)
+      check_close(got[i], host_values(want[i]), want[i].shape(), {2e-5, 2e-5}, backend + ": " + names[i]);
+  }
 }
