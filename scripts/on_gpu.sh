@@ -6,7 +6,8 @@
 # KILN_GPU_STEPS picks steps (default tests,kiln,torch,demo; also sweep: the row schedule's
 # tunables on softmax and layer_norm; real: `kiln bench gpu --size real` and
 # bench/torch/bench_real.py side by side, with the PyTorch check of GPT-2's first step, merged
-# into h200-real-DATE.json and its table); KILN_TORCH_ARGS passes options to bench_torch.py
+# into h200-real-DATE.json and its table; ddp: `kiln bench ddp` and bench/torch/ddp.py over every
+# GPU, merged into ddp-DATE.json and its table); KILN_TORCH_ARGS passes options to bench_torch.py
 # (e.g. --skip-max-autotune), KILN_REAL_ARGS to both real-size benches (e.g. --filter gpt2 is
 # kiln's, so give bench_real.py's --models through KILN_TORCH_REAL_ARGS). The tests step runs
 # tests/cuda/test_compile.cpp's fuzzer on KILN_FUZZ_PROGRAMS programs (default here 60, of which
@@ -59,6 +60,17 @@ if want real; then
   (cd "$root" && step python3 bench/torch/bench_real.py --json "$out/torch-real.json" --check-dir "$check" ${KILN_TORCH_REAL_ARGS:-}) 2>&1 | tee -a "$log"
   [ -e "$out/kiln-real.json" ] && [ -e "$out/torch-real.json" ] && (cd "$root" && step python3 bench/torch/merge_real.py \
     --kiln "$out/kiln-real.json" --torch "$out/torch-real.json" --out "$out/h200-real-$date.json" --table "$out/h200-real-$date.md") 2>&1 | tail -60
+fi
+# Data-parallel training over every GPU of the machine (NVLink multicast off): kiln bench ddp and
+# bench/torch/ddp.py on 1 and N processes, merged into ddp-DATE.json and its table.
+if want ddp; then
+  export NCCL_NVLS_ENABLE=0
+  gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+  [ "$gpus" -ge 1 ] || gpus=1
+  step "$bin/kiln" bench ddp --nproc "$gpus" --device cuda --json "$out/kiln-ddp.json" 2>&1 | tee -a "$log"
+  (cd "$root" && step python3 bench/torch/ddp.py --nproc "$gpus" --json "$out/torch-ddp.json") 2>&1 | tee -a "$log"
+  [ -e "$out/kiln-ddp.json" ] && [ -e "$out/torch-ddp.json" ] && (cd "$root" && step python3 bench/torch/merge_ddp.py \
+    --kiln "$out/kiln-ddp.json" --torch "$out/torch-ddp.json" --out "$out/ddp-$date.json" --table "$out/ddp-$date.md") 2>&1 | tail -40
 fi
 want demo && step "$bin/kiln" demo --device cuda --steps 200 --json "$out/demo-cuda.json" 2>&1 | tee -a "$log" | tail -30
 # The run fails when a step did.
