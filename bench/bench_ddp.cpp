@@ -4,6 +4,7 @@
 // algorithm bandwidth times 2(n-1)/n) and a DistributedDataParallel training step of a zoo model
 // (the MLP at bench size on the CPU, GPT-2 small at real size on CUDA, the same batch per rank),
 // eager and compiled (the halide backend: one graph whose backward holds the buckets' all-reduces),
+// in a world of one also the compiled step without DDP (what DDP costs with nothing to exchange),
 // and rank 0 writes its part; the command merges them into the table, the scaling efficiency
 // (samples/s on N processes over N times one process's) and the JSON report.
 #include <unistd.h>
@@ -75,23 +76,33 @@ int run_bench_ddp_worker(const BenchOptions& opts, const std::string& part_path)
   const std::string model = device.is_cuda() ? "gpt2_small" : "mlp";
   if (device.is_cuda()) set_float32_matmul_precision(Float32MatmulPrecision::high);  // TF32, as the real-size bench
   zoo::ZooModel m = zoo::make_zoo_model(model, device.is_cuda() ? zoo::ZooSize::real : zoo::ZooSize::bench, device);
-  distributed::DistributedDataParallel ddp(m.module);
-  optim::AdamW opt(ddp.parameters(), {});
   TensorList inputs = m.make_inputs();
-  double step_s = median_per_call([&] { train_step(m, opt, inputs); }, device, 1, 15);
-  // The step compiled on the halide backend: one graph, the buckets' all-reduces its nodes.
-  auto compiled = compile([&](std::vector<Tensor> xs) { return train_step(m, opt, xs); }, {.backend = "halide"});
-  double t0 = now_seconds();
-  compiled(inputs);
-  sync(device);
-  double compile_s = now_seconds() - t0;
-  double compiled_s = median_per_call([&] { compiled(inputs); }, device, 1, 15);
   int64_t samples = inputs.at(0).size(0);
   Json step = Json::object();
-  step.set("model", model).set("batch_per_rank", samples).set("buckets", int64_t(ddp.buckets().size()));
-  step.set("ms", step_s * 1e3).set("samples_per_s", double(samples * world) / step_s);
-  step.set("compiled_ms", compiled_s * 1e3).set("compiled_samples_per_s", double(samples * world) / compiled_s);
-  step.set("compile_s", compile_s).set("compiled_graphs", int64_t(compiled.stats().compiles));
+  {
+    distributed::DistributedDataParallel ddp(m.module);
+    optim::AdamW opt(ddp.parameters(), {});
+    double step_s = median_per_call([&] { train_step(m, opt, inputs); }, device, 1, 15);
+    // The step compiled on the halide backend: one graph, the buckets' all-reduces its nodes.
+    auto compiled = compile([&](std::vector<Tensor> xs) { return train_step(m, opt, xs); }, {.backend = "halide"});
+    double t0 = now_seconds();
+    compiled(inputs);
+    sync(device);
+    double compile_s = now_seconds() - t0;
+    double compiled_s = median_per_call([&] { compiled(inputs); }, device, 1, 15);
+    step.set("model", model).set("batch_per_rank", samples).set("buckets", int64_t(ddp.buckets().size()));
+    step.set("ms", step_s * 1e3).set("samples_per_s", double(samples * world) / step_s);
+    step.set("compiled_ms", compiled_s * 1e3).set("compiled_samples_per_s", double(samples * world) / compiled_s);
+    step.set("compile_s", compile_s).set("compiled_graphs", int64_t(compiled.stats().compiles));
+  }
+  if (world == 1) {
+    // The same compiled step without DDP (the wrapper took its hooks with it): what DDP costs
+    // where there is nothing to exchange.
+    optim::AdamW opt(m.module->parameters(), {});
+    auto plain = compile([&](std::vector<Tensor> xs) { return train_step(m, opt, xs); }, {.backend = "halide"});
+    plain(inputs);
+    step.set("plain_compiled_ms", median_per_call([&] { plain(inputs); }, device, 1, 15) * 1e3);
+  }
   part.set("train_step", step);
   if (rank == 0) {
     std::ofstream(part_path) << part.dump() << "\n";
@@ -144,6 +155,9 @@ int run_bench_ddp(const BenchOptions& opts, int nproc) {
                 s["samples_per_s"].number(), efficiency, s["compiled_ms"].number(), s["compiled_samples_per_s"].number(),
                 compiled_efficiency, s["compiled_graphs"].number(), s["compiled_graphs"].number() == 1 ? "" : "s");
   }
+  if (one.has("plain_compiled_ms"))
+    std::printf("  without DDP, 1 process: %8.2f ms a step compiled (DDP's cost where there is nothing to exchange: %.2f ms)\n",
+                one["plain_compiled_ms"].number(), one["compiled_ms"].number() - one["plain_compiled_ms"].number());
   report.set("runs", runs);
   if (!opts.json_path.empty()) {
     std::ofstream(opts.json_path) << report.dump() << "\n";

@@ -66,11 +66,14 @@ def main():
         scale_t = (ratio(t.get("compiled_samples_per_s"), w * base_t["compiled_samples_per_s"])
                    if base_t and "compiled_samples_per_s" in base_t else None)
         row = {"world_size": w, "kiln_ms": k["ms"], "kiln_compiled_ms": k.get("compiled_ms"), "torch_ms": t["ms"],
-               "torch_compiled_ms": t.get("compiled_ms"), "compiled_ratio": ratio(k.get("compiled_ms"), t.get("compiled_ms")),
+               "kiln_plain_compiled_ms": k.get("plain_compiled_ms"), "torch_compiled_ms": t.get("compiled_ms"), "compiled_ratio": ratio(k.get("compiled_ms"), t.get("compiled_ms")),
                "kiln_compiled_scaling": scale_k, "torch_compiled_scaling": scale_t}
         merged["train_step"].append(row)
         lines.append(f"| {w} | {fmt(k['ms'])} | {fmt(k.get('compiled_ms'))} | {fmt(t['ms'])} | {fmt(t.get('compiled_ms'))} "
                      f"| {fmt(row['compiled_ratio'])} | {fmt(scale_k)} | {fmt(scale_t)} |")
+    if base_k and "plain_compiled_ms" in base_k:
+        lines += ["", f"kiln's compiled step without DDP, 1 process: {base_k['plain_compiled_ms']:.2f} ms "
+                      f"(DDP's cost with nothing to exchange: {base_k['compiled_ms'] - base_k['plain_compiled_ms']:.2f} ms)"]
     table = "\n".join(lines) + "\n"
     print(table)
     if args.table:

@@ -128,7 +128,7 @@ TensorList wait_kernel(const TensorList& in, const Attrs& a) {
   TensorList out;
   int64_t at = 0;
   for (const Shape& s : decode_shapes(a)) {
-    out.push_back(flat.narrow(0, at, numel(s)).reshape(s).clone());
+    out.push_back(flat.narrow(0, at, numel(s)).reshape(s));  // views of one buffer, no copy
     at += numel(s);
   }
   return out;

@@ -34,9 +34,10 @@ struct StartOptions {
 
 // A new contiguous tensor that becomes the reduction of every rank's `t` over `group`.
 Tensor all_reduce_start(const Tensor& t, ReduceOp op, ProcessGroup& group, StartOptions options = {});
-// Waits for the all-reduce that made `started` and returns its result cut into new tensors of
-// these shapes, one after another (their elements together: started's). One shape, started's
-// own, gives the result whole.
+// Waits for the all-reduce that made `started` and returns its result cut into tensors of
+// these shapes, one after another (their elements together: started's): contiguous views of one
+// buffer, as PyTorch's DDP hands out gradients as views of its buckets, so no copy is made. One
+// shape, started's own, gives the result whole.
 TensorList all_reduce_wait(const Tensor& started, const std::vector<Shape>& shapes);
 
 // All-reduces that all_reduce_start has started in this process under `tag`, eager or in
